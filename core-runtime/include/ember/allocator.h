@@ -1,0 +1,73 @@
+// allocator.h — the caching allocator every device uses, its statistics and its memory cap.
+//
+// Freed blocks are kept in a free list and handed out again for requests of a similar size, so a
+// training loop that allocates the same shapes every step stops calling malloc/cudaMalloc after
+// the first step. A cap (EMBER_MEMORY_LIMIT=2GiB, or set_memory_limit) bounds the memory in use,
+// which is how a test shows that a model "fits on a 2 GiB card" on any machine.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "ember/device.h"
+
+namespace ember {
+
+struct MemoryStats {
+  int64_t in_use = 0;       // bytes handed out to tensors now
+  int64_t peak = 0;         // highest in_use since the last reset_peak
+  int64_t reserved = 0;     // bytes obtained from the system (in use + cached)
+  int64_t allocations = 0;  // number of allocation requests served
+  int64_t system_allocations = 0;  // how many of those reached malloc/cudaMalloc
+  int64_t limit = 0;        // the cap in bytes; 0 = none
+};
+
+// How a device obtains and returns raw memory; the caching layer sits on top.
+class RawAllocator {
+ public:
+  virtual ~RawAllocator() = default;
+  virtual void* allocate(size_t nbytes) = 0;  // returns nullptr when the system is out of memory
+  virtual void deallocate(void* ptr) = 0;
+};
+
+class CachingAllocator {
+ public:
+  CachingAllocator(Device device, RawAllocator* raw);
+  ~CachingAllocator();
+  CachingAllocator(const CachingAllocator&) = delete;
+  CachingAllocator& operator=(const CachingAllocator&) = delete;
+
+  // Throws OutOfMemoryError naming `op`, the request, in-use, peak and cap when it cannot serve.
+  void* allocate(size_t nbytes, const char* op = "allocate");
+  void deallocate(void* ptr);
+
+  MemoryStats stats() const;
+  void reset_peak();
+  void set_limit(int64_t bytes);  // 0 removes the cap
+  void empty_cache();             // returns every cached (unused) block to the system
+
+  static size_t round_size(size_t nbytes);  // the block size a request is served with
+
+ private:
+  void release_cached_locked();
+  Device device_;
+  RawAllocator* raw_;
+  mutable std::mutex mutex_;
+  std::multimap<size_t, void*> free_blocks_;  // size -> block, for best-fit reuse
+  std::map<void*, size_t> block_sizes_;       // every live or cached block
+  MemoryStats stats_;
+};
+
+// The caching allocator of a device.
+CachingAllocator& allocator_for(Device device);
+MemoryStats memory_stats(Device device = Device());
+void reset_peak_memory(Device device = Device());
+void set_memory_limit(int64_t bytes, Device device = Device());
+void empty_cache(Device device = Device());
+
+// Parses "2GiB", "512MiB", "1.5GB", "1000000" into bytes; throws ValueError otherwise.
+int64_t parse_bytes(const std::string& text);
+
+}  // namespace ember

@@ -1,0 +1,3 @@
+// conv_pool.h — (being written)
+#pragma once
+#include "ember/tensor.h"

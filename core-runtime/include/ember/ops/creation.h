@@ -1,0 +1,3 @@
+// creation.h — (being written)
+#pragma once
+#include "ember/tensor.h"

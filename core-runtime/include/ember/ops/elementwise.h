@@ -1,0 +1,3 @@
+// elementwise.h — (being written)
+#pragma once
+#include "ember/tensor.h"

@@ -1,0 +1,3 @@
+// indexing.h — (being written)
+#pragma once
+#include "ember/tensor.h"

@@ -1,0 +1,3 @@
+// matmul.h — (being written)
+#pragma once
+#include "ember/tensor.h"

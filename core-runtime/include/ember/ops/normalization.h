@@ -1,0 +1,3 @@
+// normalization.h — (being written)
+#pragma once
+#include "ember/tensor.h"

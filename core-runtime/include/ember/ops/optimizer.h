@@ -1,0 +1,3 @@
+// optimizer.h — (being written)
+#pragma once
+#include "ember/tensor.h"

@@ -1,0 +1,3 @@
+// random.h — (being written)
+#pragma once
+#include "ember/tensor.h"

@@ -1,0 +1,3 @@
+// reduction.h — (being written)
+#pragma once
+#include "ember/tensor.h"

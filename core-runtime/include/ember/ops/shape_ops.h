@@ -1,0 +1,20 @@
+// shape_ops.h — joining and splitting tensors: cat, stack, split, chunk.
+#pragma once
+#include <vector>
+
+#include "ember/tensor.h"
+
+namespace ember {
+
+// Joins tensors along an existing dim; all other dims, the dtype and the device must match.
+Tensor cat(const TensorList& tensors, int64_t dim = 0);
+// Joins tensors of one shape along a new dim.
+Tensor stack(const TensorList& tensors, int64_t dim = 0);
+// Views of consecutive pieces of `split_size` along dim (the last may be smaller).
+TensorList split(const Tensor& t, int64_t split_size, int64_t dim = 0);
+// Views of pieces with the given sizes, which must sum to t.size(dim).
+TensorList split(const Tensor& t, const std::vector<int64_t>& sizes, int64_t dim = 0);
+// `chunks` views of near-equal size along dim (as torch.chunk: ceil(n / chunks) each).
+TensorList chunk(const Tensor& t, int64_t chunks, int64_t dim = 0);
+
+}  // namespace ember

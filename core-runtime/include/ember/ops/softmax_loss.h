@@ -1,0 +1,3 @@
+// softmax_loss.h — (being written)
+#pragma once
+#include "ember/tensor.h"

@@ -1,0 +1,151 @@
+// allocator.cpp — the caching allocator (one per device) and the memory cap.
+#include "ember/allocator.h"
+
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+
+#include "ember/backend.h"
+#include "ember/error.h"
+
+namespace ember {
+
+namespace {
+std::string human_bytes(int64_t b) {
+  std::ostringstream os;
+  os.precision(3);
+  if (b >= (int64_t(1) << 30)) os << double(b) / double(int64_t(1) << 30) << " GiB";
+  else if (b >= (1 << 20)) os << double(b) / double(1 << 20) << " MiB";
+  else if (b >= (1 << 10)) os << double(b) / double(1 << 10) << " KiB";
+  else os << b << " B";
+  return os.str();
+}
+}  // namespace
+
+int64_t parse_bytes(const std::string& text) {
+  size_t i = 0;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
+  std::string num = text.substr(0, i), unit = text.substr(i);
+  while (!unit.empty() && unit.front() == ' ') unit.erase(unit.begin());
+  static const std::pair<const char*, double> units[] = {
+      {"", 1},           {"B", 1},          {"KB", 1e3},         {"MB", 1e6},
+      {"GB", 1e9},       {"TB", 1e12},      {"KiB", 1024.0},     {"MiB", 1048576.0},
+      {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}};
+  if (!num.empty()) {
+    for (const auto& [name, scale] : units) {
+      if (unit == name) return int64_t(std::llround(std::atof(num.c_str()) * scale));
+    }
+  }
+  throw ValueError("memory limit", "cannot parse '" + text +
+                                       "' as a size; expected e.g. '2GiB', '512MiB', '1.5GB' "
+                                       "or a number of bytes");
+}
+
+CachingAllocator::CachingAllocator(Device device, RawAllocator* raw) : device_(device), raw_(raw) {
+  if (const char* env = std::getenv("EMBER_MEMORY_LIMIT")) stats_.limit = parse_bytes(env);
+}
+
+CachingAllocator::~CachingAllocator() {
+  // Blocks still in use at exit (static tensors) are left to the OS; cached ones are returned.
+  std::lock_guard<std::mutex> lock(mutex_);
+  release_cached_locked();
+}
+
+size_t CachingAllocator::round_size(size_t nbytes) {
+  // Small requests round to 512 B; large ones to 1/8 of their power of two, so a cached block is
+  // reused for requests within ~12% of its size without wasting more than that.
+  if (nbytes <= 512) return 512;
+  size_t pow2 = 1;
+  while (pow2 < nbytes) pow2 <<= 1;
+  size_t step = std::max<size_t>(512, pow2 / 8);
+  return (nbytes + step - 1) / step * step;
+}
+
+void* CachingAllocator::allocate(size_t nbytes, const char* op) {
+  size_t size = round_size(nbytes);
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto fail = [&](const std::string& why) -> void* {
+    throw OutOfMemoryError(op, "cannot allocate " + human_bytes(int64_t(nbytes)) + " on " +
+                                   device_.str() + " (" + why + "): in use " +
+                                   human_bytes(stats_.in_use) + ", peak " +
+                                   human_bytes(stats_.peak) + ", reserved " +
+                                   human_bytes(stats_.reserved) + ", cap " +
+                                   (stats_.limit ? human_bytes(stats_.limit) : "none") +
+                                   ". Reduce the batch size, free tensors, or raise the cap "
+                                   "(EMBER_MEMORY_LIMIT / set_memory_limit)");
+  };
+  if (stats_.limit && stats_.in_use + int64_t(size) > stats_.limit) return fail("over the cap");
+
+  void* ptr = nullptr;
+  // Best fit among cached blocks, but never a block more than twice the request (that would
+  // strand memory); blocks are not split, which keeps the allocator short and readable.
+  auto it = free_blocks_.lower_bound(size);
+  if (it != free_blocks_.end() && it->first <= 2 * size) {
+    ptr = it->second;
+    size = it->first;
+    free_blocks_.erase(it);
+  } else {
+    ptr = raw_->allocate(size);
+    if (!ptr) {  // the system is full: return the cache and retry once
+      release_cached_locked();
+      ptr = raw_->allocate(size);
+    }
+    if (!ptr) return fail("the device is out of memory");
+    block_sizes_[ptr] = size;
+    stats_.reserved += int64_t(size);
+    ++stats_.system_allocations;
+  }
+  stats_.in_use += int64_t(size);
+  stats_.peak = std::max(stats_.peak, stats_.in_use);
+  ++stats_.allocations;
+  return ptr;
+}
+
+void CachingAllocator::deallocate(void* ptr) {
+  if (!ptr) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  size_t size = block_sizes_.at(ptr);
+  stats_.in_use -= int64_t(size);
+  free_blocks_.emplace(size, ptr);
+}
+
+void CachingAllocator::release_cached_locked() {
+  for (auto& [size, ptr] : free_blocks_) {
+    raw_->deallocate(ptr);
+    block_sizes_.erase(ptr);
+    stats_.reserved -= int64_t(size);
+  }
+  free_blocks_.clear();
+}
+
+MemoryStats CachingAllocator::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
+
+void CachingAllocator::reset_peak() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats_.peak = stats_.in_use;
+}
+
+void CachingAllocator::set_limit(int64_t bytes) {
+  if (bytes < 0) throw ValueError("set_memory_limit", "limit must be >= 0 bytes (0 = no cap)");
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats_.limit = bytes;
+}
+
+void CachingAllocator::empty_cache() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  release_cached_locked();
+}
+
+CachingAllocator& allocator_for(Device device) {
+  return backend_for(device, "allocator").allocator(device.index);
+}
+MemoryStats memory_stats(Device device) { return allocator_for(device).stats(); }
+void reset_peak_memory(Device device) { allocator_for(device).reset_peak(); }
+void set_memory_limit(int64_t bytes, Device device) { allocator_for(device).set_limit(bytes); }
+void empty_cache(Device device) { allocator_for(device).empty_cache(); }
+
+}  // namespace ember

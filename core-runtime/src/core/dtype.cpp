@@ -1,0 +1,54 @@
+// dtype.cpp — sizes, names and type promotion.
+#include "ember/dtype.h"
+
+#include "ember/error.h"
+
+namespace ember {
+
+size_t itemsize(DType t) {
+  static constexpr size_t sizes[kNumDTypes] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8};
+  return sizes[int(t)];
+}
+
+const char* dtype_name(DType t) {
+  static constexpr const char* names[kNumDTypes] = {"bool",    "uint8",    "int8",   "int16",
+                                                    "int32",   "int64",    "float16", "bfloat16",
+                                                    "float32", "float64"};
+  return names[int(t)];
+}
+
+DType dtype_from_name(const std::string& name) {
+  for (int i = 0; i < kNumDTypes; ++i)
+    if (name == dtype_name(DType(i))) return DType(i);
+  if (name == "float") return DType::Float32;
+  if (name == "double") return DType::Float64;
+  if (name == "half") return DType::Float16;
+  if (name == "long") return DType::Int64;
+  if (name == "int") return DType::Int32;
+  throw ValueError("dtype", "unknown dtype '" + name +
+                                "'; expected one of bool, uint8, int8, int16, int32, int64, "
+                                "float16, bfloat16, float32, float64");
+}
+
+DType promote_types(DType a, DType b) {
+  if (a == b) return a;
+  if (a == DType::Bool) return b;
+  if (b == DType::Bool) return a;
+  bool fa = is_floating(a), fb = is_floating(b);
+  if (fa && fb) {
+    if ((a == DType::Float16 && b == DType::BFloat16) ||
+        (a == DType::BFloat16 && b == DType::Float16))
+      return DType::Float32;
+    return itemsize(a) >= itemsize(b) ? a : b;
+  }
+  if (fa) return a;  // float beats any integer (PyTorch keeps the float's width)
+  if (fb) return b;
+  // Two distinct integer types. uint8 with a signed type needs a signed type wider than 8 bits.
+  if (a == DType::UInt8 || b == DType::UInt8) {
+    DType other = a == DType::UInt8 ? b : a;
+    return other == DType::Int8 ? DType::Int16 : other;
+  }
+  return itemsize(a) >= itemsize(b) ? a : b;
+}
+
+}  // namespace ember

@@ -1,0 +1,146 @@
+// tensor.cpp — construction, metadata, copies, fill and element access.
+#include "ember/tensor.h"
+
+#include <algorithm>
+#include <memory>
+
+#include "core/core_kernels.h"
+#include "ember/backend.h"
+
+namespace ember {
+
+Tensor::Tensor(Storage storage, Shape shape, Strides strides, int64_t offset, DType dtype)
+    : storage_(std::move(storage)),
+      shape_(std::move(shape)),
+      strides_(std::move(strides)),
+      offset_(offset),
+      dtype_(dtype) {}
+
+Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
+  for (int64_t s : shape)
+    if (s < 0)
+      throw ValueError("empty", "shape " + shape_str(shape) +
+                                    " has a negative size; sizes must be >= 0");
+  backend_for(device, "empty");
+  size_t nbytes = size_t(shape_numel(shape)) * ember::itemsize(dtype);
+  auto storage = std::make_shared<StorageImpl>(nbytes, device, "empty");
+  return Tensor(storage, shape, contiguous_strides(shape), 0, dtype);
+}
+
+Device Tensor::device() const { return storage_ ? storage_->device() : Device(); }
+
+int64_t Tensor::size(int64_t d) const { return shape_[size_t(wrap_dim(d, dim(), "size"))]; }
+int64_t Tensor::stride(int64_t d) const { return strides_[size_t(wrap_dim(d, dim(), "stride"))]; }
+
+bool Tensor::is_contiguous() const {
+  int64_t expected = 1;
+  for (size_t i = shape_.size(); i-- > 0;) {
+    if (shape_[i] == 1) continue;
+    if (strides_[i] != expected) return false;
+    expected *= shape_[i];
+  }
+  return true;
+}
+
+void* Tensor::data_ptr() const {
+  if (!storage_) return nullptr;
+  return static_cast<char*>(storage_->data()) + offset_ * int64_t(itemsize());
+}
+
+void Tensor::check_dtype_access(DType requested) const {
+  if (requested != dtype_)
+    throw DTypeError("data", "tensor is " + str() + " but was accessed as " +
+                                 dtype_name(requested) + "; use data<T>() with the matching T");
+}
+
+Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
+
+Tensor Tensor::clone() const {
+  Tensor out = empty(shape_, dtype_, device());
+  out.copy_(*this);
+  return out;
+}
+
+Tensor Tensor::to(Device device) const { return to(device, dtype_); }
+Tensor Tensor::to(DType dtype) const { return to(device(), dtype); }
+Tensor Tensor::to(Device device, DType dtype) const {
+  if (device == this->device() && dtype == dtype_) return *this;
+  Tensor out = empty(shape_, dtype, device);
+  out.copy_(*this);
+  return out;
+}
+
+Tensor& Tensor::copy_(const Tensor& src) {
+  if (!defined() || !src.defined())
+    throw ValueError("copy_", "cannot copy between undefined tensors");
+  bool fits = src.dim() <= dim();
+  for (int64_t i = 1; fits && i <= src.dim(); ++i)
+    fits = src.size(-i) == 1 || src.size(-i) == size(-i);
+  if (!fits)
+    throw ShapeError("copy_", "src " + src.str() + " cannot be broadcast to dst " + str() +
+                                  "; src must broadcast to dst's shape");
+  if (numel() == 0) return *this;
+  if (src.device() == device()) {
+    Tensor expanded = src.expand(shape_);
+    copy_kernel(device())(expanded, *this);
+    return *this;
+  }
+  // Across devices: make src contiguous where it is, move the bytes, then cast/scatter here.
+  Tensor packed = src.contiguous();
+  Tensor staged = empty(packed.shape(), packed.dtype(), device());
+  Device accel = device().is_cpu() ? src.device() : device();
+  backend_for(accel, "copy_").copy_bytes(staged.data_ptr(), device(), packed.data_ptr(),
+                                          src.device(), size_t(packed.nbytes()));
+  Tensor expanded = staged.expand(shape_);
+  copy_kernel(device())(expanded, *this);
+  return *this;
+}
+
+Tensor& Tensor::fill_(double value) {
+  if (numel() > 0) fill_kernel(device())(*this, value);
+  return *this;
+}
+
+template <class T>
+std::vector<T> Tensor::to_vector() const {
+  Tensor host = to(Device(), dtype_of_v<T>).contiguous();
+  const T* p = host.data<T>();
+  return std::vector<T>(p, p + host.numel());
+}
+
+template <class T>
+T Tensor::item() const {
+  if (numel() != 1)
+    throw ValueError("item", "tensor is " + str() +
+                                 "; item() needs exactly one element (index or reduce first)");
+  return to_vector<T>()[0];
+}
+
+template <class T>
+Tensor Tensor::from_vector(const std::vector<T>& values, const Shape& shape, Device device) {
+  if (int64_t(values.size()) != shape_numel(shape))
+    throw ShapeError("from_vector", std::to_string(values.size()) + " values cannot fill shape " +
+                                        shape_str(shape) + " (" +
+                                        std::to_string(shape_numel(shape)) + " elements)");
+  Tensor host = empty(shape, dtype_of_v<T>, Device());
+  std::copy(values.begin(), values.end(), static_cast<T*>(host.data_ptr()));
+  return host.to(device);
+}
+
+#define EMBER_INSTANTIATE(T)                                                              \
+  template std::vector<T> Tensor::to_vector<T>() const;                                   \
+  template T Tensor::item<T>() const;                                                     \
+  template Tensor Tensor::from_vector<T>(const std::vector<T>&, const Shape&, Device);
+EMBER_INSTANTIATE(bool)
+EMBER_INSTANTIATE(uint8_t)
+EMBER_INSTANTIATE(int8_t)
+EMBER_INSTANTIATE(int16_t)
+EMBER_INSTANTIATE(int32_t)
+EMBER_INSTANTIATE(int64_t)
+EMBER_INSTANTIATE(Half)
+EMBER_INSTANTIATE(BFloat16)
+EMBER_INSTANTIATE(float)
+EMBER_INSTANTIATE(double)
+#undef EMBER_INSTANTIATE
+
+}  // namespace ember

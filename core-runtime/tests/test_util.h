@@ -1,0 +1,85 @@
+// test_util.h — helpers shared by the core-runtime tests: devices to run on, random inputs from
+// an independent generator (std::mt19937, not Ember's), and value comparison.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ember/ember.h"
+
+namespace ember::test {
+
+// Tests parameterised by device run on "cpu" and "cuda:0"; CUDA cases skip visibly without a GPU.
+class DeviceTest : public ::testing::TestWithParam<Device> {
+ protected:
+  void SetUp() override {
+    if (GetParam().is_cuda() && !cuda_is_available())
+      GTEST_SKIP() << "no CUDA device here (cuda_compiled=" << cuda_compiled() << ")";
+  }
+  Device device() const { return GetParam(); }
+};
+
+inline std::string device_name(const ::testing::TestParamInfo<Device>& info) {
+  return info.param.is_cpu() ? "cpu" : "cuda" + std::to_string(info.param.index);
+}
+
+#define EMBER_INSTANTIATE_DEVICE_TEST(Suite)                                           \
+  INSTANTIATE_TEST_SUITE_P(Devices, Suite,                                             \
+                           ::testing::Values(::ember::Device("cpu"),                   \
+                                             ::ember::Device("cuda:0")),               \
+                           ::ember::test::device_name)
+
+// Uniform values in [lo, hi) from a seeded std::mt19937.
+inline std::vector<double> random_values(int64_t n, uint32_t seed, double lo = -1.0,
+                                         double hi = 1.0) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<double> dist(lo, hi);
+  std::vector<double> v(size_t(std::max<int64_t>(n, 0)));
+  for (double& x : v) x = dist(gen);
+  return v;
+}
+
+// A tensor of `shape` with random values, created as float64 on the host and then cast/moved.
+inline Tensor random_tensor(const Shape& shape, uint32_t seed, DType dtype = DType::Float32,
+                            Device device = Device(), double lo = -1.0, double hi = 1.0) {
+  return Tensor::from_vector(random_values(shape_numel(shape), seed, lo, hi), shape)
+      .to(device, dtype);
+}
+
+// Asserts every element of `t` (cast to double) is within atol + rtol*|expected| of `expected`.
+inline void expect_close(const Tensor& t, const std::vector<double>& expected, double atol = 1e-5,
+                         double rtol = 1e-5) {
+  std::vector<double> got = t.to_vector<double>();
+  ASSERT_EQ(got.size(), expected.size()) << "for " << t.str();
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(expected[i])) {
+      EXPECT_TRUE(std::isnan(got[i])) << "element " << i << " of " << t.str();
+      continue;
+    }
+    EXPECT_NEAR(got[i], expected[i], atol + rtol * std::fabs(expected[i]))
+        << "element " << i << " of " << t.str();
+  }
+}
+
+inline void expect_close(const Tensor& t, const Tensor& expected, double atol = 1e-5,
+                         double rtol = 1e-5) {
+  ASSERT_EQ(t.shape(), expected.shape()) << t.str() << " vs " << expected.str();
+  expect_close(t, expected.to_vector<double>(), atol, rtol);
+}
+
+// Runs `fn`, expects it to throw E, and checks that the message contains every string in `parts`.
+template <class E, class F>
+void expect_error(F&& fn, const std::vector<std::string>& parts) {
+  try {
+    fn();
+    ADD_FAILURE() << "expected an exception";
+  } catch (const E& e) {
+    std::string msg = e.what();
+    for (const auto& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
+  }
+}
+
+}  // namespace ember::test
