@@ -1,3 +1,101 @@
-// conv_pool.h — (being written)
+// conv_pool.h — 2-D convolution and pooling on [N, C, H, W] tensors, each with the backward
+// functions its gradient rule calls. Every op takes one floating dtype (float16, bfloat16,
+// float32, float64) and one device; inputs may be non-contiguous.
+//
+// Output size of a sliding window (conv and pooling alike), per spatial dim:
+//   out = floor((in + 2 * pad - dilation * (kernel - 1) - 1) / stride) + 1
 #pragma once
+#include <cstdint>
+#include <string>
+
 #include "ember/tensor.h"
+
+namespace ember {
+
+// A (height, width) pair; one int means both: `stride = 2` or `stride = {2, 1}`. A
+// default-constructed Size2 (`{}`) means "not given" where an op says so.
+struct Size2 {
+  int64_t h = 0, w = 0;
+  Size2() = default;
+  Size2(int64_t both) : h(both), w(both) {}  // NOLINT: implicit, so `2` works
+  Size2(int64_t h_, int64_t w_) : h(h_), w(w_) {}
+};
+
+// Convolution padding: ints (zeros added on each side), or a mode as in PyTorch:
+//   "valid": no padding;
+//   "same":  the output has the input's size (stride 1 only); when dilation * (kernel - 1) is
+//            odd the extra row/column of padding goes at the bottom/right.
+struct Padding2 {
+  Size2 size;        // explicit padding when mode is empty
+  std::string mode;  // "", "same" or "valid"
+  Padding2(int both) : size(both) {}      // NOLINT: `padding = 1`
+  Padding2(int64_t both) : size(both) {}  // NOLINT
+  Padding2(int64_t h, int64_t w) : size(h, w) {}
+  Padding2(const char* mode_) : mode(mode_) {}  // NOLINT: `padding = "same"`
+};
+
+// ---------------------------------------------------------------------------------------------
+// Convolution (cross-correlation, as every DL framework computes it).
+//   x:      [N, C, H, W]
+//   weight: [O, C / groups, kh, kw]
+//   bias:   [O] (optional)
+//   -> out: [N, O, Ho, Wo]
+// Channels are split into `groups` independent groups: group g maps input channels
+// [g*C/g, (g+1)*C/g) to output channels [g*O/g, (g+1)*O/g). C and O must divide by groups.
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
+              Size2 stride = 1, Padding2 padding = 0, Size2 dilation = 1, int64_t groups = 1);
+
+// d(loss)/dx given grad_out [N, O, Ho, Wo] and weight: [N, C, H, W] = input_shape. The input
+// shape is needed because with stride > 1 several input sizes give the same output size.
+Tensor conv2d_backward_input(const Tensor& grad_out, const Tensor& weight, const Shape& input_shape,
+                             Size2 stride = 1, Padding2 padding = 0, Size2 dilation = 1,
+                             int64_t groups = 1);
+
+// d(loss)/dweight given grad_out [N, O, Ho, Wo] and the forward input x: [O, C / groups, kh, kw]
+// = weight_shape.
+Tensor conv2d_backward_weight(const Tensor& grad_out, const Tensor& x, const Shape& weight_shape,
+                              Size2 stride = 1, Padding2 padding = 0, Size2 dilation = 1,
+                              int64_t groups = 1);
+
+// d(loss)/dbias: grad_out [N, O, Ho, Wo] summed over N, Ho and Wo -> [O].
+Tensor conv2d_backward_bias(const Tensor& grad_out);
+
+// ---------------------------------------------------------------------------------------------
+// Pooling. x: [N, C, H, W] -> [N, C, Ho, Wo], each plane (n, c) pooled on its own.
+// stride defaults (`{}`) to kernel_size. padding must be at most half the kernel size.
+// ceil_mode rounds the output size up instead of down (so a last, partial window is kept), as in
+// PyTorch: a window that would start in the bottom/right padding is still dropped.
+
+struct MaxPoolResult {
+  Tensor values;   // [N, C, Ho, Wo], x's dtype
+  Tensor indices;  // [N, C, Ho, Wo] int64: where each max came from, as h * W + w in its plane
+};
+
+// Window maximum; padding counts as -infinity. With ties the first (row-major) position wins;
+// NaN propagates.
+MaxPoolResult max_pool2d(const Tensor& x, Size2 kernel_size, Size2 stride = {}, Size2 padding = 0,
+                         Size2 dilation = 1, bool ceil_mode = false);
+
+// grad_out and indices: [N, C, Ho, Wo] from max_pool2d -> [N, C, H, W] = input_shape, each
+// grad_out element added at the input position its index names.
+Tensor max_pool2d_backward(const Tensor& grad_out, const Tensor& indices, const Shape& input_shape);
+
+// Window mean. count_include_pad divides by the window size including padding (the window is
+// still clipped at the padded border when ceil_mode makes it overhang); otherwise by the number of
+// input elements it covers.
+Tensor avg_pool2d(const Tensor& x, Size2 kernel_size, Size2 stride = {}, Size2 padding = 0,
+                  bool ceil_mode = false, bool count_include_pad = true);
+
+// grad_out [N, C, Ho, Wo] -> [N, C, H, W] = input_shape, with avg_pool2d's arguments.
+Tensor avg_pool2d_backward(const Tensor& grad_out, const Shape& input_shape, Size2 kernel_size,
+                           Size2 stride = {}, Size2 padding = 0, bool ceil_mode = false,
+                           bool count_include_pad = true);
+
+// Mean over windows chosen to give an [Ho, Wo] = output_size result for any H, W (as PyTorch:
+// output row i covers input rows [floor(i * H / Ho), ceil((i + 1) * H / Ho))).
+Tensor adaptive_avg_pool2d(const Tensor& x, Size2 output_size);
+
+// grad_out [N, C, Ho, Wo] -> [N, C, H, W] = input_shape.
+Tensor adaptive_avg_pool2d_backward(const Tensor& grad_out, const Shape& input_shape);
+
+}  // namespace ember
