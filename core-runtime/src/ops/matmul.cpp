@@ -1,0 +1,153 @@
+// matmul.cpp — front functions of matmul and linear. NumPy's cases (1-D operands, batch
+// broadcasting) are all reduced here to one batched GEMM on 3-D views, so a kernel only ever sees
+// out[p] = op(a[p]) @ op(b[p]).
+#include "ember/ops/matmul.h"
+
+#include <algorithm>
+#include <string>
+
+#include "ops/checks.h"
+#include "ops/matmul_kernels.h"
+
+namespace ember {
+namespace {
+
+// Views x: [batch, rows, cols] in the layout gemm_kernel promises to read (see
+// matmul_kernels.h). Row-major slices are used as they are; column-major ones (x.transpose(-1, -2)
+// of a contiguous tensor, say) are read transposed by setting `trans`, so neither is copied. Only
+// other layouts (a broadcast row, a step in the last dim, ...) are copied.
+Tensor gemm_operand(const Tensor& x, bool& trans) {
+  const int64_t rows = x.size(1), cols = x.size(2);
+  // A size-1 dim never moves the pointer, so its stride may be anything; treat it as fitting.
+  const int64_t batch_stride = x.size(0) == 1 ? 0 : x.stride(0);
+  auto fits = [&](int64_t r, int64_t c, int64_t row_stride, int64_t col_stride) {
+    return (c <= 1 || col_stride == 1) && (r <= 1 || row_stride >= std::max<int64_t>(1, c));
+  };
+  auto leading = [](int64_t r, int64_t c, int64_t row_stride) {
+    return r <= 1 ? std::max<int64_t>(1, c) : row_stride;
+  };
+  if (fits(rows, cols, x.stride(1), x.stride(2))) {
+    trans = false;
+    return x.as_strided(x.shape(), {batch_stride, leading(rows, cols, x.stride(1)), 1}, x.offset());
+  }
+  if (fits(cols, rows, x.stride(2), x.stride(1))) {
+    trans = true;  // stored as [batch, cols, rows] row-major: the kernel reads it transposed
+    return x.as_strided({x.size(0), cols, rows},
+                        {batch_stride, leading(cols, rows, x.stride(2)), 1}, x.offset());
+  }
+  trans = false;
+  return x.contiguous();
+}
+
+// out = op(a) @ op(b) (+ out when accumulating) for 3-D a: [batch, m, k], b: [batch, k, n]
+// (batch may be 1 on either side as a stride-0 broadcast) and out: [batch, m, n].
+void batched_gemm(const Tensor& a, const Tensor& b, Tensor& out, bool accumulate, MatmulAlgo algo) {
+  GemmFlags flags;
+  flags.accumulate = accumulate;
+  flags.algo = algo;
+  Tensor av = gemm_operand(a, flags.trans_a);
+  Tensor bv = gemm_operand(b, flags.trans_b);
+  gemm_kernel(out.device())(av, bv, out, flags);
+}
+
+void check_matmul_dtypes(const char* op, const Tensor& a, const Tensor& b, const char* an,
+                         const char* bn) {
+  if (a.dtype() != b.dtype())
+    throw DTypeError(op, operands({{an, a}, {bn, b}}) +
+                             "; both operands must have one dtype, cast one with .to(" +
+                             dtype_name(a.dtype()) + ") first");
+  if (a.dtype() == DType::Bool)
+    throw DTypeError(op, operands({{an, a}, {bn, b}}) +
+                             "; bool is not supported, cast with .to(DType::Float32) first");
+}
+
+Shape batch_dims(const Tensor& x) { return Shape(x.shape().begin(), x.shape().end() - 2); }
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b, MatmulAlgo algo) {
+  const char* op = "matmul";
+  check_same_device(op, {{"a", a}, {"b", b}});
+  check_matmul_dtypes(op, a, b, "a", "b");
+  if (a.dim() == 0 || b.dim() == 0)
+    throw ShapeError(op, operands({{"a", a}, {"b", b}}) +
+                             "; both operands need at least 1 dim, use mul() for a scalar");
+  // NumPy's rule for 1-D operands: a vector a is a row [1, k], a vector b a column [k, 1]; the
+  // added dim is dropped from the result.
+  const Tensor a2 = a.dim() == 1 ? a.unsqueeze(0) : a;  // [*A, m, k]
+  const Tensor b2 = b.dim() == 1 ? b.unsqueeze(1) : b;  // [*B, k, n]
+  const int64_t m = a2.size(-2), k = a2.size(-1), n = b2.size(-1);
+  if (b2.size(-2) != k) {
+    const std::string b_dim = b.dim() == 1 ? "b.shape[0]" : "b.shape[-2]";
+    throw ShapeError(op, operands({{"a", a}, {"b", b}}) + "; a.shape[-1] (" + std::to_string(k) +
+                             ") must equal " + b_dim + " (" + std::to_string(b2.size(-2)) + ")");
+  }
+  Shape batch;
+  try {
+    batch = broadcast_shapes(batch_dims(a2), batch_dims(b2), op);
+  } catch (const ShapeError&) {
+    throw ShapeError(op, operands({{"a", a}, {"b", b}}) + "; the batch dims " +
+                             shape_str(batch_dims(a2)) + " and " + shape_str(batch_dims(b2)) +
+                             " must broadcast (each pair equal, or one of them 1)");
+  }
+  const int64_t count = shape_numel(batch);
+
+  Tensor out;
+  if (b2.dim() == 2 && a2.dim() > 2) {
+    // [*A, m, k] @ [k, n]: one GEMM with (prod(A) * m) rows beats prod(A) small ones.
+    Tensor a3 = a2.reshape({1, count * m, k});
+    out = Tensor::empty({1, count * m, n}, a.dtype(), a.device());
+    batched_gemm(a3, b2.unsqueeze(0), out, false, algo);
+  } else {
+    // Broadcast batch dims are stride-0 views; reshape keeps them views whenever it can.
+    Shape a_shape = batch, b_shape = batch;
+    a_shape.insert(a_shape.end(), {m, k});
+    b_shape.insert(b_shape.end(), {k, n});
+    Tensor a3 = a2.expand(a_shape).reshape({count, m, k});
+    Tensor b3 = b2.expand(b_shape).reshape({count, k, n});
+    out = Tensor::empty({count, m, n}, a.dtype(), a.device());
+    batched_gemm(a3, b3, out, false, algo);
+  }
+
+  Shape out_shape = batch;
+  if (a.dim() > 1) out_shape.push_back(m);
+  if (b.dim() > 1) out_shape.push_back(n);
+  return out.view(out_shape);
+}
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  const char* op = "linear";
+  const bool has_bias = bias.defined();
+  if (has_bias) check_same_device(op, {{"x", x}, {"weight", weight}, {"bias", bias}});
+  else check_same_device(op, {{"x", x}, {"weight", weight}});
+  check_matmul_dtypes(op, x, weight, "x", "weight");
+  auto all = [&] {
+    return has_bias ? operands({{"x", x}, {"weight", weight}, {"bias", bias}})
+                    : operands({{"x", x}, {"weight", weight}});
+  };
+  if (has_bias && bias.dtype() != x.dtype())
+    throw DTypeError(op, all() + "; bias must have x's dtype, cast it with .to(" +
+                             dtype_name(x.dtype()) + ")");
+  if (weight.dim() != 2)
+    throw ShapeError(op, all() + "; weight must be 2-D [out_features, in_features]");
+  const int64_t out_features = weight.size(0), in_features = weight.size(1);
+  if (x.dim() < 1 || x.size(-1) != in_features)
+    throw ShapeError(op, all() + "; x.shape[-1] must equal weight.shape[1] (" +
+                             std::to_string(in_features) + ")");
+  if (has_bias && bias.shape() != Shape{out_features})
+    throw ShapeError(op, all() + "; bias must be [" + std::to_string(out_features) +
+                             "] (weight.shape[0])");
+
+  Shape out_shape(x.shape().begin(), x.shape().end() - 1);
+  const int64_t rows = shape_numel(out_shape);
+  out_shape.push_back(out_features);
+  Tensor out = Tensor::empty({1, rows, out_features}, x.dtype(), x.device());
+  // The bias goes in first and the GEMM adds onto it (BLAS beta = 1): no separate pass.
+  if (has_bias) out.copy_(bias);
+  Tensor x3 = x.reshape({1, rows, in_features});
+  Tensor w3 = weight.t().unsqueeze(0);  // [1, in, out], column-major: read transposed, not copied
+  batched_gemm(x3, w3, out, has_bias, MatmulAlgo::Default);
+  return out.view(out_shape);
+}
+
+}  // namespace ember
