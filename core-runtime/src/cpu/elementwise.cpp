@@ -1,4 +1,72 @@
-// elementwise.cpp — CPU kernels of the elementwise family (being written).
+// elementwise.cpp — CPU kernels of the elementwise family. Each kernel picks the element type,
+// takes the op's formula from ops/elementwise_math.h and runs it through the CPU elementwise
+// engine (cpu_map), which handles strides, broadcasting, threads and vectorisable inner loops.
+// T is the stored type, C = compute_t<T> the type the formula runs in (float for half types).
+#include "cpu/loops.h"
+#include "ops/elementwise_kernels.h"
+#include "ops/elementwise_math.h"
+
 namespace ember::cpu {
-void register_elementwise() {}
+
+// x, out: [*] of one numeric dtype.
+static void unary(UnaryOp op, const Tensor& x, Tensor& out, double p0, double p1) {
+  dispatch_numeric(out.dtype(), unary_op_name(op), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = compute_t<T>;
+    math::visit_unary<C>(op, p0, p1, [&](auto f) {
+      cpu_map<T, T>(out, {x}, [f](T v) { return T(f(C(v))); });
+    });
+  });
+}
+
+// a, b, out: [*] of one dtype.
+static void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
+  dispatch_all(out.dtype(), binary_op_name(op), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = compute_t<T>;
+    math::visit_binary<C>(op, [&](auto f) {
+      cpu_map<T, T, T>(out, {a, b}, [f](T u, T v) { return T(f(C(u), C(v))); });
+    });
+  });
+}
+
+// a, b: [*] of one dtype; out: [*] bool.
+static void compare(CompareOp op, const Tensor& a, const Tensor& b, Tensor& out) {
+  dispatch_all(a.dtype(), compare_op_name(op), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = compute_t<T>;
+    math::visit_compare<C>(op, [&](auto f) {
+      cpu_map<bool, T, T>(out, {a, b}, [f](T u, T v) { return f(C(u), C(v)); });
+    });
+  });
+}
+
+// grad, x, out: [*] of one floating dtype.
+static void backward(BackwardOp op, const Tensor& grad, const Tensor& x, Tensor& out, double p0,
+                     double p1) {
+  dispatch_floating(out.dtype(), backward_op_name(op), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = compute_t<T>;
+    math::visit_backward<C>(op, p0, p1, [&](auto f) {
+      cpu_map<T, T, T>(out, {grad, x}, [f](T g, T v) { return T(f(C(g), C(v))); });
+    });
+  });
+}
+
+// cond: [*] bool; a, b, out: [*] of one dtype.
+static void where(const Tensor& cond, const Tensor& a, const Tensor& b, Tensor& out) {
+  dispatch_all(out.dtype(), "where", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    cpu_map<T, bool, T, T>(out, {cond, a, b}, [](bool c, T u, T v) { return c ? u : v; });
+  });
+}
+
+void register_elementwise() {
+  unary_kernel.set(DeviceType::CPU, unary);
+  binary_kernel.set(DeviceType::CPU, binary);
+  compare_kernel.set(DeviceType::CPU, compare);
+  backward_kernel.set(DeviceType::CPU, backward);
+  where_kernel.set(DeviceType::CPU, where);
+}
+
 }  // namespace ember::cpu

@@ -1,0 +1,320 @@
+// elementwise_math.h — the per-element formula of every elementwise op, written once and used by
+// both the CPU kernels (cpu/elementwise.cpp) and the CUDA kernels (cuda/elementwise.cu).
+//
+// Each formula is a small functor over the compute type C (float for float16/bfloat16, the type
+// itself otherwise; see compute_t). The visit_* functions map an op enum to its functor and hand
+// it to the caller, which wraps it in its device's elementwise loop; the op list therefore exists
+// once, here.
+#pragma once
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+#include "ember/error.h"
+#include "ember/half.h"  // EMBER_HOST_DEVICE
+#include "ops/elementwise_kernels.h"
+
+namespace ember::math {
+
+constexpr double kSqrt1_2 = 0.70710678118654752440;     // 1/sqrt(2)
+constexpr double kInvSqrt2Pi = 0.39894228040143267794;  // 1/sqrt(2*pi)
+constexpr double kSqrt2OverPi = 0.79788456080286535588;  // sqrt(2/pi)
+constexpr double kGeluCubic = 0.044715;                  // tanh-approximation coefficient
+
+template <class C> EMBER_HOST_DEVICE inline bool isnan_(C x) { return x != x; }
+template <class C> EMBER_HOST_DEVICE inline C sigmoid_(C x) { return C(1) / (C(1) + std::exp(-x)); }
+
+// ---------------------------------------------------------------- unary: out = f(x)
+// Valid on every numeric type.
+template <class C> struct Neg {
+  EMBER_HOST_DEVICE C operator()(C x) const { return C(-x); }
+};
+template <class C> struct Abs {
+  EMBER_HOST_DEVICE C operator()(C x) const { return x < C(0) ? C(-x) : x; }
+};
+template <class C> struct Sign {  // NaN stays NaN (NumPy's rule)
+  EMBER_HOST_DEVICE C operator()(C x) const {
+    return isnan_(x) ? x : C(int(C(0) < x) - int(x < C(0)));
+  }
+};
+template <class C> struct Relu {  // written as x < 0 so that NaN passes through
+  EMBER_HOST_DEVICE C operator()(C x) const { return x < C(0) ? C(0) : x; }
+};
+
+// Floating only.
+template <class C> struct Exp {
+  EMBER_HOST_DEVICE C operator()(C x) const { return std::exp(x); }
+};
+template <class C> struct Log {
+  EMBER_HOST_DEVICE C operator()(C x) const { return std::log(x); }
+};
+template <class C> struct Log1p {
+  EMBER_HOST_DEVICE C operator()(C x) const { return std::log1p(x); }
+};
+template <class C> struct Sqrt {
+  EMBER_HOST_DEVICE C operator()(C x) const { return std::sqrt(x); }
+};
+template <class C> struct Rsqrt {
+  EMBER_HOST_DEVICE C operator()(C x) const { return C(1) / std::sqrt(x); }
+};
+template <class C> struct Sin {
+  EMBER_HOST_DEVICE C operator()(C x) const { return std::sin(x); }
+};
+template <class C> struct Cos {
+  EMBER_HOST_DEVICE C operator()(C x) const { return std::cos(x); }
+};
+template <class C> struct Tanh {
+  EMBER_HOST_DEVICE C operator()(C x) const { return std::tanh(x); }
+};
+template <class C> struct Sigmoid {
+  EMBER_HOST_DEVICE C operator()(C x) const { return sigmoid_(x); }
+};
+template <class C> struct LeakyRelu {
+  C slope;
+  EMBER_HOST_DEVICE C operator()(C x) const { return x > C(0) ? x : x * slope; }
+};
+template <class C> struct Elu {  // alpha * (e^x - 1) for x <= 0; expm1 keeps small x accurate
+  C alpha;
+  EMBER_HOST_DEVICE C operator()(C x) const { return x > C(0) ? x : alpha * std::expm1(x); }
+};
+template <class C> struct Gelu {  // x * Phi(x), Phi the standard normal CDF
+  EMBER_HOST_DEVICE C operator()(C x) const {
+    return C(0.5) * x * (C(1) + std::erf(x * C(kSqrt1_2)));
+  }
+};
+template <class C> struct GeluTanh {  // Phi(x) ~ (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) / 2
+  EMBER_HOST_DEVICE C operator()(C x) const {
+    C inner = C(kSqrt2OverPi) * (x + C(kGeluCubic) * x * x * x);
+    return C(0.5) * x * (C(1) + std::tanh(inner));
+  }
+};
+template <class C> struct Silu {
+  EMBER_HOST_DEVICE C operator()(C x) const { return x * sigmoid_(x); }
+};
+template <class C> struct Softplus {  // log(1 + e^(beta x)) / beta, linear above the threshold
+  C beta, threshold;
+  EMBER_HOST_DEVICE C operator()(C x) const {
+    return x * beta > threshold ? x : std::log1p(std::exp(x * beta)) / beta;
+  }
+};
+template <class C> struct Clamp {  // min(max(x, lo), hi): hi wins if lo > hi; NaN passes through
+  C lo, hi;
+  EMBER_HOST_DEVICE C operator()(C x) const {
+    C y = x < lo ? lo : x;
+    return y > hi ? hi : y;
+  }
+};
+
+// A clamp bound as C: +-infinity (a missing bound) saturates to an integer type's range.
+template <class C> inline C saturate(double v) {
+  if constexpr (std::is_floating_point_v<C>) {
+    return C(v);
+  } else {
+    constexpr C lowest = std::numeric_limits<C>::lowest(), highest = std::numeric_limits<C>::max();
+    return v <= double(lowest) ? lowest : (v >= double(highest) ? highest : C(v));
+  }
+}
+
+// Calls fn(functor) with the functor of `op` for compute type C; p0/p1 are the op's scalar
+// parameters (see UnaryOp). Integer types support only the ops marked "any numeric".
+template <class C, class F>
+void visit_unary(UnaryOp op, double p0, double p1, F&& fn) {
+  switch (op) {
+    case UnaryOp::Neg: return fn(Neg<C>{});
+    case UnaryOp::Abs: return fn(Abs<C>{});
+    case UnaryOp::Sign: return fn(Sign<C>{});
+    case UnaryOp::Relu: return fn(Relu<C>{});
+    case UnaryOp::Clamp: return fn(Clamp<C>{saturate<C>(p0), saturate<C>(p1)});
+    default: break;
+  }
+  if constexpr (std::is_floating_point_v<C>) {
+    switch (op) {
+      case UnaryOp::Exp: return fn(Exp<C>{});
+      case UnaryOp::Log: return fn(Log<C>{});
+      case UnaryOp::Log1p: return fn(Log1p<C>{});
+      case UnaryOp::Sqrt: return fn(Sqrt<C>{});
+      case UnaryOp::Rsqrt: return fn(Rsqrt<C>{});
+      case UnaryOp::Sin: return fn(Sin<C>{});
+      case UnaryOp::Cos: return fn(Cos<C>{});
+      case UnaryOp::Tanh: return fn(Tanh<C>{});
+      case UnaryOp::Sigmoid: return fn(Sigmoid<C>{});
+      case UnaryOp::LeakyRelu: return fn(LeakyRelu<C>{C(p0)});
+      case UnaryOp::Elu: return fn(Elu<C>{C(p0)});
+      case UnaryOp::Gelu: return fn(Gelu<C>{});
+      case UnaryOp::GeluTanh: return fn(GeluTanh<C>{});
+      case UnaryOp::Silu: return fn(Silu<C>{});
+      case UnaryOp::Softplus: return fn(Softplus<C>{C(p0), C(p1)});
+      default: break;
+    }
+  }
+  throw NotSupportedError(unary_op_name(op), "no kernel for this op on this dtype");
+}
+
+// ---------------------------------------------------------------- binary: out = f(a, b)
+template <class C> struct Add {
+  EMBER_HOST_DEVICE C operator()(C a, C b) const { return C(a + b); }  // bool: a || b
+};
+template <class C> struct Sub {
+  EMBER_HOST_DEVICE C operator()(C a, C b) const { return C(a - b); }
+};
+template <class C> struct Mul {
+  EMBER_HOST_DEVICE C operator()(C a, C b) const { return C(a * b); }  // bool: a && b
+};
+template <class C> struct Div {  // floating only: the front function promotes integers
+  EMBER_HOST_DEVICE C operator()(C a, C b) const { return a / b; }
+};
+template <class C> struct Pow {
+  EMBER_HOST_DEVICE C operator()(C a, C b) const {
+    if constexpr (std::is_floating_point_v<C>) {
+      return std::pow(a, b);
+    } else {
+      // Integer power by repeated squaring. A negative exponent gives 1/a^|b| truncated toward
+      // zero: 1 for a == 1, +-1 for a == -1, else 0.
+      if constexpr (std::is_signed_v<C>) {
+        if (b < C(0)) return a == C(1) ? C(1) : (a == C(-1) ? C((b & C(1)) ? -1 : 1) : C(0));
+      }
+      C result = 1;
+      for (; b != C(0); b = C(b >> 1), a = C(a * a))
+        if (b & C(1)) result = C(result * a);
+      return result;
+    }
+  }
+};
+template <class C> struct Maximum {  // NaN in either operand gives NaN
+  EMBER_HOST_DEVICE C operator()(C a, C b) const {
+    return isnan_(a) ? a : (isnan_(b) ? b : (a > b ? a : b));
+  }
+};
+template <class C> struct Minimum {
+  EMBER_HOST_DEVICE C operator()(C a, C b) const {
+    return isnan_(a) ? a : (isnan_(b) ? b : (a < b ? a : b));
+  }
+};
+
+template <class C, class F>
+void visit_binary(BinaryOp op, F&& fn) {
+  switch (op) {
+    case BinaryOp::Add: return fn(Add<C>{});
+    case BinaryOp::Sub: return fn(Sub<C>{});
+    case BinaryOp::Mul: return fn(Mul<C>{});
+    case BinaryOp::Maximum: return fn(Maximum<C>{});
+    case BinaryOp::Minimum: return fn(Minimum<C>{});
+    case BinaryOp::Pow:
+      if constexpr (!std::is_same_v<C, bool>) return fn(Pow<C>{});
+      break;
+    case BinaryOp::Div:
+      if constexpr (std::is_floating_point_v<C>) return fn(Div<C>{});
+      break;
+  }
+  throw NotSupportedError(binary_op_name(op), "no kernel for this op on this dtype");
+}
+
+// ---------------------------------------------------------------- comparisons: bool = f(a, b)
+template <class C> struct Eq {
+  EMBER_HOST_DEVICE bool operator()(C a, C b) const { return a == b; }
+};
+template <class C> struct Ne {
+  EMBER_HOST_DEVICE bool operator()(C a, C b) const { return a != b; }
+};
+template <class C> struct Lt {
+  EMBER_HOST_DEVICE bool operator()(C a, C b) const { return a < b; }
+};
+template <class C> struct Le {
+  EMBER_HOST_DEVICE bool operator()(C a, C b) const { return a <= b; }
+};
+template <class C> struct Gt {
+  EMBER_HOST_DEVICE bool operator()(C a, C b) const { return a > b; }
+};
+template <class C> struct Ge {
+  EMBER_HOST_DEVICE bool operator()(C a, C b) const { return a >= b; }
+};
+// Logical ops read any nonzero value (NaN included) as true.
+template <class C> struct LogicalAnd {
+  EMBER_HOST_DEVICE bool operator()(C a, C b) const { return a != C(0) && b != C(0); }
+};
+template <class C> struct LogicalOr {
+  EMBER_HOST_DEVICE bool operator()(C a, C b) const { return a != C(0) || b != C(0); }
+};
+template <class C> struct LogicalXor {
+  EMBER_HOST_DEVICE bool operator()(C a, C b) const { return (a != C(0)) != (b != C(0)); }
+};
+
+template <class C, class F>
+void visit_compare(CompareOp op, F&& fn) {
+  switch (op) {
+    case CompareOp::Eq: return fn(Eq<C>{});
+    case CompareOp::Ne: return fn(Ne<C>{});
+    case CompareOp::Lt: return fn(Lt<C>{});
+    case CompareOp::Le: return fn(Le<C>{});
+    case CompareOp::Gt: return fn(Gt<C>{});
+    case CompareOp::Ge: return fn(Ge<C>{});
+    case CompareOp::LogicalAnd: return fn(LogicalAnd<C>{});
+    case CompareOp::LogicalOr: return fn(LogicalOr<C>{});
+    case CompareOp::LogicalXor: return fn(LogicalXor<C>{});
+  }
+}
+
+// ---------------------------------------------------------------- backward: dx = f(grad, x)
+// Each is grad * d(forward)/dx in one pass. `x` is the forward input, except for sigmoid and
+// tanh, whose derivative is cheaper from the forward output y.
+template <class C> struct ReluBackward {
+  EMBER_HOST_DEVICE C operator()(C g, C x) const { return x > C(0) ? g : C(0); }
+};
+template <class C> struct LeakyReluBackward {
+  C slope;
+  EMBER_HOST_DEVICE C operator()(C g, C x) const { return x > C(0) ? g : g * slope; }
+};
+template <class C> struct EluBackward {  // d/dx alpha (e^x - 1) = alpha e^x
+  C alpha;
+  EMBER_HOST_DEVICE C operator()(C g, C x) const { return x > C(0) ? g : g * alpha * std::exp(x); }
+};
+template <class C> struct GeluBackward {  // d/dx x Phi(x) = Phi(x) + x phi(x)
+  EMBER_HOST_DEVICE C operator()(C g, C x) const {
+    C cdf = C(0.5) * (C(1) + std::erf(x * C(kSqrt1_2)));
+    C pdf = C(kInvSqrt2Pi) * std::exp(C(-0.5) * x * x);
+    return g * (cdf + x * pdf);
+  }
+};
+template <class C> struct GeluTanhBackward {  // t = tanh(u), u = k (x + c x^3)
+  EMBER_HOST_DEVICE C operator()(C g, C x) const {
+    C x2 = x * x;
+    C t = std::tanh(C(kSqrt2OverPi) * (x + C(kGeluCubic) * x2 * x));
+    C du = C(kSqrt2OverPi) * (C(1) + C(3 * kGeluCubic) * x2);
+    return g * (C(0.5) * (C(1) + t) + C(0.5) * x * (C(1) - t * t) * du);
+  }
+};
+template <class C> struct SiluBackward {  // d/dx x s(x) = s (1 + x (1 - s))
+  EMBER_HOST_DEVICE C operator()(C g, C x) const {
+    C s = sigmoid_(x);
+    return g * s * (C(1) + x * (C(1) - s));
+  }
+};
+template <class C> struct SoftplusBackward {  // sigmoid(beta x), or 1 in the linear region
+  C beta, threshold;
+  EMBER_HOST_DEVICE C operator()(C g, C x) const {
+    return x * beta > threshold ? g : g * sigmoid_(x * beta);
+  }
+};
+template <class C> struct SigmoidBackward {  // from y = sigmoid(x): y (1 - y)
+  EMBER_HOST_DEVICE C operator()(C g, C y) const { return g * y * (C(1) - y); }
+};
+template <class C> struct TanhBackward {  // from y = tanh(x): 1 - y^2
+  EMBER_HOST_DEVICE C operator()(C g, C y) const { return g * (C(1) - y * y); }
+};
+
+template <class C, class F>
+void visit_backward(BackwardOp op, double p0, double p1, F&& fn) {
+  switch (op) {
+    case BackwardOp::Relu: return fn(ReluBackward<C>{});
+    case BackwardOp::LeakyRelu: return fn(LeakyReluBackward<C>{C(p0)});
+    case BackwardOp::Elu: return fn(EluBackward<C>{C(p0)});
+    case BackwardOp::Gelu: return fn(GeluBackward<C>{});
+    case BackwardOp::GeluTanh: return fn(GeluTanhBackward<C>{});
+    case BackwardOp::Silu: return fn(SiluBackward<C>{});
+    case BackwardOp::Softplus: return fn(SoftplusBackward<C>{C(p0), C(p1)});
+    case BackwardOp::Sigmoid: return fn(SigmoidBackward<C>{});
+    case BackwardOp::Tanh: return fn(TanhBackward<C>{});
+  }
+}
+
+}  // namespace ember::math
