@@ -1,0 +1,196 @@
+// cuda_backend.cu — the CUDA backend: per GPU one stream, a caching allocator over cudaMalloc,
+// device properties, and byte copies between the GPU and the host.
+//
+// Everything Ember does on a GPU is queued on that GPU's one stream and runs in order there,
+// asynchronously to the host. That single ordering is what keeps the rest simple:
+// - Freeing memory while kernels that use it are still queued is safe. The caching allocator
+//   hands a freed block only to later work of the same device, which is queued behind those
+//   kernels on the same stream, so the block's next owner runs after its last user has finished.
+//   (Work on other streams, e.g. NCCL's, would need events before its memory is freed.)
+// - A copy to the host only has to wait for the stream, and then everything before it is done.
+#include <cuda_runtime.h>
+
+#include <cstring>
+#include <memory>
+#include <mutex>
+
+#include "cuda/launch.cuh"
+#include "ember/backend.h"
+#include "ember/error.h"
+
+namespace ember {
+
+Backend& cuda_backend();
+void register_cuda_kernels();  // cuda/register_kernels.cu
+
+namespace cuda {
+namespace {
+
+class CudaRawAllocator : public RawAllocator {
+ public:
+  explicit CudaRawAllocator(int index) : index_(index) {}
+  void* allocate(size_t nbytes) override {
+    DeviceGuard guard(index_);
+    void* ptr = nullptr;
+    cudaError_t err = cudaMalloc(&ptr, nbytes);
+    if (err == cudaErrorMemoryAllocation) {
+      cudaGetLastError();  // clear it, or the next check_launch would report it
+      return nullptr;      // the caching allocator frees its cache, retries, then reports
+    }
+    EMBER_CUDA_CHECK(err, "cudaMalloc");
+    return ptr;
+  }
+  void deallocate(void* ptr) override {
+    DeviceGuard guard(index_);
+    EMBER_CUDA_CHECK(cudaFree(ptr), "cudaFree");  // cudaFree waits for the device to be idle
+  }
+
+ private:
+  int index_;
+};
+
+// Host-to-device copies through pinned memory. The GPU's copy engines read only page-locked
+// ("pinned") host memory, so a copy from ordinary (pageable) memory is first copied into a pinned
+// buffer anyway. Doing that ourselves, in chunks through a ring of pinned slots, lets the CPU fill
+// slot k+1 while the GPU pulls slot k, and once a chunk is in a slot the caller's memory is no
+// longer needed: the copy returns without waiting for the GPU.
+class PinnedStaging {
+ public:
+  static constexpr size_t kSlotBytes = size_t(4) << 20;
+  static constexpr int kSlots = 4;
+
+  void to_device(void* dst, const void* src, size_t n, int index, cudaStream_t stream) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!pinned_) allocate(index);
+    for (size_t done = 0; done < n; done += kSlotBytes) {
+      size_t chunk = std::min(kSlotBytes, n - done);
+      char* slot = pinned_ + size_t(next_) * kSlotBytes;
+      // Wait until the GPU has finished reading the slot's previous chunk.
+      EMBER_CUDA_CHECK(cudaEventSynchronize(read_[next_]), "copy to cuda");
+      std::memcpy(slot, static_cast<const char*>(src) + done, chunk);
+      EMBER_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(dst) + done, slot, chunk,
+                                       cudaMemcpyHostToDevice, stream),
+                       "copy to cuda");
+      EMBER_CUDA_CHECK(cudaEventRecord(read_[next_], stream), "copy to cuda");
+      next_ = (next_ + 1) % kSlots;
+    }
+  }
+
+ private:
+  void allocate(int index) {  // on first use: 16 MiB of pinned memory per GPU
+    DeviceGuard guard(index);
+    for (cudaEvent_t& e : read_)
+      EMBER_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "copy to cuda");
+    void* p = nullptr;
+    EMBER_CUDA_CHECK(cudaMallocHost(&p, kSlots * kSlotBytes), "copy to cuda");
+    pinned_ = static_cast<char*>(p);
+  }
+
+  std::mutex mutex_;
+  char* pinned_ = nullptr;
+  cudaEvent_t read_[kSlots] = {};  // recorded after each slot's copy: "the GPU has read it"
+  int next_ = 0;
+};
+
+struct DeviceState {
+  std::once_flag init;
+  cudaDeviceProp props;
+  cudaStream_t stream = nullptr;
+  std::unique_ptr<CudaRawAllocator> raw;
+  std::unique_ptr<CachingAllocator> allocator;
+  PinnedStaging staging;
+};
+
+class CudaBackend : public Backend {
+ public:
+  CudaBackend() : count_(query_device_count()), devices_(new DeviceState[size_t(count_)]) {}
+
+  DeviceType type() const override { return DeviceType::CUDA; }
+  int device_count() const override { return count_; }
+  CachingAllocator& allocator(int index) override { return *state(index).allocator; }
+  void register_kernels() override { register_cuda_kernels(); }
+
+  void synchronize(int index) override {
+    DeviceGuard guard(index);
+    EMBER_CUDA_CHECK(cudaDeviceSynchronize(), "synchronize");
+  }
+
+  void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device,
+                  size_t n) override {
+    if (n == 0) return;
+    if (src_device.is_cpu()) {
+      DeviceState& d = state(dst_device.index);
+      d.staging.to_device(dst, src, n, dst_device.index, d.stream);
+    } else if (dst_device.is_cpu()) {  // the host is about to read dst: wait for it
+      cudaStream_t s = state(src_device.index).stream;
+      DeviceGuard guard(src_device);
+      EMBER_CUDA_CHECK(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, s), "copy to cpu");
+      EMBER_CUDA_CHECK(cudaStreamSynchronize(s), "copy to cpu");
+    } else if (src_device == dst_device) {
+      DeviceGuard guard(dst_device);
+      EMBER_CUDA_CHECK(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice,
+                                       state(dst_device.index).stream),
+                       "copy_");
+    } else {
+      // Between GPUs the copy joins two streams: wait for src's producers, copy on dst's
+      // stream, and wait for the copy, since src's memory may be reused by src's stream after.
+      cudaStream_t from = state(src_device.index).stream, to = state(dst_device.index).stream;
+      DeviceGuard guard(dst_device);
+      EMBER_CUDA_CHECK(cudaStreamSynchronize(from), "copy_");
+      EMBER_CUDA_CHECK(cudaMemcpyPeerAsync(dst, dst_device.index, src, src_device.index, n, to),
+                       "copy_");
+      EMBER_CUDA_CHECK(cudaStreamSynchronize(to), "copy_");
+    }
+  }
+
+  // A device's stream, allocator and properties, created on its first use.
+  DeviceState& state(int index) {
+    DeviceState& d = devices_[size_t(index)];
+    std::call_once(d.init, [&] {
+      DeviceGuard guard(index);
+      EMBER_CUDA_CHECK(cudaGetDeviceProperties(&d.props, index), "cuda init");
+      // Non-blocking: the stream does not wait for the legacy default stream, which other
+      // libraries in the process may use.
+      EMBER_CUDA_CHECK(cudaStreamCreateWithFlags(&d.stream, cudaStreamNonBlocking), "cuda init");
+      d.raw = std::make_unique<CudaRawAllocator>(index);
+      d.allocator = std::make_unique<CachingAllocator>(Device(DeviceType::CUDA, index),
+                                                        d.raw.get());
+    });
+    return d;
+  }
+
+ private:
+  // 0 when there is no driver or no GPU: the library then works on the CPU alone.
+  static int query_device_count() {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+      cudaGetLastError();  // clear the error so that no later check reports it
+      return 0;
+    }
+    return n;
+  }
+
+  int count_;
+  std::unique_ptr<DeviceState[]> devices_;
+};
+
+CudaBackend& backend() { return static_cast<CudaBackend&>(cuda_backend()); }
+
+}  // namespace
+
+cudaStream_t stream(int index) { return backend().state(index).stream; }
+const cudaDeviceProp& properties(int index) { return backend().state(index).props; }
+void* stream_handle(int index) { return stream(index); }  // for ember/cuda.h
+
+}  // namespace cuda
+
+Backend& cuda_backend() {
+  static cuda::CudaBackend* backend = [] {
+    auto* b = new cuda::CudaBackend();  // never destroyed: tensors may outlive static destructors
+    b->register_kernels();
+    return b;
+  }();
+  return *backend;
+}
+
+}  // namespace ember
