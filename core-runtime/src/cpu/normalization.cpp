@@ -1,4 +1,323 @@
-// normalization.cpp — CPU kernels of the normalization family (being written).
+// normalization.cpp — CPU kernels of batch norm and layer norm (layouts in
+// ops/normalization_kernels.h). Batch norm is parallel over channels (or (n, c) runs for the
+// elementwise parts), layer norm over rows. Arithmetic is in compute_t<T> (float for half types).
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "cpu/parallel.h"
+#include "ops/normalization_kernels.h"
+
 namespace ember::cpu {
-void register_normalization() {}
+namespace {
+
+constexpr int64_t kChunk = 512;  // values per two-pass statistics chunk: they stay in L1
+constexpr int kLanes = 8;        // independent partial sums, so the compiler can vectorise a sum
+
+// sum of f(i) for i in [0, n), with kLanes partial sums (a single running sum is a dependency
+// chain the compiler may not reorder).
+template <class Acc, class F>
+Acc lane_sum(int64_t n, F&& f) {
+  Acc lane[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int k = 0; k < kLanes; ++k) lane[k] += f(i + k);
+  Acc s = 0;
+  for (; i < n; ++i) s += f(i);
+  for (int k = 0; k < kLanes; ++k) s += lane[k];
+  return s;
+}
+
+// Adds p[0, n) to s: per chunk, a sum then the squared deviations from the chunk's mean (two
+// passes over L1, exact enough and vectorisable); chunks merge with Chan's combine. The data is
+// read from memory once, like a one-pass Welford, without Welford's per-element division.
+template <class Acc, class T>
+void accumulate(MeanM2<Acc>& s, const T* p, int64_t n) {
+  for (int64_t b = 0; b < n; b += kChunk) {
+    const T* q = p + b;
+    const int64_t len = std::min(kChunk, n - b);
+    const Acc mean = lane_sum<Acc>(len, [&](int64_t i) { return Acc(q[i]); }) / Acc(len);
+    const Acc m2 = lane_sum<Acc>(len, [&](int64_t i) {
+      Acc d = Acc(q[i]) - mean;
+      return d * d;
+    });
+    s.combine({Acc(len), mean, m2});
+  }
+}
+
+// Element c of an optional 1-D parameter, or `fallback` when it is absent.
+template <class Acc, class T>
+Acc param(const T* p, int64_t c, Acc fallback) {
+  return p ? Acc(p[c]) : fallback;
+}
+
+template <class T>
+const T* data_or_null(const Tensor& t) {
+  return t.defined() ? t.data<T>() : nullptr;
+}
+
+// ---- batch norm: x [N, C, S] ----
+
+void batch_norm_stats(const Tensor& x, double momentum, double eps, Tensor& save_mean,
+                      Tensor& save_invstd, const Tensor& running_mean, const Tensor& running_var) {
+  dispatch_floating(x.dtype(), "batch_norm", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using Acc = compute_t<T>;
+    const int64_t n = x.size(0), c = x.size(1), s = x.size(2);
+    const T* px = x.data<T>();
+    Acc* mean = save_mean.data<Acc>();
+    Acc* invstd = save_invstd.data<Acc>();
+    T* rmean = running_mean.defined() ? running_mean.data<T>() : nullptr;
+    T* rvar = running_var.defined() ? running_var.data<T>() : nullptr;
+    const int64_t rmean_stride = rmean ? running_mean.stride(0) : 0;
+    const int64_t rvar_stride = rvar ? running_var.stride(0) : 0;
+    const Acc keep = Acc(1 - momentum), take = Acc(momentum);
+    parallel_for(c, n * s, [&](int64_t c0, int64_t c1) {
+      for (int64_t ch = c0; ch < c1; ++ch) {
+        MeanM2<Acc> st;
+        for (int64_t i = 0; i < n; ++i) accumulate(st, px + (i * c + ch) * s, s);
+        mean[ch] = st.mean;
+        invstd[ch] = Acc(1) / std::sqrt(st.m2 / st.n + Acc(eps));
+        if (rmean) {
+          T& rm = rmean[ch * rmean_stride];
+          T& rv = rvar[ch * rvar_stride];
+          rm = T(keep * Acc(rm) + take * st.mean);
+          rv = T(keep * Acc(rv) + take * (st.m2 / (st.n - 1)));  // unbiased, as PyTorch
+        }
+      }
+    });
+  });
+}
+
+void batch_norm_eval_stats(const Tensor& running_mean, const Tensor& running_var, double eps,
+                           Tensor& save_mean, Tensor& save_invstd) {
+  dispatch_floating(running_mean.dtype(), "batch_norm", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using Acc = compute_t<T>;
+    const T* rm = running_mean.data<T>();
+    const T* rv = running_var.data<T>();
+    Acc* mean = save_mean.data<Acc>();
+    Acc* invstd = save_invstd.data<Acc>();
+    for (int64_t ch = 0; ch < running_mean.size(0); ++ch) {
+      mean[ch] = Acc(rm[ch * running_mean.stride(0)]);
+      invstd[ch] = Acc(1) / std::sqrt(Acc(rv[ch * running_var.stride(0)]) + Acc(eps));
+    }
+  });
+}
+
+void batch_norm_apply(const Tensor& x, const Tensor& save_mean, const Tensor& save_invstd,
+                      const Tensor& weight, const Tensor& bias, Tensor& y) {
+  dispatch_floating(x.dtype(), "batch_norm", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using Acc = compute_t<T>;
+    const int64_t n = x.size(0), c = x.size(1), s = x.size(2);
+    const Acc* mean = save_mean.data<Acc>();
+    const Acc* invstd = save_invstd.data<Acc>();
+    const T* w = data_or_null<T>(weight);
+    const T* b = data_or_null<T>(bias);
+    // y = x * scale + shift with scale = invstd * w, shift = b - mean * scale.
+    const size_t channels = size_t(c);
+    std::vector<Acc> scale(channels), shift(channels);
+    for (int64_t ch = 0; ch < c; ++ch) {
+      scale[size_t(ch)] = invstd[ch] * param(w, ch, Acc(1));
+      shift[size_t(ch)] = param(b, ch, Acc(0)) - mean[ch] * scale[size_t(ch)];
+    }
+    const T* px = x.data<T>();
+    T* py = y.data<T>();
+    parallel_for(n * c, s, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {  // r = i * C + ch: one run of S values
+        const Acc a = scale[size_t(r % c)], d = shift[size_t(r % c)];
+        const T* xr = px + r * s;
+        T* yr = py + r * s;
+        for (int64_t j = 0; j < s; ++j) yr[j] = T(Acc(xr[j]) * a + d);
+      }
+    });
+  });
+}
+
+void batch_norm_backward_reduce(const Tensor& dy, const Tensor& x, const Tensor& save_mean,
+                                const Tensor& save_invstd, Tensor& sum_dy, Tensor& sum_dy_xhat) {
+  dispatch_floating(x.dtype(), "batch_norm_backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using Acc = compute_t<T>;
+    const int64_t n = x.size(0), c = x.size(1), s = x.size(2);
+    const T* px = x.data<T>();
+    const T* pdy = dy.data<T>();
+    const Acc* mean = save_mean.data<Acc>();
+    const Acc* invstd = save_invstd.data<Acc>();
+    Acc* out_dy = sum_dy.data<Acc>();
+    Acc* out_dy_xhat = sum_dy_xhat.data<Acc>();
+    parallel_for(c, 2 * n * s, [&](int64_t c0, int64_t c1) {
+      for (int64_t ch = c0; ch < c1; ++ch) {
+        const Acc mu = mean[ch];
+        double total_dy = 0, total_dy_xmu = 0;  // totals over N runs accumulate in double
+        for (int64_t i = 0; i < n; ++i) {
+          const T* xr = px + (i * c + ch) * s;
+          const T* dr = pdy + (i * c + ch) * s;
+          total_dy += lane_sum<Acc>(s, [&](int64_t j) { return Acc(dr[j]); });
+          total_dy_xmu +=
+              lane_sum<Acc>(s, [&](int64_t j) { return Acc(dr[j]) * (Acc(xr[j]) - mu); });
+        }
+        out_dy[ch] = Acc(total_dy);
+        out_dy_xhat[ch] = Acc(total_dy_xmu * double(invstd[ch]));
+      }
+    });
+  });
+}
+
+void batch_norm_backward_input(const Tensor& dy, const Tensor& x, const Tensor& save_mean,
+                               const Tensor& save_invstd, const Tensor& weight,
+                               const Tensor& sum_dy, const Tensor& sum_dy_xhat, bool training,
+                               Tensor& dx) {
+  dispatch_floating(x.dtype(), "batch_norm_backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using Acc = compute_t<T>;
+    const int64_t n = x.size(0), c = x.size(1), s = x.size(2);
+    const Acc m = Acc(n * s);
+    const Acc* mean = save_mean.data<Acc>();
+    const Acc* invstd = save_invstd.data<Acc>();
+    const Acc* sdy = sum_dy.data<Acc>();
+    const Acc* sdy_xhat = sum_dy_xhat.data<Acc>();
+    const T* w = data_or_null<T>(weight);
+    // dx = a * dy - b - g * (x - mean), per channel:
+    //   a = w * invstd, b = a * sum_dy / M, g = a * invstd * sum_dy_xhat / M (b = g = 0 in eval).
+    const size_t channels = size_t(c);
+    std::vector<Acc> a(channels), b(channels), g(channels);
+    for (int64_t ch = 0; ch < c; ++ch) {
+      a[size_t(ch)] = param(w, ch, Acc(1)) * invstd[ch];
+      b[size_t(ch)] = training ? a[size_t(ch)] * sdy[ch] / m : Acc(0);
+      g[size_t(ch)] = training ? a[size_t(ch)] * invstd[ch] * sdy_xhat[ch] / m : Acc(0);
+    }
+    const T* px = x.data<T>();
+    const T* pdy = dy.data<T>();
+    T* pdx = dx.data<T>();
+    parallel_for(n * c, s, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const size_t ch = size_t(r % c);
+        const Acc ac = a[ch], bc = b[ch], gc = g[ch], mu = mean[ch];
+        const T* xr = px + r * s;
+        const T* dr = pdy + r * s;
+        T* out = pdx + r * s;
+        for (int64_t j = 0; j < s; ++j) out[j] = T(ac * Acc(dr[j]) - bc - gc * (Acc(xr[j]) - mu));
+      }
+    });
+  });
+}
+
+// ---- layer norm: x [M, D] ----
+
+void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, Tensor& y,
+                Tensor& mean, Tensor& rstd) {
+  dispatch_floating(x.dtype(), "layer_norm", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using Acc = compute_t<T>;
+    const int64_t m = x.size(0), d = x.size(1);
+    const T* px = x.data<T>();
+    const T* w = data_or_null<T>(weight);
+    const T* b = data_or_null<T>(bias);
+    T* py = y.data<T>();
+    Acc* pmean = mean.data<Acc>();
+    Acc* prstd = rstd.data<Acc>();
+    parallel_for(m, d, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) {
+        const T* xr = px + i * d;
+        T* yr = py + i * d;
+        MeanM2<Acc> st;
+        accumulate(st, xr, d);
+        const Acc mu = st.mean, r = Acc(1) / std::sqrt(st.m2 / st.n + Acc(eps));
+        pmean[i] = mu;
+        prstd[i] = r;
+        for (int64_t j = 0; j < d; ++j)
+          yr[j] = T((Acc(xr[j]) - mu) * r * param(w, j, Acc(1)) + param(b, j, Acc(0)));
+      }
+    });
+  });
+}
+
+void layer_norm_backward_input(const Tensor& dy, const Tensor& x, const Tensor& mean,
+                               const Tensor& rstd, const Tensor& weight, Tensor& dx) {
+  dispatch_floating(x.dtype(), "layer_norm_backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using Acc = compute_t<T>;
+    const int64_t m = x.size(0), d = x.size(1);
+    const T* px = x.data<T>();
+    const T* pdy = dy.data<T>();
+    const T* w = data_or_null<T>(weight);
+    const Acc* pmean = mean.data<Acc>();
+    const Acc* prstd = rstd.data<Acc>();
+    T* pdx = dx.data<T>();
+    parallel_for(m, 3 * d, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) {
+        const T* xr = px + i * d;
+        const T* dr = pdy + i * d;
+        T* out = pdx + i * d;
+        const Acc mu = pmean[i], r = prstd[i];
+        auto g = [&](int64_t j) { return Acc(dr[j]) * param(w, j, Acc(1)); };
+        auto xhat = [&](int64_t j) { return (Acc(xr[j]) - mu) * r; };
+        const Acc mean_g = lane_sum<Acc>(d, g) / Acc(d);
+        const Acc mean_g_xhat =
+            lane_sum<Acc>(d, [&](int64_t j) { return g(j) * xhat(j); }) / Acc(d);
+        for (int64_t j = 0; j < d; ++j) out[j] = T(r * (g(j) - mean_g - xhat(j) * mean_g_xhat));
+      }
+    });
+  });
+}
+
+void layer_norm_backward_params(const Tensor& dy, const Tensor& x, const Tensor& mean,
+                                const Tensor& rstd, Tensor& grad_weight, Tensor& grad_bias) {
+  dispatch_floating(x.dtype(), "layer_norm_backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using Acc = compute_t<T>;
+    const int64_t m = x.size(0), d = x.size(1);
+    const T* px = x.data<T>();
+    const T* pdy = dy.data<T>();
+    const Acc* pmean = mean.data<Acc>();
+    const Acc* prstd = rstd.data<Acc>();
+    // Column sums: rows split into a fixed number of groups (independent of the thread count, so
+    // results are reproducible), each summed into its own row of partials, then the groups added
+    // in order.
+    const int64_t groups = std::min<int64_t>(m, 32);
+    std::vector<Acc> part_w(size_t(groups * d), Acc(0)), part_b(size_t(groups * d), Acc(0));
+    parallel_for(groups, (m / std::max<int64_t>(groups, 1) + 1) * d, [&](int64_t g0, int64_t g1) {
+      for (int64_t g = g0; g < g1; ++g) {
+        Acc* pw = part_w.data() + g * d;
+        Acc* pb = part_b.data() + g * d;
+        for (int64_t i = m * g / groups; i < m * (g + 1) / groups; ++i) {
+          const T* xr = px + i * d;
+          const T* dr = pdy + i * d;
+          const Acc mu = pmean[i], r = prstd[i];
+          for (int64_t j = 0; j < d; ++j) {
+            pw[j] += Acc(dr[j]) * (Acc(xr[j]) - mu) * r;
+            pb[j] += Acc(dr[j]);
+          }
+        }
+      }
+    });
+    T* gw = grad_weight.data<T>();
+    T* gb = grad_bias.data<T>();
+    for (int64_t j = 0; j < d; ++j) {
+      Acc sw = 0, sb = 0;
+      for (int64_t g = 0; g < groups; ++g) {
+        sw += part_w[size_t(g * d + j)];
+        sb += part_b[size_t(g * d + j)];
+      }
+      gw[j] = T(sw);
+      gb[j] = T(sb);
+    }
+  });
+}
+
+}  // namespace
+
+void register_normalization() {
+  batch_norm_stats_kernel.set(DeviceType::CPU, batch_norm_stats);
+  batch_norm_eval_stats_kernel.set(DeviceType::CPU, batch_norm_eval_stats);
+  batch_norm_apply_kernel.set(DeviceType::CPU, batch_norm_apply);
+  batch_norm_backward_reduce_kernel.set(DeviceType::CPU, batch_norm_backward_reduce);
+  batch_norm_backward_input_kernel.set(DeviceType::CPU, batch_norm_backward_input);
+  layer_norm_kernel.set(DeviceType::CPU, layer_norm);
+  layer_norm_backward_input_kernel.set(DeviceType::CPU, layer_norm_backward_input);
+  layer_norm_backward_params_kernel.set(DeviceType::CPU, layer_norm_backward_params);
+}
+
 }  // namespace ember::cpu

@@ -1,3 +1,58 @@
-// normalization.h — (being written)
+// normalization.h — batch norm, layer norm and dropout, each with the backward its gradient rule
+// calls. Statistics (mean, invstd/rstd) are kept in the compute dtype: float32 for float16 and
+// bfloat16 inputs, the input's dtype otherwise.
 #pragma once
+#include <cstdint>
+#include <vector>
+
 #include "ember/tensor.h"
+
+namespace ember {
+
+struct BatchNormResult {
+  Tensor output;       // x's shape and dtype
+  Tensor save_mean;    // [C] the mean used to normalise
+  Tensor save_invstd;  // [C] 1 / sqrt(var + eps) used to normalise
+};
+
+// x: [N, C, *] normalised per channel c over N and every trailing dim (M = N * prod(*) values);
+// weight, bias, running_mean, running_var: [C] of x's dtype, each optional (undefined Tensor).
+//   training: mean/var from the batch (biased var normalises); running stats, when given, are
+//             updated in place as in PyTorch: r = (1 - momentum) * r + momentum * batch_stat, with
+//             the unbiased variance (var * M / (M - 1)) for running_var. Needs M > 1.
+//   eval:     normalises with running_mean/running_var (both required); save_mean/save_invstd are
+//             then running_mean and 1 / sqrt(running_var + eps), so backward works in both modes.
+// y = (x - mean) * invstd * weight + bias.
+BatchNormResult batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                           const Tensor& running_mean, const Tensor& running_var, bool training,
+                           double momentum = 0.1, double eps = 1e-5);
+
+struct NormGrads {
+  Tensor grad_input;   // x's shape and dtype
+  Tensor grad_weight;  // weight's shape, x's dtype (computed even when weight was undefined)
+  Tensor grad_bias;    // as grad_weight
+};
+
+// Gradients of batch_norm given grad_out [N, C, *] and the forward's save_mean/save_invstd [C].
+// training selects whether the batch statistics depended on x (true) or were constants (false).
+NormGrads batch_norm_backward(const Tensor& grad_out, const Tensor& x, const Tensor& weight,
+                              const Tensor& save_mean, const Tensor& save_invstd, bool training);
+
+struct LayerNormResult {
+  Tensor output;  // x's shape and dtype
+  Tensor mean;    // [*outer, 1, ..., 1]: x's shape with the normalised dims set to 1
+  Tensor rstd;    // as mean: 1 / sqrt(var + eps)
+};
+
+// x: [*outer, *normalized_shape], normalised over the trailing normalized_shape dims;
+// weight, bias: normalized_shape, optional. y = (x - mean) * rstd * weight + bias.
+LayerNormResult layer_norm(const Tensor& x, const std::vector<int64_t>& normalized_shape,
+                           const Tensor& weight = Tensor(), const Tensor& bias = Tensor(),
+                           double eps = 1e-5);
+
+// Gradients of layer_norm given grad_out (x's shape) and the forward's mean/rstd.
+NormGrads layer_norm_backward(const Tensor& grad_out, const Tensor& x,
+                              const std::vector<int64_t>& normalized_shape, const Tensor& mean,
+                              const Tensor& rstd, const Tensor& weight = Tensor());
+
+}  // namespace ember

@@ -1,0 +1,214 @@
+// normalization.cpp — front functions of batch norm and layer norm: check the operands, bring x
+// to the contiguous 3-D (batch norm) or 2-D (layer norm) layout the kernels expect, allocate the
+// outputs and call the kernels.
+#include "ember/ops/normalization.h"
+
+#include <string>
+#include <utility>
+
+#include "ops/checks.h"
+#include "ops/normalization_kernels.h"
+
+namespace ember {
+namespace {
+
+// Statistics are kept in float32 for half types (their 8- or 11-bit mantissas cannot hold a sum).
+DType compute_dtype(DType t) {
+  return t == DType::Float16 || t == DType::BFloat16 ? DType::Float32 : t;
+}
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+// A per-channel (or per-feature) parameter: optional; if given, x's device and dtype and `shape`.
+void check_param(const char* op, const Tensor& x, const Named& p, const Shape& shape,
+                 const char* what) {
+  if (!p.tensor.defined()) return;
+  if (p.tensor.device() != x.device())
+    throw DeviceError(op, operands({{"x", x}, p}) + "; move " + p.name + " to x's device");
+  if (p.tensor.dtype() != x.dtype())
+    throw DTypeError(op, operands({{"x", x}, p}) + "; " + p.name + " must have x's dtype, cast " +
+                             "it with .to(DType::" + dtype_name(x.dtype()) + ")");
+  if (p.tensor.shape() != shape)
+    throw ShapeError(op, operands({{"x", x}, p}) + "; expected " + p.name + " of shape " +
+                             shape_str(shape) + " (" + what + ")");
+}
+
+// Saved statistics handed back to a backward: [shape] in the compute dtype, on x's device.
+void check_saved(const char* op, const Tensor& x, const Named& s, const Shape& shape) {
+  check_defined(op, {s});
+  if (s.tensor.device() != x.device() || s.tensor.dtype() != compute_dtype(x.dtype()) ||
+      s.tensor.shape() != shape)
+    throw ShapeError(op, operands({{"x", x}, s}) + "; expected " + s.name + " " +
+                             shape_str(shape) + " " + dtype_name(compute_dtype(x.dtype())) + " " +
+                             x.device().str() + ", as returned by the forward op");
+}
+
+void check_grad_out(const char* op, const Tensor& grad_out, const Tensor& x) {
+  check_same_device(op, {{"grad_out", grad_out}, {"x", x}});
+  check_same_dtype(op, {{"grad_out", grad_out}, {"x", x}});
+  if (grad_out.shape() != x.shape())
+    throw ShapeError(op, operands({{"grad_out", grad_out}, {"x", x}}) +
+                             "; grad_out must have x's shape");
+}
+
+// x: [N, C, *] -> contiguous [N, C, S].
+Tensor as_ncs(const Tensor& x) {
+  int64_t s = 1;
+  for (int64_t d = 2; d < x.dim(); ++d) s *= x.size(d);
+  return x.contiguous().view({x.size(0), x.size(1), s});
+}
+
+void check_batch_norm_input(const char* op, const Tensor& x) {
+  check_defined(op, {{"x", x}});
+  check_floating(op, {{"x", x}});
+  if (x.dim() < 2)
+    throw ShapeError(op, operands({{"x", x}}) + "; expected at least 2 dims [N, C, *]; for a "
+                                                "single sample add a batch dim with unsqueeze(0)");
+}
+
+}  // namespace
+
+BatchNormResult batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                           const Tensor& running_mean, const Tensor& running_var, bool training,
+                           double momentum, double eps) {
+  const char* op = "batch_norm";
+  check_batch_norm_input(op, x);
+  const int64_t c = x.size(1);
+  const Shape channels{c};
+  check_param(op, x, {"weight", weight}, channels, "one per channel, x's dim 1");
+  check_param(op, x, {"bias", bias}, channels, "one per channel, x's dim 1");
+  check_param(op, x, {"running_mean", running_mean}, channels, "one per channel, x's dim 1");
+  check_param(op, x, {"running_var", running_var}, channels, "one per channel, x's dim 1");
+  if (running_mean.defined() != running_var.defined())
+    throw ValueError(op, operands({{"running_mean", running_mean}, {"running_var", running_var}}) +
+                             "; pass both running statistics or neither");
+  if (!training && !running_mean.defined())
+    throw ValueError(op, operands({{"x", x}}) + "; eval mode (training=false) normalises with "
+                                                "running_mean and running_var, pass them (or "
+                                                "use training=true for batch statistics)");
+  if (!(eps >= 0)) throw ValueError(op, "eps must be >= 0, got " + std::to_string(eps));
+  const int64_t per_channel = c == 0 ? 0 : x.numel() / c;
+  if (training && c > 0 && per_channel <= 1)
+    throw ValueError(op, operands({{"x", x}}) + "; training needs more than 1 value per channel "
+                                                "to estimate a variance, got " +
+                             str(per_channel) + "; use a larger batch or eval mode");
+
+  Tensor x3 = as_ncs(x);
+  Tensor y3 = Tensor::empty(x3.shape(), x.dtype(), x.device());
+  Tensor mean = Tensor::empty(channels, compute_dtype(x.dtype()), x.device());
+  Tensor invstd = Tensor::empty(channels, compute_dtype(x.dtype()), x.device());
+  Tensor w = weight.defined() ? weight.contiguous() : Tensor();
+  Tensor b = bias.defined() ? bias.contiguous() : Tensor();
+  if (c > 0) {
+    if (training)
+      batch_norm_stats_kernel(x.device())(x3, momentum, eps, mean, invstd, running_mean,
+                                          running_var);
+    else
+      batch_norm_eval_stats_kernel(x.device())(running_mean, running_var, eps, mean, invstd);
+  }
+  if (x.numel() > 0) batch_norm_apply_kernel(x.device())(x3, mean, invstd, w, b, y3);
+  return {y3.view(x.shape()), mean, invstd};
+}
+
+NormGrads batch_norm_backward(const Tensor& grad_out, const Tensor& x, const Tensor& weight,
+                              const Tensor& save_mean, const Tensor& save_invstd, bool training) {
+  const char* op = "batch_norm_backward";
+  check_batch_norm_input(op, x);
+  check_grad_out(op, grad_out, x);
+  const Shape channels{x.size(1)};
+  check_param(op, x, {"weight", weight}, channels, "one per channel, x's dim 1");
+  check_saved(op, x, {"save_mean", save_mean}, channels);
+  check_saved(op, x, {"save_invstd", save_invstd}, channels);
+
+  Tensor x3 = as_ncs(x);
+  Tensor dy3 = as_ncs(grad_out);
+  Tensor sum_dy = Tensor::empty(channels, compute_dtype(x.dtype()), x.device());
+  Tensor sum_dy_xhat = Tensor::empty(channels, compute_dtype(x.dtype()), x.device());
+  Tensor dx3 = Tensor::empty(x3.shape(), x.dtype(), x.device());
+  Tensor w = weight.defined() ? weight.contiguous() : Tensor();
+  if (x.size(1) > 0)
+    batch_norm_backward_reduce_kernel(x.device())(dy3, x3, save_mean, save_invstd, sum_dy,
+                                                  sum_dy_xhat);
+  if (x.numel() > 0)
+    batch_norm_backward_input_kernel(x.device())(dy3, x3, save_mean, save_invstd, w, sum_dy,
+                                                 sum_dy_xhat, training, dx3);
+  return {dx3.view(x.shape()), sum_dy_xhat.to(x.dtype()), sum_dy.to(x.dtype())};
+}
+
+namespace {
+
+// Checks x against normalized_shape and returns (M, D): x viewed as M rows of D values.
+std::pair<int64_t, int64_t> layer_norm_rows(const char* op, const Tensor& x,
+                                            const Shape& normalized_shape) {
+  check_defined(op, {{"x", x}});
+  check_floating(op, {{"x", x}});
+  const int64_t k = int64_t(normalized_shape.size());
+  bool fits = k > 0 && k <= x.dim();
+  for (int64_t i = 1; fits && i <= k; ++i) fits = x.size(-i) == normalized_shape[size_t(k - i)];
+  if (!fits)
+    throw ShapeError(op, operands({{"x", x}}) + "; normalized_shape " +
+                             shape_str(normalized_shape) + " must be non-empty and equal x's "
+                             "trailing dims, e.g. [" + str(x.dim() ? x.size(-1) : 0) +
+                             "] to normalise the last dim");
+  const int64_t d = shape_numel(normalized_shape);
+  int64_t m = 1;
+  for (int64_t i = 0; i < x.dim() - k; ++i) m *= x.size(i);
+  return {m, d};
+}
+
+// x's shape with the normalised dims set to 1: the shape of mean and rstd.
+Shape stats_shape(const Tensor& x, size_t k) {
+  Shape s = x.shape();
+  for (size_t i = s.size() - k; i < s.size(); ++i) s[i] = 1;
+  return s;
+}
+
+}  // namespace
+
+LayerNormResult layer_norm(const Tensor& x, const std::vector<int64_t>& normalized_shape,
+                           const Tensor& weight, const Tensor& bias, double eps) {
+  const char* op = "layer_norm";
+  auto [m, d] = layer_norm_rows(op, x, normalized_shape);
+  check_param(op, x, {"weight", weight}, normalized_shape, "normalized_shape");
+  check_param(op, x, {"bias", bias}, normalized_shape, "normalized_shape");
+  if (!(eps >= 0)) throw ValueError(op, "eps must be >= 0, got " + std::to_string(eps));
+
+  Tensor x2 = x.contiguous().view({m, d});
+  Tensor y2 = Tensor::empty({m, d}, x.dtype(), x.device());
+  Tensor mean = Tensor::empty({m}, compute_dtype(x.dtype()), x.device());
+  Tensor rstd = Tensor::empty({m}, compute_dtype(x.dtype()), x.device());
+  Tensor w = weight.defined() ? weight.contiguous().view({d}) : Tensor();
+  Tensor b = bias.defined() ? bias.contiguous().view({d}) : Tensor();
+  if (m > 0) layer_norm_kernel(x.device())(x2, w, b, eps, y2, mean, rstd);
+  Shape s = stats_shape(x, normalized_shape.size());
+  return {y2.view(x.shape()), mean.view(s), rstd.view(s)};
+}
+
+NormGrads layer_norm_backward(const Tensor& grad_out, const Tensor& x,
+                              const std::vector<int64_t>& normalized_shape, const Tensor& mean,
+                              const Tensor& rstd, const Tensor& weight) {
+  const char* op = "layer_norm_backward";
+  auto [m, d] = layer_norm_rows(op, x, normalized_shape);
+  check_grad_out(op, grad_out, x);
+  check_param(op, x, {"weight", weight}, normalized_shape, "normalized_shape");
+  Shape s = stats_shape(x, normalized_shape.size());
+  check_saved(op, x, {"mean", mean}, s);
+  check_saved(op, x, {"rstd", rstd}, s);
+
+  Tensor x2 = x.contiguous().view({m, d});
+  Tensor dy2 = grad_out.contiguous().view({m, d});
+  Tensor mean1 = mean.contiguous().view({m});
+  Tensor rstd1 = rstd.contiguous().view({m});
+  Tensor w = weight.defined() ? weight.contiguous().view({d}) : Tensor();
+  Tensor dx2 = Tensor::empty({m, d}, x.dtype(), x.device());
+  Tensor grad_weight = Tensor::empty(normalized_shape, x.dtype(), x.device());
+  Tensor grad_bias = Tensor::empty(normalized_shape, x.dtype(), x.device());
+  if (m > 0 && d > 0) layer_norm_backward_input_kernel(x.device())(dy2, x2, mean1, rstd1, w, dx2);
+  if (d > 0) {
+    Tensor gw = grad_weight.view({d}), gb = grad_bias.view({d});
+    layer_norm_backward_params_kernel(x.device())(dy2, x2, mean1, rstd1, gw, gb);
+  }
+  return {dx2.view(x.shape()), grad_weight, grad_bias};
+}
+
+}  // namespace ember
