@@ -1,0 +1,157 @@
+// cublas_handle.cu — per-device cuBLAS handles and the row-major GEMM (see cublas_handle.cuh).
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "cuda/cublas_handle.cuh"
+#include "cuda/launch.cuh"
+#include "ember/error.h"
+
+namespace ember::cuda {
+namespace {
+
+[[noreturn]] void throw_cublas_error(cublasStatus_t status, const char* op, const char* call) {
+  std::string what = std::string(cublasGetStatusName(status)) + " (" +
+                     cublasGetStatusString(status) + ") from " + call;
+  if (status == CUBLAS_STATUS_ALLOC_FAILED)
+    throw OutOfMemoryError(op, "cuBLAS could not allocate GPU memory: " + what);
+  if (status == CUBLAS_STATUS_NOT_SUPPORTED || status == CUBLAS_STATUS_ARCH_MISMATCH)
+    throw NotSupportedError(op, "cuBLAS does not support this on this GPU: " + what);
+  throw Error(op, "cuBLAS error " + what);
+}
+
+#define EMBER_CUBLAS_CHECK(expr, op)                         \
+  do {                                                       \
+    cublasStatus_t ember_cublas_status_ = (expr);            \
+    if (ember_cublas_status_ != CUBLAS_STATUS_SUCCESS)       \
+      throw_cublas_error(ember_cublas_status_, (op), #expr); \
+  } while (0)
+
+// What cuBLAS is handed per device. The workspace is a plain cudaMalloc, outside the caching
+// allocator (so it is not in memory_stats): 32 MiB on Hopper and newer, 4 MiB before, the sizes
+// the cuBLAS documentation recommends.
+struct DeviceBlas {
+  cublasHandle_t handle = nullptr;
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
+};
+
+std::mutex g_mutex;
+std::vector<DeviceBlas> g_devices;  // indexed by device index, filled on first use
+
+bool tf32_allowed() {
+  const char* v = std::getenv("EMBER_ALLOW_TF32");
+  return v && std::strcmp(v, "1") == 0;
+}
+
+DeviceBlas& device_blas(Device device) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (int(g_devices.size()) <= device.index) g_devices.resize(size_t(device.index) + 1);
+  DeviceBlas& d = g_devices[size_t(device.index)];
+  if (!d.handle) {
+    DeviceGuard guard(device);
+    EMBER_CUBLAS_CHECK(cublasCreate(&d.handle), "cuBLAS");
+    EMBER_CUBLAS_CHECK(cublasSetMathMode(d.handle, tf32_allowed() ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                                  : CUBLAS_DEFAULT_MATH),
+                       "cuBLAS");
+    d.workspace_bytes = properties(device.index).major >= 9 ? (32u << 20) : (4u << 20);
+    EMBER_CUDA_CHECK(cudaMalloc(&d.workspace, d.workspace_bytes), "cuBLAS workspace");
+  }
+  return d;
+}
+
+// How cuBLAS (column-major) sees a row-major logical [rows, cols] operand: stored row-major with
+// leading dimension ld, or column-major (a transposed view) with leading dimension ld.
+struct BlasLayout {
+  bool ok = false;
+  bool row_major = true;
+  int64_t ld = 0;
+};
+
+// A dim of size 1 has no meaningful stride, so either layout accepts it.
+template <class T> BlasLayout blas_layout(const MatrixRef<T>& m, int64_t rows, int64_t cols) {
+  if (m.col_stride == 1 || cols == 1) {
+    int64_t ld = rows == 1 ? std::max<int64_t>(cols, 1) : m.row_stride;
+    if (ld >= std::max<int64_t>(cols, 1) && ld <= INT_MAX) return {true, true, ld};
+  }
+  if (m.row_stride == 1 || rows == 1) {
+    int64_t ld = cols == 1 ? std::max<int64_t>(rows, 1) : m.col_stride;
+    if (ld >= std::max<int64_t>(rows, 1) && ld <= INT_MAX) return {true, false, ld};
+  }
+  return {};
+}
+
+}  // namespace
+
+cublasHandle_t cublas_handle(Device device) {
+  DeviceBlas& d = device_blas(device);
+  // cublasSetStream also resets the workspace to cuBLAS's own pool, so set ours after it.
+  EMBER_CUBLAS_CHECK(cublasSetStream(d.handle, stream(device)), "cuBLAS");
+  EMBER_CUBLAS_CHECK(cublasSetWorkspace(d.handle, d.workspace, d.workspace_bytes), "cuBLAS");
+  return d.handle;
+}
+
+template <class T> bool blas_readable(const MatrixRef<T>& m, int64_t rows, int64_t cols) {
+  return blas_layout(m, rows, cols).ok;
+}
+
+// cuBLAS is column-major, and a row-major matrix read as column-major is its transpose. So the
+// row-major product C = A·B is computed as the column-major product C^T = B^T · A^T: B goes
+// first, the sizes are (n, m, k), and an operand stored row-major needs no transpose flag (its
+// column-major reading already is the transpose we want), while one stored column-major (a
+// transposed view) gets CUBLAS_OP_T. Nothing is copied.
+template <class T> void blas_gemm(Device device, const GemmArgs<T>& g, const char* op) {
+  if (g.batch == 0 || g.m == 0 || g.n == 0) return;
+  const BlasLayout la = blas_layout(g.a, g.m, g.k), lb = blas_layout(g.b, g.k, g.n);
+  const BlasLayout lc = blas_layout(g.c, g.m, g.n);
+  if (!la.ok || !lb.ok || !lc.ok || !lc.row_major)
+    throw ValueError(op, "internal: blas_gemm given an operand cuBLAS cannot read in place");
+  if (g.batch > INT_MAX)
+    throw NotSupportedError(op, "batch of " + std::to_string(g.batch) +
+                                    " matrices exceeds cuBLAS's limit of 2^31 - 1");
+  DeviceGuard guard(device);
+  cublasHandle_t h = cublas_handle(device);
+  const cublasOperation_t op_b = lb.row_major ? CUBLAS_OP_N : CUBLAS_OP_T;
+  const cublasOperation_t op_a = la.row_major ? CUBLAS_OP_N : CUBLAS_OP_T;
+  const int ldb = int(lb.ld), lda = int(la.ld), ldc = int(lc.ld), batch = int(g.batch);
+  const bool one = g.batch == 1;  // a single matrix: batch strides are unused
+  const long long sa = one ? 0 : g.a.batch_stride, sb = one ? 0 : g.b.batch_stride;
+  const long long sc = one ? 0 : g.c.batch_stride;
+  const auto alpha = g.alpha, beta = g.beta;
+  if constexpr (std::is_same_v<T, float>) {
+    EMBER_CUBLAS_CHECK(cublasSgemmStridedBatched(h, op_b, op_a, g.n, g.m, g.k, &alpha, g.b.data,
+                                                 ldb, sb, g.a.data, lda, sa, &beta, g.c.data, ldc,
+                                                 sc, batch),
+                       op);
+  } else if constexpr (std::is_same_v<T, double>) {
+    EMBER_CUBLAS_CHECK(cublasDgemmStridedBatched(h, op_b, op_a, g.n, g.m, g.k, &alpha, g.b.data,
+                                                 ldb, sb, g.a.data, lda, sa, &beta, g.c.data, ldc,
+                                                 sc, batch),
+                       op);
+  } else {
+    // float16 / bfloat16 storage, float32 accumulation (alpha and beta are float).
+    const cudaDataType_t t = std::is_same_v<T, Half> ? CUDA_R_16F : CUDA_R_16BF;
+    EMBER_CUBLAS_CHECK(cublasGemmStridedBatchedEx(h, op_b, op_a, g.n, g.m, g.k, &alpha, g.b.data, t,
+                                                  ldb, sb, g.a.data, t, lda, sa, &beta, g.c.data, t,
+                                                  ldc, sc, batch, CUBLAS_COMPUTE_32F,
+                                                  CUBLAS_GEMM_DEFAULT),
+                       op);
+  }
+}
+
+#define EMBER_INSTANTIATE_BLAS(T)                                           \
+  template bool blas_readable(const MatrixRef<const T>&, int64_t, int64_t); \
+  template bool blas_readable(const MatrixRef<T>&, int64_t, int64_t);       \
+  template void blas_gemm(Device, const GemmArgs<T>&, const char*);
+EMBER_INSTANTIATE_BLAS(float)
+EMBER_INSTANTIATE_BLAS(double)
+EMBER_INSTANTIATE_BLAS(Half)
+EMBER_INSTANTIATE_BLAS(BFloat16)
+#undef EMBER_INSTANTIATE_BLAS
+
+}  // namespace ember::cuda

@@ -1,0 +1,61 @@
+// cublas_handle.cuh — cuBLAS for the CUDA backend (internal header): one handle per device, and
+// blas_gemm(), the one function through which every GEMM of the backend (matmul, linear, the
+// im2col convolutions) reaches cuBLAS.
+//
+// GemmArgs describes a batched GEMM on *row-major logical* matrices whose memory layout is given
+// by strides, so a transposed operand (a.t()) is described, never copied. The hand-tiled kernels
+// (gemm_tiled.cuh) take the same description.
+//
+// Precision: float32 GEMMs run in true FP32 (CUBLAS_DEFAULT_MATH, no TF32), so results match the
+// CPU to float32 rounding. EMBER_ALLOW_TF32=1 in the environment (read when a device's handle is
+// created) switches cuBLAS to TF32 tensor cores for float32: about 8x faster on an H100/H200, with
+// a 10-bit mantissa in the products. float16/bfloat16 always use tensor cores with float32
+// accumulation.
+#pragma once
+#include <cublas_v2.h>
+
+#include <cstdint>
+
+#include "ember/device.h"
+#include "ember/dtype.h"
+
+namespace ember::cuda {
+
+// One operand of a batched GEMM: element (r, c) of matrix z lives at
+//   data[z * batch_stride + r * row_stride + c * col_stride]      (strides in elements, >= 0)
+template <class T> struct MatrixRef {
+  T* data = nullptr;
+  int64_t row_stride = 0, col_stride = 1, batch_stride = 0;
+  __host__ __device__ T* ptr(int64_t z, int64_t r, int64_t c) const {
+    return data + z * batch_stride + r * row_stride + c * col_stride;
+  }
+};
+
+// For z in [0, batch):  C[z] = alpha * A[z] · B[z] + beta * C[z]
+//   A: [m, k]   B: [k, n]   C: [m, n]
+// beta == 0 writes C without reading it (C may hold garbage, even NaN), as BLAS does.
+template <class T> struct GemmArgs {
+  int64_t batch = 1;
+  int m = 0, n = 0, k = 0;
+  MatrixRef<const T> a, b;
+  MatrixRef<T> c;
+  compute_t<T> alpha = 1, beta = 0;
+};
+
+// The cuBLAS handle of `device`, created on first use (and never destroyed: it lives as long as
+// the CUDA context). Each call binds it to Ember's stream for the device and to a workspace owned
+// by that (device, stream) pair, so that cuBLAS never allocates behind the caching allocator's
+// back or inside a CUDA-graph capture.
+cublasHandle_t cublas_handle(Device device);
+
+// Whether cuBLAS can read `m` (a [rows, cols] operand) in place: one of its two strides must be 1
+// and the other a valid leading dimension (>= the size along the unit-stride dim). Callers copy
+// an operand that fails this into a contiguous buffer first.
+template <class T> bool blas_readable(const MatrixRef<T>& m, int64_t rows, int64_t cols);
+
+// Runs g on `device`'s stream with cuBLAS. T is float, double, Half or BFloat16; A and B must be
+// blas_readable, and C row-major (col_stride 1, row_stride >= n). `op` names the Ember op in
+// errors.
+template <class T> void blas_gemm(Device device, const GemmArgs<T>& g, const char* op);
+
+}  // namespace ember::cuda
