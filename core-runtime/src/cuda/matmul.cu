@@ -1,4 +1,92 @@
-// matmul.cu — CUDA kernels of the matmul family (being written).
+// matmul.cu — the CUDA GEMM kernel behind matmul and linear (ops/matmul_kernels.h).
+//
+//   out[p] = op(a[p]) · op(b[p])  (+ out[p] when accumulating)      p in [0, batch)
+//
+// Which code runs:
+//   float32, float64, float16, bfloat16, MatmulAlgo::Default -> cuBLAS (cublas_handle.cuh), one
+//       strided-batched call; transposes are passed as cuBLAS flags, never copied. float32 stays
+//       true FP32 unless EMBER_ALLOW_TF32=1.
+//   float32, MatmulAlgo::Tiled -> the hand-written SGEMM (gemm_tiled.cuh), version
+//       EMBER_GEMM_TILED_VERSION (1..5) or, unset, the fastest (kTiledBest).
+//   float64, float16, bfloat16, MatmulAlgo::Tiled -> tiled v2 templated on the dtype.
+//   integer dtypes (cuBLAS has no integer GEMM) -> tiled v2 with int64 accumulation, whatever the
+//       algo.
+#include <climits>
+#include <cstdlib>
+#include <string>
+
+#include "cuda/cublas_handle.cuh"
+#include "cuda/gemm_tiled.cuh"
+#include "cuda/launch.cuh"
+#include "ops/checks.h"
+#include "ops/matmul_kernels.h"
+
 namespace ember::cuda {
-void register_matmul() {}
+namespace {
+
+// EMBER_GEMM_TILED_VERSION, read at every call so that a benchmark can compare versions in one
+// process; unset or empty means kTiledBest.
+int tiled_version() {
+  const char* v = std::getenv("EMBER_GEMM_TILED_VERSION");
+  if (!v || !*v) return kTiledBest;
+  char* end = nullptr;
+  long version = std::strtol(v, &end, 10);
+  if (*end != '\0' || version < 1 || version > kTiledVersions)
+    throw ValueError("matmul", std::string("EMBER_GEMM_TILED_VERSION='") + v +
+                                   "'; expected a version 1.." + std::to_string(kTiledVersions) +
+                                   ", or unset for the fastest");
+  return int(version);
+}
+
+// The GemmArgs view of gemm_kernel's operands. a[p] is [m, k] (or [k, m] read transposed), b[p]
+// is [k, n] (or [n, k] read transposed), out[p] is [m, n]; a transposed read swaps the strides.
+template <class T>
+GemmArgs<T> gemm_args(const Tensor& a, const Tensor& b, Tensor& out, const GemmFlags& f) {
+  GemmArgs<T> g;
+  g.batch = out.size(0);
+  g.m = int(out.size(1));
+  g.n = int(out.size(2));
+  g.k = int(f.trans_a ? a.size(1) : a.size(2));
+  g.a = {a.data<T>(), f.trans_a ? a.stride(2) : a.stride(1), f.trans_a ? a.stride(1) : a.stride(2),
+         a.stride(0)};
+  g.b = {b.data<T>(), f.trans_b ? b.stride(2) : b.stride(1), f.trans_b ? b.stride(1) : b.stride(2),
+         b.stride(0)};
+  g.c = {out.data<T>(), out.stride(1), out.stride(2), out.stride(0)};
+  g.alpha = compute_t<T>(1);
+  g.beta = compute_t<T>(f.accumulate ? 1 : 0);
+  return g;
+}
+
+void gemm(const Tensor& a, const Tensor& b, Tensor& out, const GemmFlags& flags) {
+  if (out.numel() == 0) return;
+  const int64_t k = flags.trans_a ? a.size(1) : a.size(2);
+  if (k == 0) {  // an empty sum: zeros, or out unchanged when accumulating
+    if (!flags.accumulate) out.zero_();
+    return;
+  }
+  if (out.size(1) > INT_MAX || out.size(2) > INT_MAX || k > INT_MAX)
+    throw NotSupportedError("matmul", "matrix sizes above 2^31 - 1 are not supported on CUDA; " +
+                                          operands({{"a", a}, {"b", b}}));
+  DeviceGuard guard(out.device());
+  dispatch_numeric(out.dtype(), "matmul", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const GemmArgs<T> g = gemm_args<T>(a, b, out, flags);
+    if constexpr (std::is_integral_v<T>) {
+      gemm_tiled_generic(g, stream(out.device()));
+    } else {
+      if (flags.algo == MatmulAlgo::Default) {
+        blas_gemm(out.device(), g, "matmul");
+        return;  // cuBLAS reports its own errors
+      }
+      if constexpr (std::is_same_v<T, float>) gemm_tiled(tiled_version(), g, stream(out.device()));
+      else gemm_tiled_generic(g, stream(out.device()));
+    }
+    check_launch("matmul", {&a, &b, &out});
+  });
+}
+
+}  // namespace
+
+void register_matmul() { gemm_kernel.set(DeviceType::CUDA, gemm); }
+
 }  // namespace ember::cuda
