@@ -1,0 +1,185 @@
+// reduce_loops.h — the CPU reduction engine (internal header).
+//
+// cpu_reduce<T>(x, nreduce, reducer, write) reduces x: [kept..., reduced...] over its last
+// nreduce dims, with any strides, and calls write(o, acc) once per kept index o (row-major).
+//   1. The kept dims and the reduced dims are each coalesced into a DimWalk (size-1 dims dropped,
+//      neighbours contiguous with each other merged). For reducers whose result does not depend on
+//      the visiting order, the reduced dims are first sorted by stride so the walk follows memory.
+//   2. A run along the innermost reduced dim is folded into 8 lanes, pairwise in halves above 128
+//      elements: unit-stride runs vectorise, and float rounding error grows with log(n), not n.
+//   3. Threads split the outputs. With fewer outputs than threads (a full sum), each output's
+//      elements are split into chunks instead. When the outputs are contiguous in x but the reduced
+//      elements are not (a column sum), a tile of neighbouring outputs is accumulated together so
+//      the inner loop runs along memory.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <vector>
+
+#include "cpu/parallel.h"
+#include "ember/tensor.h"
+
+namespace ember::cpu {
+
+// Dims walked in row-major order: sizes and element strides, innermost last. Never empty: a walk
+// over no dims (or only size-1 dims) is one element.
+struct DimWalk {
+  std::vector<int64_t> shape, stride;
+  int64_t numel = 1;
+
+  int64_t inner() const { return shape.back(); }
+  int64_t inner_stride() const { return stride.back(); }
+  // Element offset of row `row`, a flat index over every dim but the innermost.
+  int64_t row_offset(int64_t row) const {
+    int64_t off = 0;
+    for (size_t d = shape.size() - 1; d-- > 0;) {
+      off += row % shape[d] * stride[d];
+      row /= shape[d];
+    }
+    return off;
+  }
+  // Element offset of flat index i.
+  int64_t offset(int64_t i) const { return row_offset(i / inner()) + i % inner() * inner_stride(); }
+};
+
+// Dims [begin, end) of x as a DimWalk; sort_by_stride first orders them by decreasing |stride|.
+inline DimWalk make_walk(const Tensor& x, int64_t begin, int64_t end, bool sort_by_stride) {
+  std::vector<int64_t> dims;
+  for (int64_t d = begin; d < end; ++d)
+    if (x.size(d) != 1) dims.push_back(d);
+  if (sort_by_stride)
+    std::stable_sort(dims.begin(), dims.end(), [&](int64_t a, int64_t b) {
+      return std::llabs(x.stride(a)) > std::llabs(x.stride(b));
+    });
+  DimWalk w;
+  for (int64_t d : dims) {
+    w.numel *= x.size(d);
+    if (!w.shape.empty() && w.stride.back() == x.stride(d) * x.size(d)) {
+      w.shape.back() *= x.size(d);
+      w.stride.back() = x.stride(d);
+    } else {
+      w.shape.push_back(x.size(d));
+      w.stride.push_back(x.stride(d));
+    }
+  }
+  if (w.shape.empty()) {
+    w.shape.push_back(1);
+    w.stride.push_back(0);
+  }
+  return w;
+}
+
+constexpr int kLanes = 8;
+constexpr int64_t kPairwiseBlock = 128;  // runs up to this long are folded straight into lanes
+constexpr int64_t kTile = 32;            // outputs accumulated together in a column reduction
+
+// Folds p[0], p[stride], ..., p[(n-1)*stride] (flat indices i0, i0+1, ...) into an accumulator.
+template <bool Unit, class T, class R>
+typename R::acc_t reduce_run(const T* p, int64_t stride, int64_t n, int64_t i0, const R& r) {
+  if (n > kPairwiseBlock) {
+    int64_t half = n / 2 / kLanes * kLanes;
+    return r.combine(reduce_run<Unit>(p, stride, half, i0, r),
+                     reduce_run<Unit>(p + half * stride, stride, n - half, i0 + half, r));
+  }
+  typename R::acc_t lane[kLanes];
+  for (auto& a : lane) a = r.init();
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int k = 0; k < kLanes; ++k)
+      lane[k] = r.step(lane[k], p[Unit ? i + k : (i + k) * stride], i0 + i + k);
+  for (; i < n; ++i) lane[0] = r.step(lane[0], p[Unit ? i : i * stride], i0 + i);
+  for (int w = kLanes / 2; w > 0; w /= 2)
+    for (int k = 0; k < w; ++k) lane[k] = r.combine(lane[k], lane[k + w]);
+  return lane[0];
+}
+
+// Folds the elements at flat indices [begin, end) of walk w, starting from base.
+template <class T, class R>
+typename R::acc_t reduce_span(const T* base, const DimWalk& w, int64_t begin, int64_t end,
+                              const R& r) {
+  typename R::acc_t acc = r.init();
+  const int64_t inner = w.inner(), s = w.inner_stride();
+  for (int64_t i = begin; i < end;) {
+    int64_t j = i % inner, n = std::min(inner - j, end - i);
+    const T* p = base + w.row_offset(i / inner) + j * s;
+    acc =
+        r.combine(acc, s == 1 ? reduce_run<true>(p, 1, n, i, r) : reduce_run<false>(p, s, n, i, r));
+    i += n;
+  }
+  return acc;
+}
+
+// Outputs o0 .. o0+width-1 whose elements sit side by side in x (base points at o0's first one):
+// each reduced step folds one element into each of them. Partial sums are flushed every
+// kPairwiseBlock steps to bound the rounding error of long columns.
+template <class T, class R, class Write>
+void reduce_tile(const T* base, const DimWalk& w, int64_t o0, int64_t width, const R& r,
+                 Write& write) {
+  typename R::acc_t total[kTile], part[kTile];
+  for (int64_t k = 0; k < width; ++k) total[k] = part[k] = r.init();
+  const int64_t inner = w.inner(), s = w.inner_stride();
+  const int64_t rows = w.numel == 0 ? 0 : w.numel / inner;
+  int64_t i = 0;
+  for (int64_t row = 0; row < rows; ++row) {
+    const T* q = base + w.row_offset(row);
+    for (int64_t j = 0; j < inner; ++j, ++i) {
+      const T* p = q + j * s;
+      for (int64_t k = 0; k < width; ++k) part[k] = r.step(part[k], p[k], i);
+      if ((i + 1) % kPairwiseBlock == 0)
+        for (int64_t k = 0; k < width; ++k) {
+          total[k] = r.combine(total[k], part[k]);
+          part[k] = r.init();
+        }
+    }
+  }
+  for (int64_t k = 0; k < width; ++k) write(o0 + k, r.combine(total[k], part[k]));
+}
+
+// x: [kept..., reduced...], the last nreduce dims reduced; write(o, acc) for each kept index o.
+template <class T, class R, class Write>
+void cpu_reduce(const Tensor& x, int64_t nreduce, const R& r, Write&& write) {
+  using Acc = typename R::acc_t;
+  const int64_t nkeep = x.dim() - nreduce;
+  const DimWalk out = make_walk(x, 0, nkeep, false);  // outputs stay in row-major order
+  const DimWalk red = make_walk(x, nkeep, x.dim(), !R::kOrdered);
+  const int64_t outer = out.numel, n = red.numel;
+  if (outer == 0) return;
+  const T* base = x.data<T>();
+
+  if (outer < num_threads() && n >= 2 * kParallelGrain) {
+    // Few outputs, many elements: chunks of one output's elements go to threads. The chunk count
+    // depends on n only, so the rounding does not change with the number of threads.
+    const int64_t chunks = std::min<int64_t>(n / kParallelGrain, 64);
+    std::vector<Acc> part(size_t(chunks), r.init());
+    for (int64_t o = 0; o < outer; ++o) {
+      const T* p = base + out.offset(o);
+      parallel_for(chunks, n / chunks, [&](int64_t b, int64_t e) {
+        for (int64_t c = b; c < e; ++c)
+          part[size_t(c)] = reduce_span(p, red, n * c / chunks, n * (c + 1) / chunks, r);
+      });
+      Acc acc = part[0];
+      for (int64_t c = 1; c < chunks; ++c) acc = r.combine(acc, part[size_t(c)]);
+      write(o, acc);
+    }
+    return;
+  }
+
+  if (out.inner_stride() == 1 && out.inner() > 1 && red.inner_stride() != 1) {
+    // Column reduction: tiles of kTile neighbouring outputs.
+    const int64_t width = out.inner(), per_row = (width + kTile - 1) / kTile;
+    parallel_for(outer / width * per_row, kTile * n, [&](int64_t b, int64_t e) {
+      for (int64_t t = b; t < e; ++t) {
+        int64_t col = t % per_row * kTile, o0 = t / per_row * width + col;
+        reduce_tile(base + out.offset(o0), red, o0, std::min(kTile, width - col), r, write);
+      }
+    });
+    return;
+  }
+
+  parallel_for(outer, n, [&](int64_t b, int64_t e) {
+    for (int64_t o = b; o < e; ++o) write(o, reduce_span(base + out.offset(o), red, 0, n, r));
+  });
+}
+
+}  // namespace ember::cpu
