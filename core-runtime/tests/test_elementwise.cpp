@@ -42,18 +42,21 @@ void expect_exact(const Tensor& t, const std::vector<double>& expected) {
   for (size_t i = 0; i < got.size(); ++i) {
     if (std::isnan(expected[i]))
       EXPECT_TRUE(std::isnan(got[i])) << "element " << i << " of " << t.str();
-    else
-      EXPECT_EQ(got[i], expected[i]) << "element " << i << " of " << t.str();
+    else EXPECT_EQ(got[i], expected[i]) << "element " << i << " of " << t.str();
   }
 }
 
 // Tolerances for results of a dtype (half types round each result to 11 / 8 bits).
 double tol(DType t) {
   switch (t) {
-    case DType::Float16: return 2e-3;
-    case DType::BFloat16: return 1.6e-2;
-    case DType::Float32: return 2e-6;
-    default: return 1e-12;
+    case DType::Float16:
+      return 2e-3;
+    case DType::BFloat16:
+      return 1.6e-2;
+    case DType::Float32:
+      return 2e-6;
+    default:
+      return 1e-12;
   }
 }
 
@@ -89,27 +92,27 @@ std::vector<UnaryCase> unary_cases() {
        [](double x) { return double((x > 0) - (x < 0)); }, -3, 3},
       {"exp", [](const Tensor& x) { return exp(x); }, [](double x) { return std::exp(x); }, -3, 3},
       {"log", [](const Tensor& x) { return log(x); }, [](double x) { return std::log(x); }, 0.1, 5},
-      {"log1p", [](const Tensor& x) { return log1p(x); },
-       [](double x) { return std::log1p(x); }, -0.5, 3},
-      {"sqrt", [](const Tensor& x) { return sqrt(x); },
-       [](double x) { return std::sqrt(x); }, 0, 5},
-      {"rsqrt", [](const Tensor& x) { return rsqrt(x); },
-       [](double x) { return 1 / std::sqrt(x); }, 0.2, 5},
+      {"log1p", [](const Tensor& x) { return log1p(x); }, [](double x) { return std::log1p(x); },
+       -0.5, 3},
+      {"sqrt", [](const Tensor& x) { return sqrt(x); }, [](double x) { return std::sqrt(x); }, 0,
+       5},
+      {"rsqrt", [](const Tensor& x) { return rsqrt(x); }, [](double x) { return 1 / std::sqrt(x); },
+       0.2, 5},
       {"sin", [](const Tensor& x) { return sin(x); }, [](double x) { return std::sin(x); }, -4, 4},
       {"cos", [](const Tensor& x) { return cos(x); }, [](double x) { return std::cos(x); }, -4, 4},
-      {"tanh", [](const Tensor& x) { return tanh(x); },
-       [](double x) { return std::tanh(x); }, -3, 3},
+      {"tanh", [](const Tensor& x) { return tanh(x); }, [](double x) { return std::tanh(x); }, -3,
+       3},
       {"sigmoid", [](const Tensor& x) { return sigmoid(x); }, sigmoid_ref, -6, 6},
-      {"relu", [](const Tensor& x) { return relu(x); },
-       [](double x) { return x > 0 ? x : 0.0; }, -3, 3},
+      {"relu", [](const Tensor& x) { return relu(x); }, [](double x) { return x > 0 ? x : 0.0; },
+       -3, 3},
       {"leaky_relu", [](const Tensor& x) { return leaky_relu(x, 0.2); },
        [](double x) { return x > 0 ? x : 0.2 * x; }, -3, 3},
       {"elu", [](const Tensor& x) { return elu(x, 1.5); },
        [](double x) { return x > 0 ? x : 1.5 * (std::exp(x) - 1); }, -3, 3},
       {"gelu", [](const Tensor& x) { return gelu(x); }, gelu_ref, -4, 4},
       {"gelu_tanh", [](const Tensor& x) { return gelu(x, "tanh"); }, gelu_tanh_ref, -4, 4},
-      {"silu", [](const Tensor& x) { return silu(x); },
-       [](double x) { return x * sigmoid_ref(x); }, -5, 5},
+      {"silu", [](const Tensor& x) { return silu(x); }, [](double x) { return x * sigmoid_ref(x); },
+       -5, 5},
       {"softplus", [](const Tensor& x) { return softplus(x, 2.0, 3.0); },
        [](double x) { return softplus_ref(x, 2.0, 3.0); }, -4, 4},
   };
@@ -225,8 +228,9 @@ TEST_P(Elementwise, BackwardMatchesFiniteDifferencesInFloat64) {
     // float32 and bfloat16 agree with the float64 result to their precision.
     for (DType dt : {DType::Float32, DType::BFloat16}) {
       Tensor xd = x.to(dt), gd = g.to(dt);
-      Tensor exact = c.backward(gd.to(DType::Float64),
-                                c.from_output ? c.forward(xd.to(DType::Float64)) : xd.to(DType::Float64));
+      Tensor exact =
+          c.backward(gd.to(DType::Float64),
+                     c.from_output ? c.forward(xd.to(DType::Float64)) : xd.to(DType::Float64));
       Tensor low = c.backward(gd, c.from_output ? c.forward(xd) : xd);
       EXPECT_EQ(low.dtype(), dt);
       expect_close(low, exact, 3 * tol(dt), 3 * tol(dt));
@@ -250,7 +254,7 @@ TEST_P(Elementwise, BackwardBroadcastsAndChecksDtypes) {
 // ---- binary arithmetic ----
 
 TEST_P(Elementwise, BinaryOpsBroadcastOverNonContiguousOperands) {
-  Tensor a = random_tensor({4, 3}, 20, DType::Float32, device(), 0.5, 2).t();  // [3, 4]
+  Tensor a = random_tensor({4, 3}, 20, DType::Float32, device(), 0.5, 2).t();             // [3, 4]
   Tensor b = random_tensor({8}, 21, DType::Float32, device(), 0.5, 2).slice(0, 0, 8, 2);  // [4]
   Tensor c = random_tensor({3, 1}, 22, DType::Float32, device(), 0.5, 2);
   Shape s{3, 4};
@@ -258,8 +262,8 @@ TEST_P(Elementwise, BinaryOpsBroadcastOverNonContiguousOperands) {
   expect_close(sub(a, c), zip_ref(a, c, s, [](double x, double y) { return x - y; }));
   expect_close(mul(c, b), zip_ref(c, b, s, [](double x, double y) { return x * y; }));
   expect_close(div(a, c), zip_ref(a, c, s, [](double x, double y) { return x / y; }), 1e-6, 1e-6);
-  expect_close(pow(a, b), zip_ref(a, b, s, [](double x, double y) { return std::pow(x, y); }),
-               1e-6, 1e-6);
+  expect_close(pow(a, b), zip_ref(a, b, s, [](double x, double y) { return std::pow(x, y); }), 1e-6,
+               1e-6);
   expect_close(maximum(a, c), zip_ref(a, c, s, [](double x, double y) { return std::max(x, y); }));
   expect_close(minimum(b, a), zip_ref(a, b, s, [](double x, double y) { return std::min(x, y); }));
   // Outer-product broadcast: [3, 1] with [1, 4] -> [3, 4].
@@ -334,8 +338,8 @@ TEST_P(Elementwise, BoolArithmeticAndMaximumNaN) {
   EXPECT_EQ(add(t, f).dtype(), DType::Bool);
   EXPECT_EQ(add(t, f).to_vector<bool>(), (std::vector<bool>{true, true, true, false}));
   EXPECT_EQ(mul(t, f).to_vector<bool>(), (std::vector<bool>{true, false, false, false}));
-  expect_error<DTypeError>([&] { sub(t, f); }, {"sub", "a is [4] bool", "b is [4] bool",
-                                                 "logical_xor"});
+  expect_error<DTypeError>([&] { sub(t, f); },
+                           {"sub", "a is [4] bool", "b is [4] bool", "logical_xor"});
   Tensor x = Tensor::from_vector<float>({1.f, NAN, 3.f, NAN}, {4}, device());
   Tensor y = Tensor::from_vector<float>({NAN, 2.f, 1.f, NAN}, {4}, device());
   expect_exact(maximum(x, y), {kNaN, kNaN, 3, kNaN});
@@ -411,13 +415,12 @@ TEST_P(Elementwise, ComparisonsBroadcastPromoteAndHandleNaN) {
     Tensor (*op)(const Tensor&, const Tensor&);
     std::function<double(double, double)> ref;
   };
-  std::vector<Case> cases = {
-      {eq, [](double x, double y) { return double(x == y); }},
-      {ne, [](double x, double y) { return double(x != y); }},
-      {lt, [](double x, double y) { return double(x < y); }},
-      {le, [](double x, double y) { return double(x <= y); }},
-      {gt, [](double x, double y) { return double(x > y); }},
-      {ge, [](double x, double y) { return double(x >= y); }}};
+  std::vector<Case> cases = {{eq, [](double x, double y) { return double(x == y); }},
+                             {ne, [](double x, double y) { return double(x != y); }},
+                             {lt, [](double x, double y) { return double(x < y); }},
+                             {le, [](double x, double y) { return double(x <= y); }},
+                             {gt, [](double x, double y) { return double(x > y); }},
+                             {ge, [](double x, double y) { return double(x >= y); }}};
   for (const Case& c : cases) {
     Tensor r = c.op(a, b);
     EXPECT_EQ(r.dtype(), DType::Bool);
@@ -579,15 +582,14 @@ TEST_P(Elementwise, ShapeAndDeviceErrorsNameTheOperands) {
   Tensor a = random_tensor({32, 784}, 1, DType::Float32, device());
   Tensor b = random_tensor({748}, 2, DType::Float32, device());
   expect_error<ShapeError>([&] { add(a, b); },
-                           {"add: a is [32, 784] float32 " + device().str(),
-                            "b is [748] float32", "cannot be broadcast", "784 vs 748"});
+                           {"add: a is [32, 784] float32 " + device().str(), "b is [748] float32",
+                            "cannot be broadcast", "784 vs 748"});
   expect_error<ShapeError>([&] { lt(a, b); }, {"lt", "a is [32, 784]"});
   expect_error<ValueError>([&] { mul(a, Tensor()); }, {"mul", "b is an undefined tensor"});
   if (device().is_cuda()) {
     Tensor c = random_tensor({748}, 3, DType::Float32, Device("cpu"));
-    expect_error<DeviceError>([&] { add(b, c); },
-                              {"add", "a is [748] float32 cuda:0", "b is [748] float32 cpu",
-                               "one device"});
+    expect_error<DeviceError>([&] { add(b, c); }, {"add", "a is [748] float32 cuda:0",
+                                                   "b is [748] float32 cpu", "one device"});
   }
 }
 

@@ -13,9 +13,8 @@ static void unary(UnaryOp op, const Tensor& x, Tensor& out, double p0, double p1
   dispatch_numeric(out.dtype(), unary_op_name(op), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using C = compute_t<T>;
-    math::visit_unary<C>(op, p0, p1, [&](auto f) {
-      cpu_map<T, T>(out, {x}, [f](T v) { return T(f(C(v))); });
-    });
+    math::visit_unary<C>(op, p0, p1,
+                         [&](auto f) { cpu_map<T, T>(out, {x}, [f](T v) { return T(f(C(v))); }); });
   });
 }
 

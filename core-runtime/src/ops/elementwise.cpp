@@ -13,69 +13,114 @@ namespace ember {
 
 const char* unary_op_name(UnaryOp op) {
   switch (op) {
-    case UnaryOp::Neg: return "neg";
-    case UnaryOp::Abs: return "abs";
-    case UnaryOp::Sign: return "sign";
-    case UnaryOp::Relu: return "relu";
-    case UnaryOp::Clamp: return "clamp";
-    case UnaryOp::Exp: return "exp";
-    case UnaryOp::Log: return "log";
-    case UnaryOp::Log1p: return "log1p";
-    case UnaryOp::Sqrt: return "sqrt";
-    case UnaryOp::Rsqrt: return "rsqrt";
-    case UnaryOp::Sin: return "sin";
-    case UnaryOp::Cos: return "cos";
-    case UnaryOp::Tanh: return "tanh";
-    case UnaryOp::Sigmoid: return "sigmoid";
-    case UnaryOp::LeakyRelu: return "leaky_relu";
-    case UnaryOp::Elu: return "elu";
-    case UnaryOp::Gelu: return "gelu";
-    case UnaryOp::GeluTanh: return "gelu";
-    case UnaryOp::Silu: return "silu";
-    case UnaryOp::Softplus: return "softplus";
+    case UnaryOp::Neg:
+      return "neg";
+    case UnaryOp::Abs:
+      return "abs";
+    case UnaryOp::Sign:
+      return "sign";
+    case UnaryOp::Relu:
+      return "relu";
+    case UnaryOp::Clamp:
+      return "clamp";
+    case UnaryOp::Exp:
+      return "exp";
+    case UnaryOp::Log:
+      return "log";
+    case UnaryOp::Log1p:
+      return "log1p";
+    case UnaryOp::Sqrt:
+      return "sqrt";
+    case UnaryOp::Rsqrt:
+      return "rsqrt";
+    case UnaryOp::Sin:
+      return "sin";
+    case UnaryOp::Cos:
+      return "cos";
+    case UnaryOp::Tanh:
+      return "tanh";
+    case UnaryOp::Sigmoid:
+      return "sigmoid";
+    case UnaryOp::LeakyRelu:
+      return "leaky_relu";
+    case UnaryOp::Elu:
+      return "elu";
+    case UnaryOp::Gelu:
+      return "gelu";
+    case UnaryOp::GeluTanh:
+      return "gelu";
+    case UnaryOp::Silu:
+      return "silu";
+    case UnaryOp::Softplus:
+      return "softplus";
   }
   return "unary";
 }
 
 const char* binary_op_name(BinaryOp op) {
   switch (op) {
-    case BinaryOp::Add: return "add";
-    case BinaryOp::Sub: return "sub";
-    case BinaryOp::Mul: return "mul";
-    case BinaryOp::Div: return "div";
-    case BinaryOp::Pow: return "pow";
-    case BinaryOp::Maximum: return "maximum";
-    case BinaryOp::Minimum: return "minimum";
+    case BinaryOp::Add:
+      return "add";
+    case BinaryOp::Sub:
+      return "sub";
+    case BinaryOp::Mul:
+      return "mul";
+    case BinaryOp::Div:
+      return "div";
+    case BinaryOp::Pow:
+      return "pow";
+    case BinaryOp::Maximum:
+      return "maximum";
+    case BinaryOp::Minimum:
+      return "minimum";
   }
   return "binary";
 }
 
 const char* compare_op_name(CompareOp op) {
   switch (op) {
-    case CompareOp::Eq: return "eq";
-    case CompareOp::Ne: return "ne";
-    case CompareOp::Lt: return "lt";
-    case CompareOp::Le: return "le";
-    case CompareOp::Gt: return "gt";
-    case CompareOp::Ge: return "ge";
-    case CompareOp::LogicalAnd: return "logical_and";
-    case CompareOp::LogicalOr: return "logical_or";
-    case CompareOp::LogicalXor: return "logical_xor";
+    case CompareOp::Eq:
+      return "eq";
+    case CompareOp::Ne:
+      return "ne";
+    case CompareOp::Lt:
+      return "lt";
+    case CompareOp::Le:
+      return "le";
+    case CompareOp::Gt:
+      return "gt";
+    case CompareOp::Ge:
+      return "ge";
+    case CompareOp::LogicalAnd:
+      return "logical_and";
+    case CompareOp::LogicalOr:
+      return "logical_or";
+    case CompareOp::LogicalXor:
+      return "logical_xor";
   }
   return "compare";
 }
 
 const char* backward_op_name(BackwardOp op) {
   switch (op) {
-    case BackwardOp::Relu: return "relu_backward";
-    case BackwardOp::LeakyRelu: return "leaky_relu_backward";
-    case BackwardOp::Elu: return "elu_backward";
-    case BackwardOp::Gelu: return "gelu_backward";
-    case BackwardOp::GeluTanh: return "gelu_backward";
-    case BackwardOp::Silu: return "silu_backward";
-    case BackwardOp::Softplus: return "softplus_backward";
-    case BackwardOp::Sigmoid: return "sigmoid_backward";
-    case BackwardOp::Tanh: return "tanh_backward";
+    case BackwardOp::Relu:
+      return "relu_backward";
+    case BackwardOp::LeakyRelu:
+      return "leaky_relu_backward";
+    case BackwardOp::Elu:
+      return "elu_backward";
+    case BackwardOp::Gelu:
+      return "gelu_backward";
+    case BackwardOp::GeluTanh:
+      return "gelu_backward";
+    case BackwardOp::Silu:
+      return "silu_backward";
+    case BackwardOp::Softplus:
+      return "softplus_backward";
+    case BackwardOp::Sigmoid:
+      return "sigmoid_backward";
+    case BackwardOp::Tanh:
+      return "tanh_backward";
   }
   return "backward";
 }
@@ -224,8 +269,7 @@ Tensor backward(BackwardOp op, const Tensor& grad, const Tensor& input, const ch
   DType t = promote_types(grad.dtype(), input.dtype());
   Tensor out = Tensor::empty(shape, t, grad.device());
   auto kernel = backward_kernel(grad.device());
-  if (out.numel() > 0)
-    kernel(op, grad.to(t).expand(shape), input.to(t).expand(shape), out, p0, p1);
+  if (out.numel() > 0) kernel(op, grad.to(t).expand(shape), input.to(t).expand(shape), out, p0, p1);
   return out;
 }
 
@@ -351,10 +395,18 @@ const Tensor& mul_(const Tensor& self, const Tensor& other) {
 const Tensor& div_(const Tensor& self, const Tensor& other) {
   return binary_inplace(BinaryOp::Div, self, other);
 }
-const Tensor& add_(const Tensor& self, double other) { return add_(self, scalar_like(self, other)); }
-const Tensor& sub_(const Tensor& self, double other) { return sub_(self, scalar_like(self, other)); }
-const Tensor& mul_(const Tensor& self, double other) { return mul_(self, scalar_like(self, other)); }
-const Tensor& div_(const Tensor& self, double other) { return div_(self, scalar_like(self, other)); }
+const Tensor& add_(const Tensor& self, double other) {
+  return add_(self, scalar_like(self, other));
+}
+const Tensor& sub_(const Tensor& self, double other) {
+  return sub_(self, scalar_like(self, other));
+}
+const Tensor& mul_(const Tensor& self, double other) {
+  return mul_(self, scalar_like(self, other));
+}
+const Tensor& div_(const Tensor& self, double other) {
+  return div_(self, scalar_like(self, other));
+}
 
 // ---- selection ----
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {

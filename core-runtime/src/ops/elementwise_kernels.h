@@ -13,9 +13,26 @@ namespace ember {
 // Scalar parameters: LeakyRelu p0 = negative_slope; Elu p0 = alpha; Softplus p0 = beta,
 // p1 = threshold; Clamp p0 = min, p1 = max (+-infinity when absent).
 enum class UnaryOp {
-  Neg, Abs, Sign, Relu, Clamp,
-  Exp, Log, Log1p, Sqrt, Rsqrt, Sin, Cos, Tanh, Sigmoid,
-  LeakyRelu, Elu, Gelu, GeluTanh, Silu, Softplus
+  Neg,
+  Abs,
+  Sign,
+  Relu,
+  Clamp,
+  Exp,
+  Log,
+  Log1p,
+  Sqrt,
+  Rsqrt,
+  Sin,
+  Cos,
+  Tanh,
+  Sigmoid,
+  LeakyRelu,
+  Elu,
+  Gelu,
+  GeluTanh,
+  Silu,
+  Softplus
 };
 // Binary arithmetic, out of the operands' dtype. Div needs a floating dtype, Pow a numeric one.
 enum class BinaryOp { Add, Sub, Mul, Div, Pow, Maximum, Minimum };

@@ -16,8 +16,8 @@
 
 namespace ember::math {
 
-constexpr double kSqrt1_2 = 0.70710678118654752440;     // 1/sqrt(2)
-constexpr double kInvSqrt2Pi = 0.39894228040143267794;  // 1/sqrt(2*pi)
+constexpr double kSqrt1_2 = 0.70710678118654752440;      // 1/sqrt(2)
+constexpr double kInvSqrt2Pi = 0.39894228040143267794;   // 1/sqrt(2*pi)
 constexpr double kSqrt2OverPi = 0.79788456080286535588;  // sqrt(2/pi)
 constexpr double kGeluCubic = 0.044715;                  // tanh-approximation coefficient
 
@@ -117,34 +117,55 @@ template <class C> inline C saturate(double v) {
 
 // Calls fn(functor) with the functor of `op` for compute type C; p0/p1 are the op's scalar
 // parameters (see UnaryOp). Integer types support only the ops marked "any numeric".
-template <class C, class F>
-void visit_unary(UnaryOp op, double p0, double p1, F&& fn) {
+template <class C, class F> void visit_unary(UnaryOp op, double p0, double p1, F&& fn) {
   switch (op) {
-    case UnaryOp::Neg: return fn(Neg<C>{});
-    case UnaryOp::Abs: return fn(Abs<C>{});
-    case UnaryOp::Sign: return fn(Sign<C>{});
-    case UnaryOp::Relu: return fn(Relu<C>{});
-    case UnaryOp::Clamp: return fn(Clamp<C>{saturate<C>(p0), saturate<C>(p1)});
-    default: break;
+    case UnaryOp::Neg:
+      return fn(Neg<C>{});
+    case UnaryOp::Abs:
+      return fn(Abs<C>{});
+    case UnaryOp::Sign:
+      return fn(Sign<C>{});
+    case UnaryOp::Relu:
+      return fn(Relu<C>{});
+    case UnaryOp::Clamp:
+      return fn(Clamp<C>{saturate<C>(p0), saturate<C>(p1)});
+    default:
+      break;
   }
   if constexpr (std::is_floating_point_v<C>) {
     switch (op) {
-      case UnaryOp::Exp: return fn(Exp<C>{});
-      case UnaryOp::Log: return fn(Log<C>{});
-      case UnaryOp::Log1p: return fn(Log1p<C>{});
-      case UnaryOp::Sqrt: return fn(Sqrt<C>{});
-      case UnaryOp::Rsqrt: return fn(Rsqrt<C>{});
-      case UnaryOp::Sin: return fn(Sin<C>{});
-      case UnaryOp::Cos: return fn(Cos<C>{});
-      case UnaryOp::Tanh: return fn(Tanh<C>{});
-      case UnaryOp::Sigmoid: return fn(Sigmoid<C>{});
-      case UnaryOp::LeakyRelu: return fn(LeakyRelu<C>{C(p0)});
-      case UnaryOp::Elu: return fn(Elu<C>{C(p0)});
-      case UnaryOp::Gelu: return fn(Gelu<C>{});
-      case UnaryOp::GeluTanh: return fn(GeluTanh<C>{});
-      case UnaryOp::Silu: return fn(Silu<C>{});
-      case UnaryOp::Softplus: return fn(Softplus<C>{C(p0), C(p1)});
-      default: break;
+      case UnaryOp::Exp:
+        return fn(Exp<C>{});
+      case UnaryOp::Log:
+        return fn(Log<C>{});
+      case UnaryOp::Log1p:
+        return fn(Log1p<C>{});
+      case UnaryOp::Sqrt:
+        return fn(Sqrt<C>{});
+      case UnaryOp::Rsqrt:
+        return fn(Rsqrt<C>{});
+      case UnaryOp::Sin:
+        return fn(Sin<C>{});
+      case UnaryOp::Cos:
+        return fn(Cos<C>{});
+      case UnaryOp::Tanh:
+        return fn(Tanh<C>{});
+      case UnaryOp::Sigmoid:
+        return fn(Sigmoid<C>{});
+      case UnaryOp::LeakyRelu:
+        return fn(LeakyRelu<C>{C(p0)});
+      case UnaryOp::Elu:
+        return fn(Elu<C>{C(p0)});
+      case UnaryOp::Gelu:
+        return fn(Gelu<C>{});
+      case UnaryOp::GeluTanh:
+        return fn(GeluTanh<C>{});
+      case UnaryOp::Silu:
+        return fn(Silu<C>{});
+      case UnaryOp::Softplus:
+        return fn(Softplus<C>{C(p0), C(p1)});
+      default:
+        break;
     }
   }
   throw NotSupportedError(unary_op_name(op), "no kernel for this op on this dtype");
@@ -191,14 +212,18 @@ template <class C> struct Minimum {
   }
 };
 
-template <class C, class F>
-void visit_binary(BinaryOp op, F&& fn) {
+template <class C, class F> void visit_binary(BinaryOp op, F&& fn) {
   switch (op) {
-    case BinaryOp::Add: return fn(Add<C>{});
-    case BinaryOp::Sub: return fn(Sub<C>{});
-    case BinaryOp::Mul: return fn(Mul<C>{});
-    case BinaryOp::Maximum: return fn(Maximum<C>{});
-    case BinaryOp::Minimum: return fn(Minimum<C>{});
+    case BinaryOp::Add:
+      return fn(Add<C>{});
+    case BinaryOp::Sub:
+      return fn(Sub<C>{});
+    case BinaryOp::Mul:
+      return fn(Mul<C>{});
+    case BinaryOp::Maximum:
+      return fn(Maximum<C>{});
+    case BinaryOp::Minimum:
+      return fn(Minimum<C>{});
     case BinaryOp::Pow:
       if constexpr (!std::is_same_v<C, bool>) return fn(Pow<C>{});
       break;
@@ -239,18 +264,26 @@ template <class C> struct LogicalXor {
   EMBER_HOST_DEVICE bool operator()(C a, C b) const { return (a != C(0)) != (b != C(0)); }
 };
 
-template <class C, class F>
-void visit_compare(CompareOp op, F&& fn) {
+template <class C, class F> void visit_compare(CompareOp op, F&& fn) {
   switch (op) {
-    case CompareOp::Eq: return fn(Eq<C>{});
-    case CompareOp::Ne: return fn(Ne<C>{});
-    case CompareOp::Lt: return fn(Lt<C>{});
-    case CompareOp::Le: return fn(Le<C>{});
-    case CompareOp::Gt: return fn(Gt<C>{});
-    case CompareOp::Ge: return fn(Ge<C>{});
-    case CompareOp::LogicalAnd: return fn(LogicalAnd<C>{});
-    case CompareOp::LogicalOr: return fn(LogicalOr<C>{});
-    case CompareOp::LogicalXor: return fn(LogicalXor<C>{});
+    case CompareOp::Eq:
+      return fn(Eq<C>{});
+    case CompareOp::Ne:
+      return fn(Ne<C>{});
+    case CompareOp::Lt:
+      return fn(Lt<C>{});
+    case CompareOp::Le:
+      return fn(Le<C>{});
+    case CompareOp::Gt:
+      return fn(Gt<C>{});
+    case CompareOp::Ge:
+      return fn(Ge<C>{});
+    case CompareOp::LogicalAnd:
+      return fn(LogicalAnd<C>{});
+    case CompareOp::LogicalOr:
+      return fn(LogicalOr<C>{});
+    case CompareOp::LogicalXor:
+      return fn(LogicalXor<C>{});
   }
 }
 
@@ -302,18 +335,26 @@ template <class C> struct TanhBackward {  // from y = tanh(x): 1 - y^2
   EMBER_HOST_DEVICE C operator()(C g, C y) const { return g * (C(1) - y * y); }
 };
 
-template <class C, class F>
-void visit_backward(BackwardOp op, double p0, double p1, F&& fn) {
+template <class C, class F> void visit_backward(BackwardOp op, double p0, double p1, F&& fn) {
   switch (op) {
-    case BackwardOp::Relu: return fn(ReluBackward<C>{});
-    case BackwardOp::LeakyRelu: return fn(LeakyReluBackward<C>{C(p0)});
-    case BackwardOp::Elu: return fn(EluBackward<C>{C(p0)});
-    case BackwardOp::Gelu: return fn(GeluBackward<C>{});
-    case BackwardOp::GeluTanh: return fn(GeluTanhBackward<C>{});
-    case BackwardOp::Silu: return fn(SiluBackward<C>{});
-    case BackwardOp::Softplus: return fn(SoftplusBackward<C>{C(p0), C(p1)});
-    case BackwardOp::Sigmoid: return fn(SigmoidBackward<C>{});
-    case BackwardOp::Tanh: return fn(TanhBackward<C>{});
+    case BackwardOp::Relu:
+      return fn(ReluBackward<C>{});
+    case BackwardOp::LeakyRelu:
+      return fn(LeakyReluBackward<C>{C(p0)});
+    case BackwardOp::Elu:
+      return fn(EluBackward<C>{C(p0)});
+    case BackwardOp::Gelu:
+      return fn(GeluBackward<C>{});
+    case BackwardOp::GeluTanh:
+      return fn(GeluTanhBackward<C>{});
+    case BackwardOp::Silu:
+      return fn(SiluBackward<C>{});
+    case BackwardOp::Softplus:
+      return fn(SoftplusBackward<C>{C(p0), C(p1)});
+    case BackwardOp::Sigmoid:
+      return fn(SigmoidBackward<C>{});
+    case BackwardOp::Tanh:
+      return fn(TanhBackward<C>{});
   }
 }
 

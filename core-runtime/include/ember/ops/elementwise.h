@@ -37,9 +37,9 @@ Tensor tanh(const Tensor& x);
 Tensor sigmoid(const Tensor& x);  // 1 / (1 + e^-x)
 
 // ---- activations: x [*] -> [*] ----
-Tensor relu(const Tensor& x);                                   // max(x, 0)
+Tensor relu(const Tensor& x);                                      // max(x, 0)
 Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);  // x > 0 ? x : slope x
-Tensor elu(const Tensor& x, double alpha = 1.0);  // x > 0 ? x : alpha (e^x - 1)
+Tensor elu(const Tensor& x, double alpha = 1.0);                   // x > 0 ? x : alpha (e^x - 1)
 // x Phi(x) with Phi the standard normal CDF; approximate "none" uses erf, "tanh" the tanh formula.
 Tensor gelu(const Tensor& x, const std::string& approximate = "none");
 Tensor silu(const Tensor& x);  // x sigmoid(x)

@@ -1,0 +1,86 @@
+// random.cpp — CPU kernels of the random ops. Each output is a fresh contiguous tensor filled
+// Philox block by Philox block; blocks are independent, so threads take disjoint ranges of them.
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "cpu/parallel.h"
+#include "ops/random_kernels.h"
+
+namespace ember::cpu {
+
+// out[i] = dist(stream.block(i / K), i % K, i) for i < n, K = Dist::kPerBlock.
+template <class T, class Dist>
+static void fill_random(T* out, int64_t n, PhiloxStream stream, const Dist& dist) {
+  constexpr int K = Dist::kPerBlock;
+  const int64_t blocks = (n + K - 1) / K;
+  parallel_for(blocks, 16 * K, [&](int64_t begin, int64_t end) {  // ~16x a copy per element
+    for (int64_t b = begin; b < end; ++b) {
+      const Philox4 r = stream.block(uint64_t(b));
+      for (int j = 0; j < K; ++j) {
+        const int64_t i = b * K + j;
+        if (i < n) out[i] = dist(r, j, i);
+      }
+    }
+  });
+}
+
+// out: [*] contiguous, floating.
+static void uniform(Tensor& out, double low, double high, PhiloxStream stream) {
+  dispatch_floating(out.dtype(), "uniform", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    fill_random(out.data<T>(), out.numel(), stream, UniformDist<T>{low, high - low});
+  });
+}
+
+// out: [*] contiguous, floating.
+static void normal(Tensor& out, double mean, double std, PhiloxStream stream) {
+  dispatch_floating(out.dtype(), "normal", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    fill_random(out.data<T>(), out.numel(), stream, NormalDist<T>{mean, std});
+  });
+}
+
+// probs: contiguous floating, 1 or out.numel() elements; out: [*] contiguous.
+static void bernoulli(const Tensor& probs, Tensor& out, PhiloxStream stream) {
+  dispatch_floating(probs.dtype(), "bernoulli", [&](auto ptag) {
+    using P = typename decltype(ptag)::type;
+    dispatch_all(out.dtype(), "bernoulli", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      BernoulliDist<T, P> dist{probs.data<P>(), probs.numel() == 1};
+      fill_random(out.data<T>(), out.numel(), stream, dist);
+    });
+  });
+}
+
+// out: [*] contiguous, numeric.
+static void randint(Tensor& out, int64_t low, int64_t high, PhiloxStream stream) {
+  dispatch_numeric(out.dtype(), "randint", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    RandintDist<T> dist{low, uint64_t(high) - uint64_t(low)};
+    fill_random(out.data<T>(), out.numel(), stream, dist);
+  });
+}
+
+// out: [n] int64. Sorting (key, index) pairs orders equal keys by index, as the GPU's stable
+// radix sort does.
+static void randperm(Tensor& out, PhiloxStream stream) {
+  const int64_t n = out.numel();
+  std::vector<uint64_t> keys(static_cast<size_t>(n));
+  fill_random(keys.data(), n, stream, KeyDist{});
+  std::vector<std::pair<uint64_t, int64_t>> pairs(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) pairs[size_t(i)] = {keys[size_t(i)], i};
+  std::sort(pairs.begin(), pairs.end());
+  int64_t* p = out.data<int64_t>();
+  for (int64_t i = 0; i < n; ++i) p[i] = pairs[size_t(i)].second;
+}
+
+void register_random() {
+  uniform_kernel.set(DeviceType::CPU, uniform);
+  normal_kernel.set(DeviceType::CPU, normal);
+  bernoulli_kernel.set(DeviceType::CPU, bernoulli);
+  randint_kernel.set(DeviceType::CPU, randint);
+  randperm_kernel.set(DeviceType::CPU, randperm);
+}
+
+}  // namespace ember::cpu
