@@ -14,12 +14,18 @@ namespace ember::cuda {
   if (err == cudaErrorMemoryAllocation)
     throw OutOfMemoryError(op, "the GPU is out of memory: " + what +
                                    ". Reduce the batch size, free tensors, or call empty_cache()");
-  // Faults inside kernels (illegal address, misaligned access, assert) are "sticky": the CUDA
-  // context is unusable afterwards, and they are reported by whatever call comes next.
-  std::string hint = cuda_sync_mode()
-                         ? ""
-                         : ". Kernels run asynchronously, so the fault may come from an earlier "
-                           "op: rerun with EMBER_CUDA_SYNC=1 to name it";
+  // A fault inside a kernel (bad address, failed device assert) surfaces at whatever CUDA call
+  // comes next, and leaves the CUDA context unusable: the process has to restart.
+  bool kernel_fault = err == cudaErrorIllegalAddress || err == cudaErrorMisalignedAddress ||
+                      err == cudaErrorLaunchFailure || err == cudaErrorAssert ||
+                      err == cudaErrorIllegalInstruction || err == cudaErrorLaunchTimeout;
+  std::string hint;
+  if (kernel_fault) {
+    hint = ". The CUDA context is now unusable: restart the process";
+    if (!cuda_sync_mode())
+      hint += ". Kernels run asynchronously, so an earlier op may have caused this: rerun with "
+              "EMBER_CUDA_SYNC=1 to name it";
+  }
   throw Error(op, "CUDA error " + what + hint);
 }
 

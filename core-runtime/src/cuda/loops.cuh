@@ -33,12 +33,10 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
-#include <string>
 #include <type_traits>
 #include <utility>
 
 #include "cuda/launch.cuh"
-#include "ember/error.h"
 #include "ember/tensor.h"
 
 namespace ember::cuda {
@@ -176,44 +174,63 @@ __global__ void __launch_bounds__(kMapThreads)
 
 // ---- host side ----
 
-// Merges dims (outermost first, as in cpu::coalesce), then stores them innermost first. Returns
-// false when the offsets do not fit in Index.
-template <class Index, size_t N>
-bool make_layout(const char* op, const std::array<const Tensor*, N>& ops,
-                 StridedLayout<Index, N>& L) {
+// The operands' dims after merging, outermost first, strides in each operand's elements.
+template <size_t N>
+struct MergedDims {
+  int ndim = 0;
+  bool too_many = false;  // more than kMaxDims dims remain after merging
   int64_t sizes[kMaxDims];
   int64_t strides[kMaxDims][N];
-  int ndim = 0;
+};
+
+// Merges each dim into the one outside it when, in every operand, stepping over the whole inner
+// dim is the same as one step of the outer (the rule of cpu::coalesce).
+template <size_t N>
+MergedDims<N> merge_dims(const std::array<const Tensor*, N>& ops) {
+  MergedDims<N> m;
   const Shape& shape = ops[0]->shape();
   for (size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] == 1) continue;  // size-1 dims never move an offset
-    bool merge = ndim > 0;
+    bool merge = m.ndim > 0;
     for (size_t k = 0; k < N && merge; ++k)
-      merge = strides[ndim - 1][k] == ops[k]->stride(int64_t(d)) * shape[d];
-    if (!merge && ndim == kMaxDims)
-      throw NotSupportedError(op, "operand " + describe(*ops[0]) + " has more than " +
-                                      std::to_string(kMaxDims) +
-                                      " dims that cannot be merged; call .contiguous() first");
+      merge = m.strides[m.ndim - 1][k] == ops[k]->stride(int64_t(d)) * shape[d];
     if (merge) {
-      sizes[ndim - 1] *= shape[d];
+      m.sizes[m.ndim - 1] *= shape[d];
+    } else if (m.ndim == kMaxDims) {
+      m.too_many = true;
+      return m;
     } else {
-      sizes[ndim++] = shape[d];
+      m.sizes[m.ndim++] = shape[d];
     }
-    for (size_t k = 0; k < N; ++k) strides[ndim - 1][k] = ops[k]->stride(int64_t(d));
+    for (size_t k = 0; k < N; ++k) m.strides[m.ndim - 1][k] = ops[k]->stride(int64_t(d));
   }
-  constexpr int64_t kMax = std::is_same_v<Index, uint32_t> ? INT32_MAX : INT64_MAX;
-  if (ops[0]->numel() > kMax) return false;
-  for (size_t k = 0; k < N; ++k) {  // the largest offset each operand reaches
-    int64_t last = 0;
-    for (int d = 0; d < ndim; ++d) last += (sizes[d] - 1) * strides[d][k];
-    if (last > kMax) return false;
-  }
-  L.ndim = ndim;
-  for (int d = 0; d < ndim; ++d) {
-    L.sizes[d] = make_divmod(sizes[ndim - 1 - d], Index());
-    for (size_t k = 0; k < N; ++k) L.strides[d][k] = Index(strides[ndim - 1 - d][k]);
+  return m;
+}
+
+// Whether every offset, and the element count, fit in 31 bits (32-bit index math is safe).
+template <size_t N>
+bool fits_in_31_bits(const MergedDims<N>& m, int64_t numel) {
+  if (numel > INT32_MAX) return false;
+  for (size_t k = 0; k < N; ++k) {
+    int64_t last = 0;  // the largest offset operand k reaches
+    for (int d = 0; d < m.ndim; ++d) last += (m.sizes[d] - 1) * m.strides[d][k];
+    if (last > INT32_MAX) return false;
   }
   return true;
+}
+
+template <class Index, class Out, class... In, class F>
+void launch_strided(int64_t n, const MergedDims<sizeof...(In) + 1>& m,
+                    const Pointers<sizeof...(In) + 1>& p, const F& f, int device) {
+  constexpr size_t N = sizeof...(In) + 1;
+  StridedLayout<Index, N> L;  // the kernel walks dims innermost first
+  L.ndim = m.ndim;
+  for (int d = 0; d < m.ndim; ++d) {
+    L.sizes[d] = make_divmod(m.sizes[m.ndim - 1 - d], Index());
+    for (size_t k = 0; k < N; ++k) L.strides[d][k] = Index(m.strides[m.ndim - 1 - d][k]);
+  }
+  map_strided_kernel<Index, F, Out, In...>
+      <<<grid_size(n, kMapThreads, device), kMapThreads, 0, stream(device)>>>(Index(n), L, p, f);
 }
 
 template <class Out, class... In>
@@ -237,7 +254,6 @@ void gpu_map(const char* op, Tensor& out, const std::array<Tensor, sizeof...(In)
 
   const int device = out.device().index;
   DeviceGuard guard(device);
-  cudaStream_t s = stream(device);
   constexpr int kVec = vector_width<Out, In...>();
   bool vectorise = true;
   for (size_t k = 0; k < N; ++k) {
@@ -247,16 +263,23 @@ void gpu_map(const char* op, Tensor& out, const std::array<Tensor, sizeof...(In)
   if (vectorise) {
     int64_t per_thread = int64_t(kVec) * kMapUnroll;
     unsigned grid = grid_size((n + per_thread - 1) / per_thread, kMapThreads, device);
-    map_contiguous_kernel<kVec, F, Out, In...><<<grid, kMapThreads, 0, s>>>(n, p, f);
-  } else if (StridedLayout<uint32_t, N> L32; make_layout(op, ops, L32)) {
-    unsigned grid = grid_size(n, kMapThreads, device);
-    map_strided_kernel<uint32_t, F, Out, In...><<<grid, kMapThreads, 0, s>>>(uint32_t(n), L32, p,
-                                                                             f);
+    map_contiguous_kernel<kVec, F, Out, In...>
+        <<<grid, kMapThreads, 0, stream(device)>>>(n, p, f);
   } else {
-    StridedLayout<int64_t, N> L64;
-    make_layout(op, ops, L64);
-    unsigned grid = grid_size(n, kMapThreads, device);
-    map_strided_kernel<int64_t, F, Out, In...><<<grid, kMapThreads, 0, s>>>(n, L64, p, f);
+    MergedDims<N> m = merge_dims(ops);
+    if (m.too_many) {  // rare: one launch per index of the outermost dim, each with a dim less
+      for (int64_t i = 0; i < out.size(0); ++i) {
+        Tensor sub_out = out.select(0, i);
+        std::array<Tensor, N - 1> sub_in;
+        for (size_t k = 0; k + 1 < N; ++k) sub_in[k] = in[k].select(0, i);
+        gpu_map<Out, In...>(op, sub_out, sub_in, f);
+      }
+      return;
+    }
+    if (fits_in_31_bits(m, n))
+      launch_strided<uint32_t, Out, In...>(n, m, p, f, device);
+    else
+      launch_strided<int64_t, Out, In...>(n, m, p, f, device);
   }
   check_launch(op, ops.data(), N);
 }
