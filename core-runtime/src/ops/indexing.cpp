@@ -1,0 +1,362 @@
+// indexing.cpp — front functions of the indexing family. Each checks its operands, turns the
+// index into contiguous int64, checks every index value against the valid range
+// (index_range_kernel), then calls its kernel. embedding and one_hot are compositions of the others' kernels; constant
+// padding is a fill and a copy into a narrowed view.
+#include "ember/ops/indexing.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "ops/checks.h"
+#include "ops/indexing_kernels.h"
+
+namespace ember {
+namespace {
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+// The index operand as kernels take it: int64 and contiguous.
+Tensor as_index(const char* op, const Named& index) {
+  check_defined(op, {index});
+  DType t = index.tensor.dtype();
+  if (t != DType::Int64 && t != DType::Int32)
+    throw DTypeError(op, operands({index}) + "; " + index.name + " must hold integer indices "
+                         "(int64 or int32), cast with .to(DType::Int64)");
+  return index.tensor.to(DType::Int64).contiguous();
+}
+
+// Throws IndexError unless every value of idx is in [0, limit). `what` says what is indexed.
+void check_range(const char* op, const Tensor& idx, int64_t limit, const std::string& what) {
+  if (idx.numel() == 0) return;
+  IndexRange r = index_range_kernel(idx.device())(idx);
+  if (r.min >= 0 && r.max < limit) return;
+  throw IndexError(op, "index " + str(r.min < 0 ? r.min : r.max) + " is out of range for " +
+                           what + "; valid indices are 0 to " + str(limit - 1) +
+                           " (negative indices are not wrapped)");
+}
+
+// x viewed as [outer, x.size(d), inner] around dim d.
+Shape around(const Tensor& x, int64_t d) {
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < d; ++i) outer *= x.size(i);
+  for (int64_t i = d + 1; i < x.dim(); ++i) inner *= x.size(i);
+  return {outer, x.size(d), inner};
+}
+
+void check_has_dims(const char* op, const Named& x) {
+  check_defined(op, {x});
+  if (x.tensor.dim() == 0)
+    throw ShapeError(op, operands({x}) + "; expected at least 1 dim, use unsqueeze(0) first");
+}
+
+// out = x's slices idx[j] along d (idx: int64 [k], checked).
+Tensor select_slices(const Tensor& x, int64_t d, const Tensor& idx) {
+  Shape s = around(x, d);
+  Tensor out = Tensor::empty({s[0], idx.numel(), s[2]}, x.dtype(), x.device());
+  if (out.numel() > 0) index_select_kernel(x.device())(x.contiguous().view(s), idx, out);
+  Shape out_shape = x.shape();
+  out_shape[size_t(d)] = idx.numel();
+  return out.view(out_shape);
+}
+
+// x's slices idx[j] along d += src's slices j (idx: int64 [k], checked; src: x's shape, k at d).
+void add_slices(Tensor& x, int64_t d, const Tensor& idx, const Tensor& src) {
+  if (src.numel() == 0) return;
+  Shape s = around(x, d);
+  Tensor target = x.contiguous();  // x itself when it is contiguous
+  Tensor target3 = target.view(s);
+  index_add_kernel(x.device())(target3, idx, src.contiguous().view({s[0], idx.numel(), s[2]}));
+  if (!target.shares_storage(x)) x.copy_(target);
+}
+
+}  // namespace
+
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
+  const char* op = "index_select";
+  check_has_dims(op, {"x", x});
+  check_same_device(op, {{"x", x}, {"index", index}});
+  Tensor idx = as_index(op, {"index", index});
+  if (idx.dim() > 1)
+    throw ShapeError(op, operands({{"x", x}, {"index", index}}) + "; index must be 1-D, "
+                                                                  "flatten it first");
+  const int64_t d = wrap_dim(dim, x.dim(), op);
+  check_range(op, idx, x.size(d), "dim " + str(d) + " of x (" + describe(x) + ")");
+  return select_slices(x, d, idx.view({idx.numel()}));
+}
+
+Tensor& index_add_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  const char* op = "index_add_";
+  check_has_dims(op, {"x", x});
+  check_same_device(op, {{"x", x}, {"index", index}, {"src", src}});
+  check_same_dtype(op, {{"x", x}, {"src", src}});
+  Tensor idx = as_index(op, {"index", index});
+  const int64_t d = wrap_dim(dim, x.dim(), op);
+  Shape want = x.shape();
+  want[size_t(d)] = idx.numel();
+  if (idx.dim() > 1 || src.shape() != want)
+    throw ShapeError(op, operands({{"x", x}, {"index", index}, {"src", src}}) +
+                             "; expected a 1-D index and src of shape " + shape_str(want) +
+                             " (x's shape with index's length at dim " + str(d) + ")");
+  check_range(op, idx, x.size(d), "dim " + str(d) + " of x (" + describe(x) + ")");
+  add_slices(x, d, idx.view({idx.numel()}), src);
+  return x;
+}
+
+Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  check_has_dims("index_add", {"x", x});
+  Tensor out = x.clone();
+  return index_add_(out, dim, index, src);
+}
+
+Tensor embedding(const Tensor& weight, const Tensor& indices) {
+  const char* op = "embedding";
+  check_same_device(op, {{"weight", weight}, {"indices", indices}});
+  check_dim(op, {"weight", weight}, 2, "[num_embeddings, embedding_dim]");
+  Tensor idx = as_index(op, {"indices", indices});
+  check_range(op, idx, weight.size(0), "the rows of weight (" + describe(weight) + ")");
+  Shape out_shape = indices.shape();
+  out_shape.push_back(weight.size(1));
+  return select_slices(weight, 0, idx.view({idx.numel()})).view(out_shape);
+}
+
+Tensor embedding_backward(const Tensor& grad, const Tensor& indices, int64_t num_weights,
+                          std::optional<int64_t> padding_idx) {
+  const char* op = "embedding_backward";
+  check_same_device(op, {{"grad", grad}, {"indices", indices}});
+  Tensor idx = as_index(op, {"indices", indices});
+  bool fits = grad.dim() == indices.dim() + 1;
+  for (int64_t i = 0; fits && i < indices.dim(); ++i) fits = grad.size(i) == indices.size(i);
+  if (!fits)
+    throw ShapeError(op, operands({{"grad", grad}, {"indices", indices}}) +
+                             "; grad must have indices' shape plus a last dim of size D");
+  if (num_weights < 0)
+    throw ValueError(op, "num_weights must be >= 0, got " + str(num_weights));
+  std::optional<int64_t> pad_row;
+  if (padding_idx) {
+    pad_row = *padding_idx < 0 ? *padding_idx + num_weights : *padding_idx;
+    if (*pad_row < 0 || *pad_row >= num_weights)
+      throw IndexError(op, "padding_idx " + str(*padding_idx) + " is out of range for " +
+                               str(num_weights) + " rows; expected -" + str(num_weights) +
+                               " to " + str(num_weights - 1));
+  }
+  check_range(op, idx, num_weights, "num_weights " + str(num_weights));
+  const int64_t dsize = grad.size(-1);
+  Tensor out = Tensor::empty({num_weights, dsize}, grad.dtype(), grad.device());
+  out.zero_();
+  add_slices(out, 0, idx.view({idx.numel()}), grad.reshape({idx.numel(), dsize}));
+  if (pad_row) out.select(0, *pad_row).zero_();
+  return out;
+}
+
+namespace {
+
+// gather/scatter_add shape rules: index has x's number of dims and fits inside `bound` (x, or
+// src) in every dim except, for x, dim d.
+void check_index_fits(const char* op, const Tensor& x, const Tensor& index, const Tensor* src,
+                      int64_t d) {
+  bool ok = index.dim() == x.dim() && (!src || src->dim() == x.dim());
+  for (int64_t i = 0; ok && i < x.dim(); ++i)
+    ok = (i == d || index.size(i) <= x.size(i)) && (!src || index.size(i) <= src->size(i));
+  if (ok) return;
+  std::string all = src ? operands({{"x", x}, {"index", index}, {"src", *src}})
+                        : operands({{"x", x}, {"index", index}});
+  throw ShapeError(op, all + "; index must have x's number of dims, with index.size(d) <= " +
+                           (src ? "src.size(d) for every d and <= " : "") +
+                           "x.size(d) for every d != dim (" + str(d) + ")");
+}
+
+}  // namespace
+
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
+  const char* op = "gather";
+  check_has_dims(op, {"x", x});
+  check_same_device(op, {{"x", x}, {"index", index}});
+  Tensor idx = as_index(op, {"index", index});
+  const int64_t d = wrap_dim(dim, x.dim(), op);
+  check_index_fits(op, x, index, nullptr, d);
+  check_range(op, idx, x.size(d), "dim " + str(d) + " of x (" + describe(x) + ")");
+  Tensor out = Tensor::empty(idx.shape(), x.dtype(), x.device());
+  if (out.numel() > 0) gather_kernel(x.device())(x, d, idx, out);
+  return out;
+}
+
+Tensor& scatter_add_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  const char* op = "scatter_add_";
+  check_has_dims(op, {"x", x});
+  check_same_device(op, {{"x", x}, {"index", index}, {"src", src}});
+  check_same_dtype(op, {{"x", x}, {"src", src}});
+  Tensor idx = as_index(op, {"index", index});
+  const int64_t d = wrap_dim(dim, x.dim(), op);
+  check_index_fits(op, x, index, &src, d);
+  check_range(op, idx, x.size(d), "dim " + str(d) + " of x (" + describe(x) + ")");
+  if (idx.numel() > 0) scatter_add_kernel(x.device())(x, d, idx, src);
+  return x;
+}
+
+Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  check_has_dims("scatter_add", {"x", x});
+  Tensor out = x.clone();
+  return scatter_add_(out, dim, index, src);
+}
+
+Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
+  const char* op = "masked_fill";
+  check_same_device(op, {{"x", x}, {"mask", mask}});
+  if (mask.dtype() != DType::Bool)
+    throw DTypeError(op, operands({{"x", x}, {"mask", mask}}) + "; mask must be bool, e.g. "
+                                                                "the result of a comparison");
+  bool fits = mask.dim() <= x.dim();
+  for (int64_t i = 1; fits && i <= mask.dim(); ++i)
+    fits = mask.size(-i) == 1 || mask.size(-i) == x.size(-i);
+  if (!fits)
+    throw ShapeError(op, operands({{"x", x}, {"mask", mask}}) + "; mask must broadcast to x's "
+                                                                "shape (sizes equal or 1)");
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+  if (out.numel() > 0) masked_fill_kernel(x.device())(x, mask.expand(x.shape()), value, out);
+  return out;
+}
+
+Tensor one_hot(const Tensor& indices, int64_t num_classes) {
+  const char* op = "one_hot";
+  Tensor idx = as_index(op, {"indices", indices});
+  if (num_classes == -1) {
+    if (idx.numel() == 0)
+      throw ValueError(op, operands({{"indices", indices}}) + "; cannot infer num_classes from "
+                                                              "no indices, pass num_classes");
+    num_classes = std::max<int64_t>(index_range_kernel(idx.device())(idx).max + 1, 0);
+  } else if (num_classes < 0) {
+    throw ValueError(op, "num_classes must be >= 0 or -1 (infer), got " + str(num_classes));
+  }
+  check_range(op, idx, num_classes, "num_classes " + str(num_classes));
+  Shape out_shape = idx.shape();
+  out_shape.push_back(num_classes);
+  Tensor out = Tensor::empty(out_shape, DType::Int64, idx.device());
+  out.zero_();
+  if (out.numel() > 0) {  // out[..., idx[...]] += 1
+    Tensor column = idx.unsqueeze(-1);
+    Tensor one = Tensor::empty({1}, DType::Int64, idx.device());
+    one.fill_(1);
+    scatter_add_kernel(idx.device())(out, out.dim() - 1, column, one.expand(column.shape()));
+  }
+  return out;
+}
+
+namespace {
+
+PadMode parse_pad_mode(const std::string& mode) {
+  if (mode == "constant") return PadMode::Constant;
+  if (mode == "reflect") return PadMode::Reflect;
+  if (mode == "replicate") return PadMode::Replicate;
+  throw ValueError("pad", "unknown mode '" + mode + "'; expected constant, reflect or replicate");
+}
+
+// Per dim of `shape`: the pads before and after it (0 for dims `pads` does not reach).
+std::pair<std::vector<int64_t>, std::vector<int64_t>> split_pads(
+    const char* op, const Shape& shape, const std::vector<int64_t>& pads) {
+  const size_t ndim = shape.size();
+  if (pads.size() % 2 != 0 || pads.size() > 2 * ndim)
+    throw ValueError(op, "pads has " + str(int64_t(pads.size())) + " values for a tensor of " +
+                             str(int64_t(ndim)) + " dims; expected an even number, at most " +
+                             str(int64_t(2 * ndim)) + " ({left, right} per dim, last dim first)");
+  std::vector<int64_t> left(ndim, 0), right(ndim, 0);
+  for (size_t i = 0; i < pads.size() / 2; ++i) {
+    left[ndim - 1 - i] = pads[2 * i];
+    right[ndim - 1 - i] = pads[2 * i + 1];
+  }
+  return {left, right};
+}
+
+Shape padded_shape(const char* op, const Shape& shape, const std::vector<int64_t>& left,
+                   const std::vector<int64_t>& right) {
+  Shape out = shape;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    out[d] = shape[d] + left[d] + right[d];
+    if (out[d] < 0)
+      throw ShapeError(op, "padding dim " + str(int64_t(d)) + " of size " + str(shape[d]) +
+                               " by (" + str(left[d]) + ", " + str(right[d]) +
+                               ") gives a negative size; crop less");
+  }
+  return out;
+}
+
+// The overlap of an unpadded tensor and its constant-padded version, as views of each (both
+// undefined when it is empty). A negative pad crops the unpadded side instead of padding.
+std::pair<Tensor, Tensor> overlap(Tensor in, Tensor out, const std::vector<int64_t>& left,
+                                  const std::vector<int64_t>& right) {
+  for (int64_t d = 0; d < in.dim(); ++d) {
+    const int64_t l = left[size_t(d)], r = right[size_t(d)];
+    const int64_t len = in.size(d) - std::max<int64_t>(-l, 0) - std::max<int64_t>(-r, 0);
+    if (len <= 0) return {Tensor(), Tensor()};
+    in = in.narrow(d, std::max<int64_t>(-l, 0), len);
+    out = out.narrow(d, std::max<int64_t>(l, 0), len);
+  }
+  return {in, out};
+}
+
+}  // namespace
+
+Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, const std::string& mode,
+           double value) {
+  const char* op = "pad";
+  check_defined(op, {{"x", x}});
+  const PadMode m = parse_pad_mode(mode);
+  auto [left, right] = split_pads(op, x.shape(), pads);
+  Tensor out = Tensor::empty(padded_shape(op, x.shape(), left, right), x.dtype(), x.device());
+  if (m == PadMode::Constant) {
+    out.fill_(value);
+    auto [in_part, out_part] = overlap(x, out, left, right);
+    if (in_part.defined()) out_part.copy_(in_part);
+    return out;
+  }
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    const int64_t l = left[size_t(d)], r = right[size_t(d)], n = x.size(d);
+    const bool ok = l >= 0 && r >= 0 &&
+                    (l + r == 0 || (m == PadMode::Reflect ? l < n && r < n : n > 0));
+    if (!ok)
+      throw ValueError(op, operands({{"x", x}}) + "; " + mode + " pads (" + str(l) + ", " +
+                               str(r) + ") do not fit dim " + str(d) + " of size " + str(n) +
+                               (m == PadMode::Reflect ? ": reflect pads must be >= 0 and < the "
+                                                        "dim's size"
+                                                      : ": replicate pads must be >= 0 and the "
+                                                        "dim non-empty"));
+  }
+  if (pads.size() / 2 > 7)
+    throw NotSupportedError(op, mode + " mode pads at most 7 dims, got " +
+                                    str(int64_t(pads.size() / 2)));
+  // Leading dims without padding merge into one, leaving at most 1 + pads.size() / 2 dims.
+  const int64_t lead = x.dim() - int64_t(pads.size() / 2);
+  Shape in_shape{1}, out_shape{1};
+  std::vector<int64_t> kernel_left{0};
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    if (d < lead) {
+      in_shape[0] *= x.size(d);
+      out_shape[0] *= x.size(d);
+      continue;
+    }
+    in_shape.push_back(x.size(d));
+    out_shape.push_back(out.size(d));
+    kernel_left.push_back(left[size_t(d)]);
+  }
+  Tensor out_k = out.view(out_shape);
+  if (out.numel() > 0) pad_kernel(x.device())(x.contiguous().view(in_shape), kernel_left, m, out_k);
+  return out;
+}
+
+Tensor pad_backward(const Tensor& grad_out, const Shape& input_shape,
+                    const std::vector<int64_t>& pads) {
+  const char* op = "pad_backward";
+  check_defined(op, {{"grad_out", grad_out}});
+  auto [left, right] = split_pads(op, input_shape, pads);
+  Shape padded = padded_shape(op, input_shape, left, right);
+  if (grad_out.shape() != padded)
+    throw ShapeError(op, operands({{"grad_out", grad_out}}) + "; expected the padded shape " +
+                             shape_str(padded) + " of input shape " + shape_str(input_shape));
+  Tensor grad_in = Tensor::empty(input_shape, grad_out.dtype(), grad_out.device());
+  grad_in.zero_();  // elements cropped away by negative pads get no gradient
+  auto [in_part, out_part] = overlap(grad_in, grad_out, left, right);
+  if (in_part.defined()) in_part.copy_(out_part);
+  return grad_in;
+}
+
+}  // namespace ember
