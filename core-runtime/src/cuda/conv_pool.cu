@@ -1,4 +1,539 @@
-// conv_pool.cu — CUDA kernels of the conv_pool family (being written).
+// conv_pool.cu — CUDA kernels of conv2d (forward, backward-input, backward-weight,
+// backward-bias) and of max/avg/adaptive-avg pooling (ops/conv_pool_kernels.h).
+//
+// Convolution has two implementations, and choose_path() picks one per pass and shape:
+//   implicit GEMM (conv_implicit_gemm.cuh): one hand-written kernel per pass, operands gathered
+//       from the image inside the kernel, padding included; no extra memory. Best when the GEMM is
+//       small in M (a few dozen channels, as in small CNNs), where cuBLAS's big tiles idle and
+//       im2col's extra traffic costs as much as the math.
+//   im2col + cuBLAS (conv_im2col.cuh): unfold the input, then cuBLAS. Best for wide layers.
+// The heuristic, in order (the GEMM's M is the output channels per group for forward and
+// backward-weight, the input channels per group for backward-input):
+//   1. a GEMM dimension beyond 2^31 - 1 -> im2col (it works in chunks of images);
+//   2. EMBER_CONV_ALGO=implicit or =im2col forces one (benchmarks, tests);
+//   3. more than 8 groups -> implicit (im2col costs one cuBLAS call per group per chunk);
+//   4. a 1x1, stride-1, unpadded forward or backward-input -> im2col (x is already the GEMM
+//      operand: plain cuBLAS, nothing to unfold);
+//   5. GEMM M > 64 -> im2col (cuBLAS's tiles pay off, the unfold is small next to the math);
+//   6. backward-input with stride > 1 -> im2col (the implicit GEMM would spend
+//      (s_h*s_w - 1)/(s_h*s_w) of its K loop multiplying zeros; col2im gathers only real taps);
+//   7. otherwise implicit.
+// The bias is added in the implicit kernel's epilogue, or written first for cuBLAS to add onto.
+//
+// Pooling: one thread per output (forward) or per input (backward, a gather: each input sums
+// the outputs whose windows cover it, so no atomics), except max_pool2d's backward, which gets
+// only indices (no window geometry) and therefore scatters each gradient to its argmax with an
+// atomicAdd into a zeroed grad_x. With non-overlapping windows (kernel == stride, the usual 2x2
+// pool) no two of those adds hit one address, so they never contend.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <climits>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <initializer_list>
+#include <string>
+
+#include "cuda/conv_im2col.cuh"
+#include "cuda/conv_implicit_gemm.cuh"
+#include "cuda/launch.cuh"
+#include "ops/checks.h"
+#include "ops/conv_pool_kernels.h"
+
 namespace ember::cuda {
-void register_conv_pool() {}
+namespace {
+
+using conv::ConvShape;
+
+// ---- convolution ------------------------------------------------------------------------------
+
+// x: [N, C, H, W], w: [O, C/G, kh, kw], out: [N, O, Ho, Wo] (shapes only).
+ConvShape conv_shape(const Shape& x, const Shape& w, const Shape& out, const Conv2dParams& p,
+                     const char* op) {
+  for (int64_t v : {x[0], x[1], x[2], x[3], w[0], w[2], w[3], out[2], out[3], x[2] * x[3],
+                    out[2] * out[3], w[1] * w[2] * w[3], w[0] * w[2] * w[3], p.groups})
+    if (v > INT_MAX)
+      throw NotSupportedError(op, "a convolution size above 2^31 - 1 is not supported on CUDA");
+  ConvShape s;
+  s.N = int(x[0]), s.C = int(x[1]), s.H = int(x[2]), s.W = int(x[3]);
+  s.O = int(w[0]), s.kh = int(w[2]), s.kw = int(w[3]), s.Ho = int(out[2]), s.Wo = int(out[3]);
+  s.G = int(p.groups);
+  s.sh = int(p.stride_h), s.sw = int(p.stride_w), s.ph = int(p.pad_h), s.pw = int(p.pad_w);
+  s.dh = int(p.dilation_h), s.dw = int(p.dilation_w);
+  s.Cg = s.C / s.G, s.Og = s.O / s.G;
+  s.khw = s.kh * s.kw, s.R = s.Cg * s.khw, s.P = s.Ho * s.Wo, s.HW = s.H * s.W;
+  return s;
+}
+
+enum class Pass { Forward, BackwardInput, BackwardWeight };
+
+// Which implementation runs `pass` on shape s (the heuristic in the header comment).
+bool use_implicit(const ConvShape& s, Pass pass) {
+  const int64_t images = s.N;
+  const int gemm_m = pass == Pass::BackwardInput ? s.Cg : s.Og;
+  // The implicit GEMM's N (and K for backward-weight) run over every image's pixels.
+  const int64_t n = pass == Pass::Forward         ? images * s.P
+                    : pass == Pass::BackwardInput ? images * s.HW
+                                                  : s.R;
+  const int64_t k = pass == Pass::BackwardWeight ? images * s.P : int64_t(s.R);
+  if (n > INT_MAX || k > INT_MAX) return false;
+  if (const char* v = std::getenv("EMBER_CONV_ALGO"); v && *v) {
+    if (std::strcmp(v, "implicit") == 0) return true;
+    if (std::strcmp(v, "im2col") == 0) return false;
+    throw ValueError("conv2d", std::string("EMBER_CONV_ALGO='") + v +
+                                   "'; expected 'implicit', 'im2col', or unset for automatic");
+  }
+  if (s.G > 8) return true;
+  if (conv::is_pointwise(s) && pass != Pass::BackwardWeight) return false;
+  if (gemm_m > 64) return false;
+  if (pass == Pass::BackwardInput && (s.sh > 1 || s.sw > 1)) return false;
+  return true;
+}
+
+template <class T>
+void forward_implicit(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& out,
+                      const ConvShape& s) {
+  conv::Forward<T> pass{s,
+                        {w.data<T>()},
+                        {x.data<T>(), s.H, s.W, 1, 1},
+                        bias.defined() ? bias.data<T>() : nullptr,
+                        out.data<T>()};
+  conv::launch_conv_gemm(pass, s.Og, s.N * s.P, s.R, s.G, 1, s.R, stream(x.device()));
+  check_launch("conv2d", {&x, &w, &out});
+}
+
+template <class T>
+void backward_input_implicit(const Tensor& go, const Tensor& w, Tensor& grad_x,
+                             const ConvShape& s) {
+  conv::BackwardInput<T> pass{s,
+                              {w.data<T>()},
+                              {go.data<T>(), s.Ho, s.Wo, s.sh, s.sw},
+                              grad_x.data<T>()};
+  const int k = s.Og * s.khw;
+  conv::launch_conv_gemm(pass, s.Cg, s.N * s.HW, k, s.G, 1, k, stream(go.device()));
+  check_launch("conv2d_backward_input", {&go, &w, &grad_x});
+}
+
+// K = N * Ho * Wo is long and the output [Og, R] small, so K is split over enough blocks to fill
+// the GPU (each split at least 32 tiles of K); partial sums, then one kernel adds them.
+template <class T>
+void backward_weight_implicit(const Tensor& go, const Tensor& x, Tensor& grad_w,
+                              const ConvShape& s) {
+  using Acc = compute_t<T>;
+  const char* op = "conv2d_backward_weight";
+  const int dev = x.device().index;
+  const int k = s.N * s.P;
+  const int bm = s.Og <= 16 ? 16 : s.Og <= 32 ? 32 : 64;
+  const int64_t tiles = int64_t((s.Og + bm - 1) / bm) * ((s.R + conv::kBN - 1) / conv::kBN) * s.G;
+  const int64_t wanted = 4 * int64_t(properties(dev).multiProcessorCount);
+  const int64_t max_splits = std::max<int64_t>(1, k / (32 * conv::kBK));
+  int splits = int(std::clamp<int64_t>(wanted / tiles, 1, std::min<int64_t>(max_splits, 65535)));
+  const int chunk = ((k + splits - 1) / splits + conv::kBK - 1) / conv::kBK * conv::kBK;
+  splits = (k + chunk - 1) / chunk;
+  const int64_t count = int64_t(s.O) * s.R;
+  Tensor partial = Tensor::empty({splits * count}, dtype_of_v<Acc>, x.device());
+  conv::BackwardWeight<T> pass{s,
+                               {go.data<T>()},
+                               {x.data<T>(), s.H, s.W, 1, 1},
+                               partial.data<Acc>()};
+  conv::launch_conv_gemm(pass, s.Og, s.R, k, s.G, splits, chunk, stream(dev));
+  check_launch(op, {&go, &x, &grad_w});
+  conv::sum_splits<T, Acc><<<grid_size(count, 256, dev), 256, 0, stream(dev)>>>(partial.data<Acc>(),
+                                                                                splits, count,
+                                                                                grad_w.data<T>());
+  check_launch(op, {&go, &x, &grad_w});
+}
+
+void conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& out,
+            const Conv2dParams& p) {
+  if (out.numel() == 0) return;
+  if (w.numel() == 0) {  // no input channels: an empty sum, plus the bias
+    if (bias.defined()) out.copy_(bias.view({1, out.size(1), 1, 1}));
+    else out.zero_();
+    return;
+  }
+  const ConvShape s = conv_shape(x.shape(), w.shape(), out.shape(), p, "conv2d");
+  DeviceGuard guard(x.device());
+  dispatch_floating(x.dtype(), "conv2d", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if (use_implicit(s, Pass::Forward)) forward_implicit<T>(x, w, bias, out, s);
+    else conv::forward_im2col<T>(x, w, bias, out, s);
+  });
+}
+
+void conv2d_backward_input(const Tensor& go, const Tensor& w, Tensor& grad_x,
+                           const Conv2dParams& p) {
+  if (grad_x.numel() == 0) return;
+  if (go.numel() == 0 || w.numel() == 0) {  // no output positions or channels: an empty sum
+    grad_x.zero_();
+    return;
+  }
+  const ConvShape s = conv_shape(grad_x.shape(), w.shape(), go.shape(), p, "conv2d_backward_input");
+  DeviceGuard guard(go.device());
+  dispatch_floating(go.dtype(), "conv2d_backward_input", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if (use_implicit(s, Pass::BackwardInput)) backward_input_implicit<T>(go, w, grad_x, s);
+    else conv::backward_input_im2col<T>(go, w, grad_x, s);
+  });
+}
+
+void conv2d_backward_weight(const Tensor& go, const Tensor& x, Tensor& grad_w,
+                            const Conv2dParams& p) {
+  if (grad_w.numel() == 0) return;
+  if (go.numel() == 0 || x.numel() == 0) {  // no positions: an empty sum
+    grad_w.zero_();
+    return;
+  }
+  const ConvShape s =
+      conv_shape(x.shape(), grad_w.shape(), go.shape(), p, "conv2d_backward_weight");
+  DeviceGuard guard(x.device());
+  dispatch_floating(x.dtype(), "conv2d_backward_weight", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if (use_implicit(s, Pass::BackwardWeight)) backward_weight_implicit<T>(go, x, grad_w, s);
+    else conv::backward_weight_im2col<T>(go, x, grad_w, s);
+  });
+}
+
+// Sum of v over the block (blockDim.x a multiple of 32, at most 1024); the result is valid in
+// thread 0.
+template <class Acc> __device__ Acc block_sum(Acc v) {
+  __shared__ Acc warp_sums[32];
+  for (int o = 16; o > 0; o /= 2) v += __shfl_down_sync(0xffffffffu, v, o);
+  const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32;
+  if (lane == 0) warp_sums[warp] = v;
+  __syncthreads();
+  v = int(threadIdx.x) < int(blockDim.x) / 32 ? warp_sums[lane] : Acc(0);
+  if (warp == 0)
+    for (int o = 16; o > 0; o /= 2) v += __shfl_down_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// Block (o, split) sums channel o of images split, split + splits, ...:
+//   partial[o * splits + split] = sum_{n, p} grad_out[n][o][p]
+template <class T, class Acc>
+__global__ void bias_grad_partial(const T* go, int N, int O, int P, int splits, Acc* partial) {
+  const int o = int(blockIdx.x), split = int(blockIdx.y);
+  Acc sum = 0;
+  for (int n = split; n < N; n += splits) {
+    const T* plane = go + (int64_t(n) * O + o) * P;
+    for (int p = int(threadIdx.x); p < P; p += int(blockDim.x)) sum += Acc(plane[p]);
+  }
+  sum = block_sum(sum);
+  if (threadIdx.x == 0) partial[int64_t(o) * splits + split] = sum;
+}
+
+template <class T, class Acc>
+__global__ void bias_grad_finish(const Acc* partial, int O, int splits, T* grad_b) {
+  const int o = int(blockIdx.x * blockDim.x + threadIdx.x);
+  if (o >= O) return;
+  Acc sum = 0;
+  for (int s = 0; s < splits; ++s) sum += partial[int64_t(o) * splits + s];
+  grad_b[o] = T(sum);
+}
+
+// grad_b[o] = sum over n, oh, ow of grad_out[n][o][oh][ow], in two deterministic passes: blocks
+// (channel, split of the images) write partial sums, then one thread per channel adds them.
+void conv2d_backward_bias(const Tensor& go, Tensor& grad_b) {
+  const char* op = "conv2d_backward_bias";
+  if (grad_b.numel() == 0) return;
+  if (go.numel() == 0) {
+    grad_b.zero_();
+    return;
+  }
+  const int64_t N = go.size(0), O = go.size(1), P = go.size(2) * go.size(3);
+  if (N > INT_MAX || O > INT_MAX || P > INT_MAX)
+    throw NotSupportedError(op, "sizes above 2^31 - 1 are not supported on CUDA");
+  DeviceGuard guard(go.device());
+  const int dev = go.device().index;
+  // Threads per block: the plane size rounded up to a warp multiple, at most 256.
+  const int threads = int(std::min<int64_t>(256, (P + 31) / 32 * 32));
+  const int64_t wanted = 4 * int64_t(properties(dev).multiProcessorCount);
+  const int splits = int(std::clamp<int64_t>(wanted / O, 1, std::min<int64_t>(N, 65535)));
+  dispatch_floating(go.dtype(), op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using Acc = compute_t<T>;
+    Tensor partial = Tensor::empty({O * splits}, dtype_of_v<Acc>, go.device());
+    bias_grad_partial<T, Acc>
+        <<<dim3(unsigned(O), unsigned(splits)), threads, 0, stream(dev)>>>(go.data<T>(), int(N),
+                                                                           int(O), int(P), splits,
+                                                                           partial.data<Acc>());
+    check_launch(op, {&go, &grad_b});
+    bias_grad_finish<T, Acc>
+        <<<unsigned((O + 255) / 256), 256, 0, stream(dev)>>>(partial.data<Acc>(), int(O), splits,
+                                                             grad_b.data<T>());
+    check_launch(op, {&go, &grad_b});
+  });
+}
+
+// ---- pooling ----------------------------------------------------------------------------------
+
+// Sizes of a pooling x: [N, C, H, W] -> out: [N, C, Ho, Wo]; planes = N * C.
+struct PoolShape {
+  int64_t planes;
+  int H, W, Ho, Wo;
+  int kh, kw, sh, sw, ph, pw, dh, dw;
+  bool count_include_pad;
+};
+
+PoolShape pool_shape(const Shape& in, const Shape& out, const Pool2dParams& p, const char* op) {
+  for (int64_t v : {in[2], in[3], out[2], out[3], in[2] * in[3]})
+    if (v > INT_MAX) throw NotSupportedError(op, "an image above 2^31 - 1 pixels");
+  return {in[0] * in[1],   int(in[2]),        int(in[3]),        int(out[2]),        int(out[3]),
+          int(p.kernel_h), int(p.kernel_w),   int(p.stride_h),   int(p.stride_w),    int(p.pad_h),
+          int(p.pad_w),    int(p.dilation_h), int(p.dilation_w), p.count_include_pad};
+}
+
+#define EMBER_GRID_STRIDE(e, total)                                             \
+  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < (total); \
+       e += int64_t(gridDim.x) * blockDim.x)
+
+// out[e] = max of the window of output e (NaN wins, ties keep the first position), idx[e] = its
+// ih * W + iw.
+template <class T> __global__ void max_pool_forward(const T* x, PoolShape s, T* out, int64_t* idx) {
+  using Acc = compute_t<T>;
+  const int64_t total = s.planes * s.Ho * s.Wo;
+  EMBER_GRID_STRIDE(e, total) {
+    const int ow = int(e % s.Wo), oh = int(e / s.Wo % s.Ho);
+    const T* plane = x + e / (int64_t(s.Ho) * s.Wo) * s.H * s.W;
+    const int hs = oh * s.sh - s.ph, ws = ow * s.sw - s.pw;
+    Acc best = -INFINITY;
+    int64_t at = -1;
+    for (int i = 0; i < s.kh; ++i) {
+      const int ih = hs + i * s.dh;
+      if (unsigned(ih) >= unsigned(s.H)) continue;
+      for (int j = 0; j < s.kw; ++j) {
+        const int iw = ws + j * s.dw;
+        if (unsigned(iw) >= unsigned(s.W)) continue;
+        const Acc v = Acc(plane[int64_t(ih) * s.W + iw]);
+        if (at < 0 || (!isnan(best) && (isnan(v) || v > best))) {
+          best = v;
+          at = int64_t(ih) * s.W + iw;
+        }
+      }
+    }
+    out[e] = T(best);
+    idx[e] = at;
+  }
+}
+
+__device__ __forceinline__ void atomic_add(float* p, float v) { atomicAdd(p, v); }
+__device__ __forceinline__ void atomic_add(double* p, double v) { atomicAdd(p, v); }
+__device__ __forceinline__ void atomic_add(Half* p, float v) {
+  atomicAdd(reinterpret_cast<__half*>(p), __float2half_rn(v));
+}
+__device__ __forceinline__ void atomic_add(BFloat16* p, float v) {
+  atomicAdd(reinterpret_cast<__nv_bfloat16*>(p), __float2bfloat16_rn(v));
+}
+
+// grad_x (zeroed) [plane][idx[e]] += grad_out[e].
+template <class T>
+__global__ void max_pool_backward(const T* go, const int64_t* idx, int64_t total, int64_t out_hw,
+                                  int64_t in_hw, T* grad_x) {
+  EMBER_GRID_STRIDE(e, total) {
+    const int64_t at = idx[e];
+    if (at >= 0) atomic_add(grad_x + e / out_hw * in_hw + at, compute_t<T>(go[e]));
+  }
+}
+
+// Window of output (oh, ow) for avg pooling: rows [h0, h1) and columns [w0, w1) inside the image,
+// and the divisor the header's rule gives.
+struct AvgWindow {
+  int h0, h1, w0, w1, divisor;
+};
+__device__ __forceinline__ AvgWindow avg_window(const PoolShape& s, int oh, int ow) {
+  const int hs = oh * s.sh - s.ph, ws = ow * s.sw - s.pw;
+  const int he = min(hs + s.kh, s.H + s.ph), we = min(ws + s.kw, s.W + s.pw);
+  AvgWindow a{max(hs, 0), min(he, s.H), max(ws, 0), min(we, s.W), 0};
+  a.divisor = s.count_include_pad ? (he - hs) * (we - ws) : (a.h1 - a.h0) * (a.w1 - a.w0);
+  return a;
+}
+
+template <class T> __global__ void avg_pool_forward(const T* x, PoolShape s, T* out) {
+  using Acc = compute_t<T>;
+  const int64_t total = s.planes * s.Ho * s.Wo;
+  EMBER_GRID_STRIDE(e, total) {
+    const int ow = int(e % s.Wo), oh = int(e / s.Wo % s.Ho);
+    const T* plane = x + e / (int64_t(s.Ho) * s.Wo) * s.H * s.W;
+    const AvgWindow a = avg_window(s, oh, ow);
+    Acc sum = 0;
+    for (int ih = a.h0; ih < a.h1; ++ih)
+      for (int iw = a.w0; iw < a.w1; ++iw) sum += Acc(plane[int64_t(ih) * s.W + iw]);
+    out[e] = T(sum / Acc(a.divisor));
+  }
+}
+
+// grad_x[ih][iw] = sum over the outputs whose window covers (ih, iw) of grad_out / divisor.
+// Output row oh covers ih when oh*sh - ph <= ih < oh*sh - ph + kh.
+template <class T> __global__ void avg_pool_backward(const T* go, PoolShape s, T* grad_x) {
+  using Acc = compute_t<T>;
+  const int64_t total = s.planes * s.H * s.W;
+  EMBER_GRID_STRIDE(e, total) {
+    const int iw = int(e % s.W), ih = int(e / s.W % s.H);
+    const T* plane = go + e / (int64_t(s.H) * s.W) * s.Ho * s.Wo;
+    const int oh0 = ih + s.ph < s.kh ? 0 : (ih + s.ph - s.kh) / s.sh + 1;
+    const int oh1 = min((ih + s.ph) / s.sh + 1, s.Ho);
+    const int ow0 = iw + s.pw < s.kw ? 0 : (iw + s.pw - s.kw) / s.sw + 1;
+    const int ow1 = min((iw + s.pw) / s.sw + 1, s.Wo);
+    Acc sum = 0;
+    for (int oh = oh0; oh < oh1; ++oh)
+      for (int ow = ow0; ow < ow1; ++ow)
+        sum += Acc(plane[int64_t(oh) * s.Wo + ow]) / Acc(avg_window(s, oh, ow).divisor);
+    grad_x[e] = T(sum);
+  }
+}
+
+// Adaptive window of output index o over an input of n: [floor(o*n/no), ceil((o+1)*n/no)).
+__device__ __forceinline__ int adaptive_start(int o, int n, int no) {
+  return int(int64_t(o) * n / no);
+}
+__device__ __forceinline__ int adaptive_end(int o, int n, int no) {
+  return int((int64_t(o + 1) * n + no - 1) / no);
+}
+
+template <class T> __global__ void adaptive_avg_forward(const T* x, PoolShape s, T* out) {
+  using Acc = compute_t<T>;
+  const int64_t total = s.planes * s.Ho * s.Wo;
+  EMBER_GRID_STRIDE(e, total) {
+    const int ow = int(e % s.Wo), oh = int(e / s.Wo % s.Ho);
+    const T* plane = x + e / (int64_t(s.Ho) * s.Wo) * s.H * s.W;
+    const int h0 = adaptive_start(oh, s.H, s.Ho), h1 = adaptive_end(oh, s.H, s.Ho);
+    const int w0 = adaptive_start(ow, s.W, s.Wo), w1 = adaptive_end(ow, s.W, s.Wo);
+    Acc sum = 0;
+    for (int ih = h0; ih < h1; ++ih)
+      for (int iw = w0; iw < w1; ++iw) sum += Acc(plane[int64_t(ih) * s.W + iw]);
+    out[e] = T(sum / Acc((h1 - h0) * (w1 - w0)));
+  }
+}
+
+// grad_x[ih][iw] = sum over the outputs whose window covers (ih, iw) of grad_out / window size.
+// Those are among rows [floor(ih*Ho/H), ceil((ih+1)*Ho/H)); each is checked exactly.
+template <class T> __global__ void adaptive_avg_backward(const T* go, PoolShape s, T* grad_x) {
+  using Acc = compute_t<T>;
+  const int64_t total = s.planes * s.H * s.W;
+  EMBER_GRID_STRIDE(e, total) {
+    const int iw = int(e % s.W), ih = int(e / s.W % s.H);
+    const T* plane = go + e / (int64_t(s.H) * s.W) * s.Ho * s.Wo;
+    const int oh0 = adaptive_start(ih, s.Ho, s.H), oh1 = min(adaptive_end(ih, s.Ho, s.H), s.Ho);
+    const int ow0 = adaptive_start(iw, s.Wo, s.W), ow1 = min(adaptive_end(iw, s.Wo, s.W), s.Wo);
+    Acc sum = 0;
+    for (int oh = oh0; oh < oh1; ++oh) {
+      const int h0 = adaptive_start(oh, s.H, s.Ho), h1 = adaptive_end(oh, s.H, s.Ho);
+      if (ih < h0 || ih >= h1) continue;
+      for (int ow = ow0; ow < ow1; ++ow) {
+        const int w0 = adaptive_start(ow, s.W, s.Wo), w1 = adaptive_end(ow, s.W, s.Wo);
+        if (iw < w0 || iw >= w1) continue;
+        sum += Acc(plane[int64_t(oh) * s.Wo + ow]) / Acc((h1 - h0) * (w1 - w0));
+      }
+    }
+    grad_x[e] = T(sum);
+  }
+}
+#undef EMBER_GRID_STRIDE
+
+// Launches kernel<T> over `total` elements on the device of `t`, then checks it.
+template <class F>
+void launch_pool(const char* op, const Tensor& t, int64_t total,
+                 std::initializer_list<const Tensor*> operands, F&& launch) {
+  if (total == 0) return;
+  const int dev = t.device().index;
+  launch(grid_size(total, 256, dev), stream(dev));
+  check_launch(op, operands);
+}
+
+void max_pool2d(const Tensor& x, Tensor& out, Tensor& indices, const Pool2dParams& p) {
+  const char* op = "max_pool2d";
+  const PoolShape s = pool_shape(x.shape(), out.shape(), p, op);
+  DeviceGuard guard(x.device());
+  dispatch_floating(x.dtype(), op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    launch_pool(op, x, out.numel(), {&x, &out}, [&](unsigned blocks, cudaStream_t st) {
+      max_pool_forward<T>
+          <<<blocks, 256, 0, st>>>(x.data<T>(), s, out.data<T>(), indices.data<int64_t>());
+    });
+  });
+}
+
+void max_pool2d_backward(const Tensor& go, const Tensor& indices, Tensor& grad_x) {
+  const char* op = "max_pool2d_backward";
+  if (grad_x.numel() == 0) return;
+  DeviceGuard guard(grad_x.device());
+  EMBER_CUDA_CHECK(cudaMemsetAsync(grad_x.data_ptr(), 0, size_t(grad_x.nbytes()),
+                                   stream(grad_x.device())),
+                   op);
+  const int64_t out_hw = go.size(2) * go.size(3), in_hw = grad_x.size(2) * grad_x.size(3);
+  dispatch_floating(go.dtype(), op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    launch_pool(op, go, go.numel(), {&go, &indices, &grad_x},
+                [&](unsigned blocks, cudaStream_t st) {
+                  max_pool_backward<T><<<blocks, 256, 0, st>>>(go.data<T>(),
+                                                               indices.data<int64_t>(), go.numel(),
+                                                               out_hw, in_hw, grad_x.data<T>());
+                });
+  });
+}
+
+void avg_pool2d(const Tensor& x, Tensor& out, const Pool2dParams& p) {
+  const char* op = "avg_pool2d";
+  const PoolShape s = pool_shape(x.shape(), out.shape(), p, op);
+  DeviceGuard guard(x.device());
+  dispatch_floating(x.dtype(), op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    launch_pool(op, x, out.numel(), {&x, &out}, [&](unsigned blocks, cudaStream_t st) {
+      avg_pool_forward<T><<<blocks, 256, 0, st>>>(x.data<T>(), s, out.data<T>());
+    });
+  });
+}
+
+void avg_pool2d_backward(const Tensor& go, Tensor& grad_x, const Pool2dParams& p) {
+  const char* op = "avg_pool2d_backward";
+  const PoolShape s = pool_shape(grad_x.shape(), go.shape(), p, op);
+  DeviceGuard guard(grad_x.device());
+  dispatch_floating(go.dtype(), op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    launch_pool(op, go, grad_x.numel(), {&go, &grad_x}, [&](unsigned blocks, cudaStream_t st) {
+      avg_pool_backward<T><<<blocks, 256, 0, st>>>(go.data<T>(), s, grad_x.data<T>());
+    });
+  });
+}
+
+void adaptive_avg_pool2d(const Tensor& x, Tensor& out) {
+  const char* op = "adaptive_avg_pool2d";
+  const PoolShape s = pool_shape(x.shape(), out.shape(), Pool2dParams{}, op);
+  DeviceGuard guard(x.device());
+  dispatch_floating(x.dtype(), op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    launch_pool(op, x, out.numel(), {&x, &out}, [&](unsigned blocks, cudaStream_t st) {
+      adaptive_avg_forward<T><<<blocks, 256, 0, st>>>(x.data<T>(), s, out.data<T>());
+    });
+  });
+}
+
+void adaptive_avg_pool2d_backward(const Tensor& go, Tensor& grad_x) {
+  const char* op = "adaptive_avg_pool2d_backward";
+  const PoolShape s = pool_shape(grad_x.shape(), go.shape(), Pool2dParams{}, op);
+  DeviceGuard guard(grad_x.device());
+  dispatch_floating(go.dtype(), op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    launch_pool(op, go, grad_x.numel(), {&go, &grad_x}, [&](unsigned blocks, cudaStream_t st) {
+      adaptive_avg_backward<T><<<blocks, 256, 0, st>>>(go.data<T>(), s, grad_x.data<T>());
+    });
+  });
+}
+
+}  // namespace
+
+void register_conv_pool() {
+  conv2d_kernel.set(DeviceType::CUDA, conv2d);
+  conv2d_backward_input_kernel.set(DeviceType::CUDA, conv2d_backward_input);
+  conv2d_backward_weight_kernel.set(DeviceType::CUDA, conv2d_backward_weight);
+  conv2d_backward_bias_kernel.set(DeviceType::CUDA, conv2d_backward_bias);
+  max_pool2d_kernel.set(DeviceType::CUDA, max_pool2d);
+  max_pool2d_backward_kernel.set(DeviceType::CUDA, max_pool2d_backward);
+  avg_pool2d_kernel.set(DeviceType::CUDA, avg_pool2d);
+  avg_pool2d_backward_kernel.set(DeviceType::CUDA, avg_pool2d_backward);
+  adaptive_avg_pool2d_kernel.set(DeviceType::CUDA, adaptive_avg_pool2d);
+  adaptive_avg_pool2d_backward_kernel.set(DeviceType::CUDA, adaptive_avg_pool2d_backward);
+}
+
 }  // namespace ember::cuda

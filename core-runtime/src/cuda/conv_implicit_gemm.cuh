@@ -1,0 +1,304 @@
+// conv_implicit_gemm.cuh — conv2d forward, backward-input and backward-weight as *implicit*
+// GEMMs: one tiled GEMM kernel whose operand tiles are gathered from the image on the fly, so
+// the im2col matrix is never written to memory and padding is handled inside the kernel (an
+// index outside the image reads as zero; no padded copy is made).
+//
+// Each pass is a GEMM per group g (blockIdx.y); the three differ only in how they index:
+//
+//   pass             C[m][n] =  sum_k   A[m][k]                 B[k][n]
+//   forward          out        (c,i,j) weight[o][c,i,j]        x[img][c][oh*s-p+i*d][ow*s-p+j*d]
+//                    m = o, n = (img, oh, ow)
+//   backward-input   grad_x     (o,i,j) weight[o][c,i,j]        grad_out[img][o][oh][ow] where
+//                    m = c, n = (img, ih, iw)                   oh*s = ih+p-i*d (else zero)
+//   backward-weight  grad_w     (img,oh,ow) grad_out[img][o][oh][ow]  x[img][c][oh*s-p+i*d][..]
+//                    m = o, n = (c, i, j)
+//
+// (channels within the group; s, p, d: stride, padding, dilation per spatial dim.)
+//
+// Addressing: every operand element is the sum of a part that depends only on its m or n (fixed
+// for a thread over the whole K loop, so computed once) and a part that depends only on k
+// (computed once per tile). A part is a Tap {memory offset, row, column}; adding the two taps of
+// an element gives its address, and for image operands its (row, column), which is checked
+// against the image (zero outside). All the integer divisions that split an index into (img, oh,
+// ow) or (c, i, j) thus happen once per thread per tile, not once per element.
+//
+// Kernel: 256 threads compute a BM x 128 tile of C (BM = 16, 32 or 64, the smallest that covers
+// M, since conv GEMMs often have M = 16 or 32 channels), K walked 8 at a time; thread (tm, tn)
+// owns rows tm*BM/8.. and columns tn*4..tn*4+3. Tiles are staged in registers and then in shared
+// memory; the global loads of tile t + 1 are issued before the math of tile t. Float16/bfloat16
+// compute in float32, float64 in float64.
+// Backward-weight reduces over K = N * Ho * Wo (large) with few output tiles, so K is split over
+// blockIdx.z into partial sums that a second kernel adds up (deterministic, no atomics).
+#pragma once
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "ember/dtype.h"
+
+namespace ember::cuda::conv {
+
+// Sizes and hyper-parameters of one convolution x: [N, C, H, W] * weight: [O, C/G, kh, kw] ->
+// out: [N, O, Ho, Wo]; every size fits in int (checked by the caller), offsets are int64.
+struct ConvShape {
+  int N, C, H, W, O, kh, kw, Ho, Wo, G;
+  int sh, sw, ph, pw, dh, dw;
+  int Cg, Og;  // channels per group
+  int khw;     // kh * kw
+  int R;       // Cg * kh * kw: taps per output, the forward GEMM's K
+  int P;       // Ho * Wo: output positions per image
+  int HW;      // H * W
+};
+
+// Half of an element's address: a memory offset and, for image operands, a (row, column).
+struct Tap {
+  int64_t off;
+  int h, w;
+  bool ok;  // false: the element is outside the GEMM (reads as zero)
+};
+
+// A operand elements: data[m-tap.off + k-tap.off].
+template <class T> struct DenseGather {
+  const T* data;
+  template <class Acc> __device__ __forceinline__ Acc at(const Tap& a, const Tap& b) const {
+    return a.ok && b.ok ? Acc(data[a.off + b.off]) : Acc(0);
+  }
+};
+
+// Image elements: plane row h = a.h + b.h, column w = a.w + b.w, zero outside [rows) x [cols).
+// With sh/sw > 1 (backward-input of a strided conv) (h, w) is first divided by the stride and is
+// zero unless it divides exactly: that output position never read this input.
+template <class T> struct PlaneGather {
+  const T* data;
+  int rows, cols, sh, sw;
+  template <class Acc> __device__ __forceinline__ Acc at(const Tap& a, const Tap& b) const {
+    int h = a.h + b.h, w = a.w + b.w;
+    if (!(a.ok && b.ok)) return Acc(0);
+    if (sh != 1) {
+      if (h < 0 || h % sh != 0) return Acc(0);
+      h /= sh;
+    }
+    if (sw != 1) {
+      if (w < 0 || w % sw != 0) return Acc(0);
+      w /= sw;
+    }
+    if (unsigned(h) >= unsigned(rows) || unsigned(w) >= unsigned(cols)) return Acc(0);
+    return Acc(data[a.off + b.off + int64_t(h) * cols + w]);
+  }
+};
+
+// ---- the three passes -------------------------------------------------------------------------
+// Each provides a_m / a_k (the two taps of A), b_k / b_n (of B), c_n (the n part of C's address,
+// hoisted out of the epilogue's row loop) and store. Bounds (m < M, n < N, k < K) are the
+// kernel's business; these only compute offsets.
+
+// out[img][g*Og + m][p] = sum_k weight[g*Og + m][k] * x-tap(k, n) + bias[g*Og + m]
+template <class T> struct Forward {
+  using Acc = compute_t<T>;
+  ConvShape s;
+  DenseGather<T> a;  // weight [O, R]
+  PlaneGather<T> b;  // x
+  const T* bias;     // [O] or nullptr
+  T* out;
+
+  __device__ Tap a_m(int g, int m) const { return {int64_t(g * s.Og + m) * s.R, 0, 0, true}; }
+  __device__ Tap a_k(int, int k) const { return {k, 0, 0, true}; }
+  __device__ Tap b_k(int, int k) const {  // k = (c, i, j)
+    const int c = k / s.khw, t = k - c * s.khw, i = t / s.kw, j = t - i * s.kw;
+    return {int64_t(c) * s.HW, i * s.dh, j * s.dw, true};
+  }
+  __device__ Tap b_n(int g, int n) const {  // n = (img, oh, ow)
+    const int img = n / s.P, p = n - img * s.P, oh = p / s.Wo, ow = p - oh * s.Wo;
+    return {(int64_t(img) * s.C + g * s.Cg) * s.HW, oh * s.sh - s.ph, ow * s.sw - s.pw, true};
+  }
+  __device__ int64_t c_n(int n) const {
+    const int img = n / s.P;
+    return int64_t(img) * s.O * s.P + (n - img * s.P);
+  }
+  __device__ void store(int g, int m, int64_t cn, Acc v, int) const {
+    const int o = g * s.Og + m;
+    if (bias) v += Acc(bias[o]);
+    out[cn + int64_t(o) * s.P] = T(v);
+  }
+};
+
+// grad_x[img][g*Cg + m][ih][iw] = sum_{o,i,j} weight[g*Og + o][m][i][j] * grad_out-tap
+template <class T> struct BackwardInput {
+  using Acc = compute_t<T>;
+  ConvShape s;
+  DenseGather<T> a;  // weight, read as [Cg, Og * kh * kw] per group
+  PlaneGather<T> b;  // grad_out, with the stride check
+  T* grad_x;
+
+  __device__ Tap a_m(int, int m) const { return {int64_t(m) * s.khw, 0, 0, true}; }
+  __device__ Tap a_k(int g, int k) const {  // k = (o, t = i * kw + j)
+    const int o = k / s.khw, t = k - o * s.khw;
+    return {int64_t(g * s.Og + o) * s.R + t, 0, 0, true};
+  }
+  __device__ Tap b_k(int, int k) const {
+    const int o = k / s.khw, t = k - o * s.khw, i = t / s.kw, j = t - i * s.kw;
+    return {int64_t(o) * s.P, -i * s.dh, -j * s.dw, true};
+  }
+  __device__ Tap b_n(int g, int n) const {  // n = (img, ih, iw)
+    const int img = n / s.HW, q = n - img * s.HW, ih = q / s.W, iw = q - ih * s.W;
+    return {(int64_t(img) * s.O + g * s.Og) * s.P, ih + s.ph, iw + s.pw, true};
+  }
+  __device__ int64_t c_n(int n) const {
+    const int img = n / s.HW;
+    return int64_t(img) * s.C * s.HW + (n - img * s.HW);
+  }
+  __device__ void store(int g, int m, int64_t cn, Acc v, int) const {
+    grad_x[cn + int64_t(g * s.Cg + m) * s.HW] = T(v);
+  }
+};
+
+// partial[split][g*Og + m][n] = sum over this split's k of grad_out-tap * x-tap
+template <class T> struct BackwardWeight {
+  using Acc = compute_t<T>;
+  ConvShape s;
+  DenseGather<T> a;  // grad_out, read as [Og, N * Ho * Wo] per group
+  PlaneGather<T> b;  // x
+  Acc* partial;      // [splits, O, R]
+
+  __device__ Tap a_m(int g, int m) const { return {int64_t(g * s.Og + m) * s.P, 0, 0, true}; }
+  __device__ Tap a_k(int, int k) const {  // k = (img, p)
+    const int img = k / s.P;
+    return {int64_t(img) * s.O * s.P + (k - img * s.P), 0, 0, true};
+  }
+  __device__ Tap b_k(int, int k) const {  // k = (img, oh, ow)
+    const int img = k / s.P, p = k - img * s.P, oh = p / s.Wo, ow = p - oh * s.Wo;
+    return {int64_t(img) * s.C * s.HW, oh * s.sh - s.ph, ow * s.sw - s.pw, true};
+  }
+  __device__ Tap b_n(int g, int n) const {  // n = (c, i, j)
+    const int c = n / s.khw, t = n - c * s.khw, i = t / s.kw, j = t - i * s.kw;
+    return {int64_t(g * s.Cg + c) * s.HW, i * s.dh, j * s.dw, true};
+  }
+  __device__ int64_t c_n(int n) const { return n; }
+  __device__ void store(int g, int m, int64_t cn, Acc v, int split) const {
+    partial[(int64_t(split) * s.O + g * s.Og + m) * s.R + cn] = v;
+  }
+};
+
+// ---- the kernel ---------------------------------------------------------------------------------
+constexpr int kThreads = 256, kBN = 128, kBK = 8;
+
+// One BM x 128 tile of C for group blockIdx.y over k in [blockIdx.z * k_chunk, + k_chunk).
+//   M, N, K: the per-group GEMM sizes.
+// Load mapping (per tile): thread tid loads A elements (m = tid / 8 + 32 v, k = tid % 8) and B
+// elements (k = tid / 32, n = tid % 32 + 32 v): one k each, so one k-tap per operand per tile,
+// and a warp's 32 B loads are 32 consecutive n (consecutive output pixels: coalesced).
+template <class Pass, int BM>
+__global__ void __launch_bounds__(kThreads) conv_gemm(Pass pass, int M, int N, int K, int k_chunk) {
+  using Acc = typename Pass::Acc;
+  constexpr int BN = kBN, BK = kBK, TM = BM / 8, TN = 4;
+  constexpr int kALoads = BM * BK >= kThreads ? BM * BK / kThreads : 1;  // A elements per thread
+  constexpr int kBLoads = BN * BK / kThreads;                            // = 4
+  // 16-byte aligned rows, so a thread's TM (TN) consecutive values come in one vector load.
+  __shared__ __align__(16) Acc as[BK][BM + 4];  // as[kk][m]; padded: transposing stores miss
+  __shared__ __align__(16) Acc bs[BK][BN];      // bs[kk][n]     each other's banks
+
+  const int tid = int(threadIdx.x), g = int(blockIdx.y);
+  const int tiles_n = (N + BN - 1) / BN;
+  const int m0 = int(blockIdx.x) / tiles_n * BM, n0 = int(blockIdx.x) % tiles_n * BN;
+  const int k_begin = int(blockIdx.z) * k_chunk, k_end = min(K, k_begin + k_chunk);
+
+  // The m- and n-taps of this thread's loads, fixed for the whole K loop.
+  const int a_kk = tid % BK, b_kk = tid / 32;
+  Tap am[kALoads], bn[kBLoads];
+#pragma unroll
+  for (int v = 0; v < kALoads; ++v) {
+    const int ml = tid / BK + v * (kThreads / BK);
+    am[v] = pass.a_m(g, m0 + ml);
+    am[v].ok = ml < BM && m0 + ml < M;
+  }
+#pragma unroll
+  for (int v = 0; v < kBLoads; ++v) {
+    const int nl = tid % 32 + 32 * v;
+    bn[v] = pass.b_n(g, n0 + nl);
+    bn[v].ok = n0 + nl < N;
+  }
+
+  Acc ra[kALoads], rb[kBLoads];  // the next tile, staged in registers
+  auto load = [&](int k0) {
+    Tap ak = pass.a_k(g, k0 + a_kk);
+    ak.ok = k0 + a_kk < k_end;
+#pragma unroll
+    for (int v = 0; v < kALoads; ++v) ra[v] = pass.a.template at<Acc>(am[v], ak);
+    Tap bk = pass.b_k(g, k0 + b_kk);
+    bk.ok = k0 + b_kk < k_end;
+#pragma unroll
+    for (int v = 0; v < kBLoads; ++v) rb[v] = pass.b.template at<Acc>(bk, bn[v]);
+  };
+
+  const int tm = tid / 32, tn = tid % 32;
+  Acc acc[TM][TN] = {};
+  if (k_begin < k_end) load(k_begin);
+  for (int k0 = k_begin; k0 < k_end; k0 += BK) {
+    __syncthreads();  // everyone is done reading the previous tile
+#pragma unroll
+    for (int v = 0; v < kALoads; ++v) {
+      const int ml = tid / BK + v * (kThreads / BK);
+      if (ml < BM) as[a_kk][ml] = ra[v];
+    }
+#pragma unroll
+    for (int v = 0; v < kBLoads; ++v) bs[b_kk][tid % 32 + 32 * v] = rb[v];
+    __syncthreads();
+    if (k0 + BK < k_end) load(k0 + BK);  // in flight during the math below
+#pragma unroll
+    for (int kk = 0; kk < BK; ++kk) {
+      Acc a[TM], b[TN];
+#pragma unroll
+      for (int i = 0; i < TM; ++i) a[i] = as[kk][tm * TM + i];  // a broadcast within the warp
+#pragma unroll
+      for (int j = 0; j < TN; ++j) b[j] = bs[kk][tn * TN + j];
+#pragma unroll
+      for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i][j] += a[i] * b[j];
+    }
+  }
+
+#pragma unroll
+  for (int j = 0; j < TN; ++j) {
+    const int n = n0 + tn * TN + j;
+    if (n >= N) continue;
+    const int64_t cn = pass.c_n(n);
+#pragma unroll
+    for (int i = 0; i < TM; ++i) {
+      const int m = m0 + tm * TM + i;
+      if (m < M) pass.store(g, m, cn, acc[i][j], int(blockIdx.z));
+    }
+  }
+}
+
+// grad_w[i] = sum over splits of partial[split][i], i < count.
+template <class T, class Acc>
+__global__ void sum_splits(const Acc* partial, int splits, int64_t count, T* grad_w) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    Acc sum = 0;
+    for (int s = 0; s < splits; ++s) sum += partial[s * count + i];
+    grad_w[i] = T(sum);
+  }
+}
+
+// Launches conv_gemm for `pass` with the smallest BM that covers M. Grid: tiles x groups x
+// splits; k_chunk a multiple of kBK. The caller checks the launch.
+template <class Pass>
+void launch_conv_gemm(const Pass& pass, int M, int N, int K, int groups, int splits, int k_chunk,
+                      cudaStream_t stream) {
+  auto launch = [&](auto bm) {
+    constexpr int BM = decltype(bm)::value;
+    const int64_t tiles = int64_t((M + BM - 1) / BM) * ((N + kBN - 1) / kBN);
+    conv_gemm<Pass, BM>
+        <<<dim3(unsigned(tiles), unsigned(groups), unsigned(splits)), kThreads, 0, stream>>>(
+            pass, M, N, K, k_chunk);
+  };
+  if (M <= 16) launch(std::integral_constant<int, 16>{});
+  else if (M <= 32) launch(std::integral_constant<int, 32>{});
+  else launch(std::integral_constant<int, 64>{});
+}
+
+}  // namespace ember::cuda::conv
