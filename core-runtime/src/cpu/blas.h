@@ -2,6 +2,7 @@
 // Every BLAS (OpenBLAS, MKL, the reference one) exports these, so no cblas.h is needed; the
 // build links BLAS::BLAS.
 #pragma once
+#include <algorithm>
 #include <climits>
 #include <cstddef>
 #include <cstdint>
@@ -19,9 +20,32 @@ void sgemm_(const char* trans_a, const char* trans_b, const int* m, const int* n
 void dgemm_(const char* trans_a, const char* trans_b, const int* m, const int* n, const int* k,
             const double* alpha, const double* a, const int* lda, const double* b, const int* ldb,
             const double* beta, double* c, const int* ldc, size_t trans_a_len, size_t trans_b_len);
+
+// OpenBLAS-only thread controls, declared weak: null when the BLAS linked is another one.
+void openblas_set_num_threads(int threads) __attribute__((weak));
+int openblas_get_num_threads() __attribute__((weak));
 }
 
 namespace ember::cpu {
+
+// OpenBLAS (pthreads build) threads every large GEMM with a pool of its own. Inside Ember's
+// parallel loops, which already keep every core busy with one GEMM per thread, that second pool
+// would only oversubscribe the cores; such loops hold this guard, which makes OpenBLAS
+// single-threaded until it goes out of scope. With other BLAS libraries it does nothing.
+class BlasSingleThreaded {
+ public:
+  BlasSingleThreaded() : saved_(openblas_get_num_threads ? openblas_get_num_threads() : 1) {
+    if (saved_ > 1) openblas_set_num_threads(1);
+  }
+  ~BlasSingleThreaded() {
+    if (saved_ > 1) openblas_set_num_threads(saved_);
+  }
+  BlasSingleThreaded(const BlasSingleThreaded&) = delete;
+  BlasSingleThreaded& operator=(const BlasSingleThreaded&) = delete;
+
+ private:
+  int saved_;
+};
 
 // BLAS takes 32-bit sizes.
 inline int blas_int(int64_t v) {
@@ -39,6 +63,12 @@ inline int blas_int(int64_t v) {
 template <class T>
 void gemm_row_major(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a,
                     int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {  // an empty sum: BLAS would reject the leading dims of the empty operands
+    if (beta == T(0))
+      for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, T(0));
+    return;
+  }
   const char ta = trans_b ? 'T' : 'N', tb = trans_a ? 'T' : 'N';
   const int M = blas_int(n), N = blas_int(m), K = blas_int(k);
   const int LDA = blas_int(ldb), LDB = blas_int(lda), LDC = blas_int(ldc);

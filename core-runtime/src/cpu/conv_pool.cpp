@@ -1,4 +1,453 @@
-// conv_pool.cpp — CPU kernels of the conv_pool family (being written).
+// conv_pool.cpp — CPU kernels of conv2d and pooling.
+//   conv2d:  im2col (cpu/im2col.h) + one BLAS GEMM per (image, group); images are spread over
+//            threads, each with its own column buffer. float16/bfloat16 run in float32.
+//   pooling: direct loops over each window; (image, channel) planes are spread over threads.
+#include <atomic>
+#include <cmath>
+#include <limits>
+#include <mutex>
+#include <vector>
+
+#include "convert.h"
+#include "cpu/blas.h"
+#include "cpu/im2col.h"
+#include "cpu/parallel.h"
+#include "ops/conv_pool_kernels.h"
+
 namespace ember::cpu {
-void register_conv_pool() {}
+namespace {
+
+// ---- convolution --------------------------------------------------------------------------
+
+// Sizes of a convolution x: [N, C, H, W] * weight: [O, C / groups, kh, kw] -> [N, O, Ho, Wo].
+struct ConvDims {
+  int64_t N, C, H, W, O, kh, kw, Ho, Wo, groups;
+  ConvDims(const Shape& x, const Shape& w, const Shape& out, int64_t g)
+      : N(x[0]),
+        C(x[1]),
+        H(x[2]),
+        W(x[3]),
+        O(w[0]),
+        kh(w[2]),
+        kw(w[3]),
+        Ho(out[2]),
+        Wo(out[3]),
+        groups(g) {}
+  int64_t Cg() const { return C / groups; }     // input channels per group
+  int64_t Og() const { return O / groups; }     // output channels per group
+  int64_t K() const { return Cg() * kh * kw; }  // rows of im2col = GEMM inner size
+  int64_t P() const { return Ho * Wo; }         // output positions = columns of im2col
+  ConvSlice slice() const { return {Cg(), H, W, kh, kw, Ho, Wo}; }
+  int64_t x_offset(int64_t n, int64_t g) const { return (n * C + g * Cg()) * H * W; }
+  int64_t out_offset(int64_t n, int64_t g) const { return (n * O + g * Og()) * P(); }
+};
+
+// A 1x1 kernel with stride 1 and no padding reads x as it is: x's [Cg, H * W] slice is already
+// the im2col matrix, so no copy is made.
+bool is_pointwise(const ConvDims& d, const Conv2dParams& p) {
+  return d.kh == 1 && d.kw == 1 && p.stride_h == 1 && p.stride_w == 1 && p.pad_h == 0 &&
+         p.pad_w == 0;
+}
+
+// Calls fn(begin, end) on ranges of the N images. With at least one image per thread the
+// images are spread over threads, each running its GEMMs single-threaded; with fewer (a single
+// image, say) they run in turn and BLAS threads each GEMM.
+template <class Fn> void over_images(const ConvDims& d, Fn&& fn) {
+  if (d.N >= num_threads()) {
+    BlasSingleThreaded one_gemm_per_thread;
+    parallel_for(d.N, d.O * d.K() * d.P(), fn);
+  } else {
+    fn(int64_t(0), d.N);
+  }
+}
+
+template <class T>
+void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& out,
+                    const Conv2dParams& p) {
+  const ConvDims d(x.shape(), w.shape(), out.shape(), p.groups);
+  const bool pointwise = is_pointwise(d, p);
+  const T* px = x.data<T>();
+  const T* pw = w.data<T>();
+  const T* pb = bias.defined() ? bias.data<T>() : nullptr;
+  T* po = out.data<T>();
+  over_images(d, [&](int64_t begin, int64_t end) {
+    std::vector<T> col(pointwise ? 0 : size_t(d.K() * d.P()));
+    for (int64_t n = begin; n < end; ++n)
+      for (int64_t g = 0; g < d.groups; ++g) {
+        T* og = po + d.out_offset(n, g);  // [Og, P]
+        if (pb)                           // the bias goes in first; the GEMM adds onto it
+          for (int64_t o = 0; o < d.Og(); ++o)
+            std::fill(og + o * d.P(), og + (o + 1) * d.P(), pb[g * d.Og() + o]);
+        const T* cols = px + d.x_offset(n, g);  // [K, P]
+        if (!pointwise) {
+          im2col(d.slice(), p, cols, col.data());
+          cols = col.data();
+        }
+        // og [Og, P] (+)= weight_g [Og, K] @ cols [K, P]
+        gemm_row_major<T>(false, false, d.Og(), d.P(), d.K(), pw + g * d.Og() * d.K(), d.K(), cols,
+                          d.P(), pb ? T(1) : T(0), og, d.P());
+      }
+  });
+}
+
+template <class T>
+void conv2d_grad_input(const Tensor& grad_out, const Tensor& w, Tensor& grad_x,
+                       const Conv2dParams& p) {
+  const ConvDims d(grad_x.shape(), w.shape(), grad_out.shape(), p.groups);
+  const bool pointwise = is_pointwise(d, p);
+  const T* pg = grad_out.data<T>();
+  const T* pw = w.data<T>();
+  T* px = grad_x.data<T>();
+  over_images(d, [&](int64_t begin, int64_t end) {
+    std::vector<T> col(pointwise ? 0 : size_t(d.K() * d.P()));
+    for (int64_t n = begin; n < end; ++n) {
+      if (!pointwise) std::fill(px + d.x_offset(n, 0), px + d.x_offset(n + 1, 0), T(0));
+      for (int64_t g = 0; g < d.groups; ++g) {
+        T* gx = px + d.x_offset(n, g);  // [Cg, H, W]
+        T* cols = pointwise ? gx : col.data();
+        // cols [K, P] = weight_g^T [K, Og] @ grad_out_g [Og, P]
+        gemm_row_major<T>(true, false, d.K(), d.P(), d.Og(), pw + g * d.Og() * d.K(), d.K(),
+                          pg + d.out_offset(n, g), d.P(), T(0), cols, d.P());
+        if (!pointwise) col2im_add(d.slice(), p, cols, gx);
+      }
+    }
+  });
+}
+
+template <class T>
+void conv2d_grad_weight(const Tensor& grad_out, const Tensor& x, Tensor& grad_w,
+                        const Conv2dParams& p) {
+  const ConvDims d(x.shape(), grad_w.shape(), grad_out.shape(), p.groups);
+  const bool pointwise = is_pointwise(d, p);
+  const T* pg = grad_out.data<T>();
+  const T* px = x.data<T>();
+  T* pw = grad_w.data<T>();
+  std::fill(pw, pw + grad_w.numel(), T(0));
+  std::mutex add_to_grad_w;
+  // Each thread sums its images' contributions in its own buffer, then adds that to grad_w.
+  over_images(d, [&](int64_t begin, int64_t end) {
+    std::vector<T> col(pointwise ? 0 : size_t(d.K() * d.P()));
+    std::vector<T> acc(size_t(grad_w.numel()), T(0));
+    for (int64_t n = begin; n < end; ++n)
+      for (int64_t g = 0; g < d.groups; ++g) {
+        const T* cols = px + d.x_offset(n, g);  // [K, P]
+        if (!pointwise) {
+          im2col(d.slice(), p, cols, col.data());
+          cols = col.data();
+        }
+        // acc_g [Og, K] += grad_out_g [Og, P] @ cols^T [P, K]
+        gemm_row_major<T>(false, true, d.Og(), d.K(), d.P(), pg + d.out_offset(n, g), d.P(), cols,
+                          d.P(), T(1), acc.data() + g * d.Og() * d.K(), d.K());
+      }
+    std::lock_guard<std::mutex> lock(add_to_grad_w);
+    for (size_t i = 0; i < acc.size(); ++i) pw[i] += acc[i];
+  });
+}
+
+// grad_out: [N, O, Ho, Wo] -> grad_bias: [O], summed in double.
+template <class T> void conv2d_grad_bias(const Tensor& grad_out, Tensor& grad_bias) {
+  const int64_t N = grad_out.size(0), O = grad_out.size(1);
+  const int64_t P = grad_out.size(2) * grad_out.size(3);
+  const T* pg = grad_out.data<T>();
+  T* pb = grad_bias.data<T>();
+  // kLanes independent partial sums: one running sum would chain every add to the previous one
+  // (the compiler may not reorder floating-point adds), these vectorise.
+  constexpr int64_t kLanes = 8;
+  parallel_for(O, N * P, [&](int64_t begin, int64_t end) {
+    for (int64_t o = begin; o < end; ++o) {
+      double lanes[kLanes] = {};
+      for (int64_t n = 0; n < N; ++n) {
+        const T* row = pg + (n * O + o) * P;
+        int64_t q = 0;
+        for (; q + kLanes <= P; q += kLanes)
+          for (int64_t l = 0; l < kLanes; ++l) lanes[l] += convert<double>(row[q + l]);
+        for (; q < P; ++q) lanes[0] += convert<double>(row[q]);
+      }
+      double sum = 0;
+      for (double v : lanes) sum += v;
+      pb[o] = convert<T>(sum);
+    }
+  });
+}
+
+bool is_half(DType t) { return t == DType::Float16 || t == DType::BFloat16; }
+Tensor to_float32(const Tensor& t) { return t.defined() ? t.to(DType::Float32) : t; }
+
+// float16/bfloat16: BLAS has no half GEMM, so these run in float32 and round the result once.
+void conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& out,
+            const Conv2dParams& p) {
+  if (is_half(out.dtype())) {
+    Tensor out32 = Tensor::empty(out.shape(), DType::Float32);
+    conv2d_forward<float>(to_float32(x), to_float32(w), to_float32(bias), out32, p);
+    out.copy_(out32);
+  } else if (out.dtype() == DType::Float32) {
+    conv2d_forward<float>(x, w, bias, out, p);
+  } else {
+    conv2d_forward<double>(x, w, bias, out, p);
+  }
+}
+
+void conv2d_backward_input(const Tensor& grad_out, const Tensor& w, Tensor& grad_x,
+                           const Conv2dParams& p) {
+  if (is_half(grad_x.dtype())) {
+    Tensor gx32 = Tensor::empty(grad_x.shape(), DType::Float32);
+    conv2d_grad_input<float>(to_float32(grad_out), to_float32(w), gx32, p);
+    grad_x.copy_(gx32);
+  } else if (grad_x.dtype() == DType::Float32) {
+    conv2d_grad_input<float>(grad_out, w, grad_x, p);
+  } else {
+    conv2d_grad_input<double>(grad_out, w, grad_x, p);
+  }
+}
+
+void conv2d_backward_weight(const Tensor& grad_out, const Tensor& x, Tensor& grad_w,
+                            const Conv2dParams& p) {
+  if (is_half(grad_w.dtype())) {
+    Tensor gw32 = Tensor::empty(grad_w.shape(), DType::Float32);
+    conv2d_grad_weight<float>(to_float32(grad_out), to_float32(x), gw32, p);
+    grad_w.copy_(gw32);
+  } else if (grad_w.dtype() == DType::Float32) {
+    conv2d_grad_weight<float>(grad_out, x, grad_w, p);
+  } else {
+    conv2d_grad_weight<double>(grad_out, x, grad_w, p);
+  }
+}
+
+void conv2d_backward_bias(const Tensor& grad_out, Tensor& grad_bias) {
+  dispatch_floating(grad_out.dtype(), "conv2d_backward_bias", [&](auto tag) {
+    conv2d_grad_bias<typename decltype(tag)::type>(grad_out, grad_bias);
+  });
+}
+
+// ---- pooling ------------------------------------------------------------------------------
+
+// Sizes of a pooling x: [N, C, H, W] -> [N, C, Ho, Wo], as planes of H x W -> Ho x Wo.
+struct PoolDims {
+  int64_t planes, H, W, Ho, Wo;
+  PoolDims(const Shape& x, const Shape& out)
+      : planes(x[0] * x[1]), H(x[2]), W(x[3]), Ho(out[2]), Wo(out[3]) {}
+};
+
+template <class T>
+void max_pool_forward(const Tensor& x, Tensor& out, Tensor& indices, const Pool2dParams& p) {
+  using Acc = compute_t<T>;
+  const PoolDims d(x.shape(), out.shape());
+  const T* px = x.data<T>();
+  T* po = out.data<T>();
+  int64_t* pi = indices.data<int64_t>();
+  parallel_for(d.planes, d.Ho * d.Wo * p.kernel_h * p.kernel_w, [&](int64_t begin, int64_t end) {
+    for (int64_t plane = begin; plane < end; ++plane) {
+      const T* in = px + plane * d.H * d.W;
+      for (int64_t oh = 0; oh < d.Ho; ++oh)
+        for (int64_t ow = 0; ow < d.Wo; ++ow) {
+          const int64_t h0 = oh * p.stride_h - p.pad_h, w0 = ow * p.stride_w - p.pad_w;
+          // A window wholly in the padding (possible with dilation) gives -inf at index -1.
+          Acc best = -std::numeric_limits<Acc>::infinity();
+          int64_t best_at = -1;
+          for (int64_t i = 0; i < p.kernel_h; ++i) {
+            const int64_t ih = h0 + i * p.dilation_h;
+            if (ih < 0 || ih >= d.H) continue;
+            for (int64_t j = 0; j < p.kernel_w; ++j) {
+              const int64_t iw = w0 + j * p.dilation_w;
+              if (iw < 0 || iw >= d.W) continue;
+              const Acc v = convert<Acc>(in[ih * d.W + iw]);
+              // Strictly greater keeps the first of equal values; a NaN always takes over.
+              if (best_at < 0 || v > best || std::isnan(v)) {
+                best = v;
+                best_at = ih * d.W + iw;
+              }
+            }
+          }
+          const int64_t o = (plane * d.Ho + oh) * d.Wo + ow;
+          po[o] = convert<T>(best);
+          pi[o] = best_at;
+        }
+    }
+  });
+}
+
+template <class T>
+void max_pool_backward(const Tensor& grad_out, const Tensor& indices, Tensor& grad_x) {
+  using Acc = compute_t<T>;
+  const PoolDims d(grad_x.shape(), grad_out.shape());
+  const T* pg = grad_out.data<T>();
+  const int64_t* pi = indices.data<int64_t>();
+  T* px = grad_x.data<T>();
+  std::atomic<bool> out_of_range{false};
+  parallel_for(d.planes, d.H * d.W + d.Ho * d.Wo, [&](int64_t begin, int64_t end) {
+    for (int64_t plane = begin; plane < end; ++plane) {
+      T* gx = px + plane * d.H * d.W;
+      std::fill(gx, gx + d.H * d.W, T(0));
+      for (int64_t q = plane * d.Ho * d.Wo; q < (plane + 1) * d.Ho * d.Wo; ++q) {
+        const int64_t at = pi[q];
+        if (at == -1) continue;  // a window wholly in the padding: nothing to route back
+        if (at < 0 || at >= d.H * d.W) {
+          out_of_range = true;
+          continue;
+        }
+        gx[at] = convert<T>(convert<Acc>(gx[at]) + convert<Acc>(pg[q]));
+      }
+    }
+  });
+  if (out_of_range)
+    throw IndexError("max_pool2d_backward",
+                     "indices hold values outside [0, H * W) = [0, " + std::to_string(d.H * d.W) +
+                         ") for input planes of " + std::to_string(d.H) + " x " +
+                         std::to_string(d.W) + "; pass the indices max_pool2d returned");
+}
+
+// Calls fn(hs, he, ws, we, divisor) for the in-bounds rows [hs, he) and columns [ws, we) of
+// avg-pooling window (oh, ow), with the divisor of conv_pool_kernels.h.
+template <class Fn>
+void for_avg_window(const PoolDims& d, const Pool2dParams& p, int64_t oh, int64_t ow, Fn&& fn) {
+  const int64_t h0 = oh * p.stride_h - p.pad_h, w0 = ow * p.stride_w - p.pad_w;
+  const int64_t h1 = std::min(h0 + p.kernel_h, d.H + p.pad_h);
+  const int64_t w1 = std::min(w0 + p.kernel_w, d.W + p.pad_w);
+  const int64_t padded_size = (h1 - h0) * (w1 - w0);
+  const int64_t hs = std::max<int64_t>(h0, 0), he = std::min(h1, d.H);
+  const int64_t ws = std::max<int64_t>(w0, 0), we = std::min(w1, d.W);
+  fn(hs, he, ws, we, p.count_include_pad ? padded_size : (he - hs) * (we - ws));
+}
+
+template <class T> void avg_pool_forward(const Tensor& x, Tensor& out, const Pool2dParams& p) {
+  using Acc = compute_t<T>;
+  const PoolDims d(x.shape(), out.shape());
+  const T* px = x.data<T>();
+  T* po = out.data<T>();
+  parallel_for(d.planes, d.Ho * d.Wo * p.kernel_h * p.kernel_w, [&](int64_t begin, int64_t end) {
+    for (int64_t plane = begin; plane < end; ++plane) {
+      const T* in = px + plane * d.H * d.W;
+      for (int64_t oh = 0; oh < d.Ho; ++oh)
+        for (int64_t ow = 0; ow < d.Wo; ++ow)
+          for_avg_window(d, p, oh, ow,
+                         [&](int64_t hs, int64_t he, int64_t ws, int64_t we, int64_t divisor) {
+                           Acc sum = 0;
+                           for (int64_t ih = hs; ih < he; ++ih)
+                             for (int64_t iw = ws; iw < we; ++iw)
+                               sum += convert<Acc>(in[ih * d.W + iw]);
+                           po[(plane * d.Ho + oh) * d.Wo + ow] = convert<T>(sum / Acc(divisor));
+                         });
+    }
+  });
+}
+
+template <class T>
+void avg_pool_backward(const Tensor& grad_out, Tensor& grad_x, const Pool2dParams& p) {
+  using Acc = compute_t<T>;
+  const PoolDims d(grad_x.shape(), grad_out.shape());
+  const T* pg = grad_out.data<T>();
+  T* px = grad_x.data<T>();
+  parallel_for(d.planes, d.Ho * d.Wo * p.kernel_h * p.kernel_w, [&](int64_t begin, int64_t end) {
+    for (int64_t plane = begin; plane < end; ++plane) {
+      T* gx = px + plane * d.H * d.W;
+      std::fill(gx, gx + d.H * d.W, T(0));
+      for (int64_t oh = 0; oh < d.Ho; ++oh)
+        for (int64_t ow = 0; ow < d.Wo; ++ow)
+          for_avg_window(d, p, oh, ow,
+                         [&](int64_t hs, int64_t he, int64_t ws, int64_t we, int64_t divisor) {
+                           const Acc g =
+                               convert<Acc>(pg[(plane * d.Ho + oh) * d.Wo + ow]) / Acc(divisor);
+                           for (int64_t ih = hs; ih < he; ++ih)
+                             for (int64_t iw = ws; iw < we; ++iw)
+                               gx[ih * d.W + iw] = convert<T>(convert<Acc>(gx[ih * d.W + iw]) + g);
+                         });
+    }
+  });
+}
+
+// Adaptive window of output index i: input [floor(i * in / out), ceil((i + 1) * in / out)).
+int64_t adaptive_start(int64_t i, int64_t in, int64_t out) { return i * in / out; }
+int64_t adaptive_end(int64_t i, int64_t in, int64_t out) { return ((i + 1) * in + out - 1) / out; }
+
+template <class T> void adaptive_avg_forward(const Tensor& x, Tensor& out) {
+  using Acc = compute_t<T>;
+  const PoolDims d(x.shape(), out.shape());
+  const T* px = x.data<T>();
+  T* po = out.data<T>();
+  parallel_for(d.planes, d.H * d.W, [&](int64_t begin, int64_t end) {
+    for (int64_t plane = begin; plane < end; ++plane) {
+      const T* in = px + plane * d.H * d.W;
+      for (int64_t oh = 0; oh < d.Ho; ++oh) {
+        const int64_t hs = adaptive_start(oh, d.H, d.Ho), he = adaptive_end(oh, d.H, d.Ho);
+        for (int64_t ow = 0; ow < d.Wo; ++ow) {
+          const int64_t ws = adaptive_start(ow, d.W, d.Wo), we = adaptive_end(ow, d.W, d.Wo);
+          Acc sum = 0;
+          for (int64_t ih = hs; ih < he; ++ih)
+            for (int64_t iw = ws; iw < we; ++iw) sum += convert<Acc>(in[ih * d.W + iw]);
+          po[(plane * d.Ho + oh) * d.Wo + ow] = convert<T>(sum / Acc((he - hs) * (we - ws)));
+        }
+      }
+    }
+  });
+}
+
+template <class T> void adaptive_avg_backward(const Tensor& grad_out, Tensor& grad_x) {
+  using Acc = compute_t<T>;
+  const PoolDims d(grad_x.shape(), grad_out.shape());
+  const T* pg = grad_out.data<T>();
+  T* px = grad_x.data<T>();
+  parallel_for(d.planes, d.H * d.W, [&](int64_t begin, int64_t end) {
+    for (int64_t plane = begin; plane < end; ++plane) {
+      T* gx = px + plane * d.H * d.W;
+      std::fill(gx, gx + d.H * d.W, T(0));
+      for (int64_t oh = 0; oh < d.Ho; ++oh) {
+        const int64_t hs = adaptive_start(oh, d.H, d.Ho), he = adaptive_end(oh, d.H, d.Ho);
+        for (int64_t ow = 0; ow < d.Wo; ++ow) {
+          const int64_t ws = adaptive_start(ow, d.W, d.Wo), we = adaptive_end(ow, d.W, d.Wo);
+          const Acc g =
+              convert<Acc>(pg[(plane * d.Ho + oh) * d.Wo + ow]) / Acc((he - hs) * (we - ws));
+          for (int64_t ih = hs; ih < he; ++ih)
+            for (int64_t iw = ws; iw < we; ++iw)
+              gx[ih * d.W + iw] = convert<T>(convert<Acc>(gx[ih * d.W + iw]) + g);
+        }
+      }
+    }
+  });
+}
+
+// The pooling kernels run in every floating dtype (half types compute in float).
+void max_pool2d(const Tensor& x, Tensor& out, Tensor& indices, const Pool2dParams& p) {
+  dispatch_floating(x.dtype(), "max_pool2d", [&](auto tag) {
+    max_pool_forward<typename decltype(tag)::type>(x, out, indices, p);
+  });
+}
+void max_pool2d_backward(const Tensor& grad_out, const Tensor& indices, Tensor& grad_x) {
+  dispatch_floating(grad_out.dtype(), "max_pool2d_backward", [&](auto tag) {
+    max_pool_backward<typename decltype(tag)::type>(grad_out, indices, grad_x);
+  });
+}
+void avg_pool2d(const Tensor& x, Tensor& out, const Pool2dParams& p) {
+  dispatch_floating(x.dtype(), "avg_pool2d",
+                    [&](auto tag) { avg_pool_forward<typename decltype(tag)::type>(x, out, p); });
+}
+void avg_pool2d_backward(const Tensor& grad_out, Tensor& grad_x, const Pool2dParams& p) {
+  dispatch_floating(grad_out.dtype(), "avg_pool2d_backward", [&](auto tag) {
+    avg_pool_backward<typename decltype(tag)::type>(grad_out, grad_x, p);
+  });
+}
+void adaptive_avg_pool2d(const Tensor& x, Tensor& out) {
+  dispatch_floating(x.dtype(), "adaptive_avg_pool2d",
+                    [&](auto tag) { adaptive_avg_forward<typename decltype(tag)::type>(x, out); });
+}
+void adaptive_avg_pool2d_backward(const Tensor& grad_out, Tensor& grad_x) {
+  dispatch_floating(grad_out.dtype(), "adaptive_avg_pool2d_backward", [&](auto tag) {
+    adaptive_avg_backward<typename decltype(tag)::type>(grad_out, grad_x);
+  });
+}
+
+}  // namespace
+
+void register_conv_pool() {
+  conv2d_kernel.set(DeviceType::CPU, conv2d);
+  conv2d_backward_input_kernel.set(DeviceType::CPU, conv2d_backward_input);
+  conv2d_backward_weight_kernel.set(DeviceType::CPU, conv2d_backward_weight);
+  conv2d_backward_bias_kernel.set(DeviceType::CPU, conv2d_backward_bias);
+  max_pool2d_kernel.set(DeviceType::CPU, max_pool2d);
+  max_pool2d_backward_kernel.set(DeviceType::CPU, max_pool2d_backward);
+  avg_pool2d_kernel.set(DeviceType::CPU, avg_pool2d);
+  avg_pool2d_backward_kernel.set(DeviceType::CPU, avg_pool2d_backward);
+  adaptive_avg_pool2d_kernel.set(DeviceType::CPU, adaptive_avg_pool2d);
+  adaptive_avg_pool2d_backward_kernel.set(DeviceType::CPU, adaptive_avg_pool2d_backward);
+}
+
 }  // namespace ember::cpu

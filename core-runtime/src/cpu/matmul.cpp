@@ -15,8 +15,7 @@
 namespace ember::cpu {
 namespace {
 
-// OpenBLAS runs a GEMM of fewer multiply-adds than this on one thread, so a batch of such GEMMs
-// is spread over threads here; larger ones run one after another, each threaded by BLAS.
+// OpenBLAS runs a GEMM of fewer multiply-adds than this on one thread.
 constexpr int64_t kSmallGemm = 64 * 64 * 64;
 
 // a: [batch, m, k] ([batch, k, m] with trans_a), b: [batch, k, n] ([batch, n, k] with trans_b),
@@ -25,7 +24,7 @@ template <class T>
 void blas_batched(const Tensor& a, const Tensor& b, Tensor& out, const GemmFlags& f) {
   const int64_t batch = out.size(0), m = out.size(1), n = out.size(2);
   const int64_t k = f.trans_a ? a.size(1) : a.size(2);
-  if (m == 0 || n == 0) return;
+  blas_int(std::max(a.stride(1), b.stride(1)));  // throws here, not inside a parallel loop
   const T* pa = a.data<T>();
   const T* pb = b.data<T>();
   T* pc = out.data<T>();
@@ -34,7 +33,11 @@ void blas_batched(const Tensor& a, const Tensor& b, Tensor& out, const GemmFlags
     gemm_row_major<T>(f.trans_a, f.trans_b, m, n, k, pa + p * a.stride(0), a.stride(1),
                       pb + p * b.stride(0), b.stride(1), beta, pc + p * m * n, n);
   };
-  if (m * n * k < kSmallGemm) {
+  // A batch of small GEMMs, or of enough GEMMs to balance the threads (4 or more per thread), is
+  // spread over threads with one single-threaded GEMM each; otherwise the GEMMs run one after
+  // another and BLAS threads each of them.
+  if (m * n * k < kSmallGemm || batch >= 4 * num_threads()) {
+    BlasSingleThreaded one_gemm_per_thread;
     parallel_for(batch, m * n * k, [&](int64_t begin, int64_t end) {
       for (int64_t p = begin; p < end; ++p) one(p);
     });

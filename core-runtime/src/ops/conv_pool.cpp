@@ -1,0 +1,316 @@
+// conv_pool.cpp — front functions of conv2d and the pooling ops: argument checks, output sizes,
+// then the kernels of conv_pool_kernels.h on contiguous NCHW tensors.
+#include "ember/ops/conv_pool.h"
+
+#include <string>
+
+#include "ops/checks.h"
+#include "ops/conv_pool_kernels.h"
+
+namespace ember {
+namespace {
+
+std::string str(int64_t v) { return std::to_string(v); }
+std::string pair_str(Size2 s) { return "(" + str(s.h) + ", " + str(s.w) + ")"; }
+
+void check_positive(const char* op, const char* what, Size2 s) {
+  if (s.h < 1 || s.w < 1)
+    throw ValueError(op, std::string(what) + " " + pair_str(s) + " must be >= 1 in both dims");
+}
+
+// The tensors every op checks alike: defined, one device, one floating dtype.
+void check_tensors(const char* op, std::initializer_list<Named> args) {
+  check_same_device(op, args);
+  check_floating(op, args);
+  check_same_dtype(op, args);
+}
+
+void check_4d(const char* op, const std::string& who, const char* name, const Shape& s,
+              const char* layout) {
+  if (s.size() != 4)
+    throw ShapeError(op, who + "; " + name + " must be 4-D " + layout +
+                             (s.size() == 3 ? ", for one image use unsqueeze(0)" : ""));
+}
+
+// ---- convolution ----
+
+struct ConvGeometry {
+  Conv2dParams params;
+  Shape out_shape;  // [N, O, Ho, Wo]
+};
+
+// Checks a convolution of an input of x_shape [N, C, H, W] with a weight of w_shape
+// [O, C / groups, kh, kw] and works out its padding and output shape. `who` lists the operands
+// for error messages.
+ConvGeometry conv_geometry(const char* op, const std::string& who, const Shape& x_shape,
+                           const Shape& w_shape, Size2 stride, const Padding2& padding,
+                           Size2 dilation, int64_t groups) {
+  check_4d(op, who, "the input", x_shape, "[N, C, H, W]");
+  check_4d(op, who, "weight", w_shape, "[O, C / groups, kh, kw]");
+  check_positive(op, "stride", stride);
+  check_positive(op, "dilation", dilation);
+  if (groups < 1) throw ValueError(op, "groups (" + str(groups) + ") must be >= 1");
+  const int64_t C = x_shape[1], H = x_shape[2], W = x_shape[3];
+  const int64_t O = w_shape[0], kh = w_shape[2], kw = w_shape[3];
+  if (w_shape[1] * groups != C)
+    throw ShapeError(op, who + "; the input has " + str(C) + " channels but weight expects " +
+                             str(w_shape[1] * groups) + " (weight.shape[1] " + str(w_shape[1]) +
+                             " * groups " + str(groups) +
+                             "); weight must be [O, C / groups, kh, kw]");
+  if (O % groups != 0)
+    throw ShapeError(op, who + "; weight.shape[0] (" + str(O) +
+                             " output channels) must divide "
+                             "by groups (" +
+                             str(groups) + ")");
+  if (kh < 1 || kw < 1) throw ShapeError(op, who + "; the kernel must be at least 1 x 1");
+
+  ConvGeometry g;
+  Conv2dParams& p = g.params;
+  p.stride_h = stride.h;
+  p.stride_w = stride.w;
+  p.dilation_h = dilation.h;
+  p.dilation_w = dilation.w;
+  p.groups = groups;
+  // Extent of the dilated kernel, and the padding on each side.
+  const int64_t span_h = dilation.h * (kh - 1) + 1, span_w = dilation.w * (kw - 1) + 1;
+  int64_t pad_bottom = 0, pad_right = 0;
+  if (padding.mode == "same") {
+    if (stride.h != 1 || stride.w != 1)
+      throw ValueError(op, "padding='same' needs stride 1, got stride " + pair_str(stride) +
+                               "; give the padding as numbers instead");
+    p.pad_h = (span_h - 1) / 2;  // an odd total puts the extra row at the bottom, as PyTorch
+    p.pad_w = (span_w - 1) / 2;
+    pad_bottom = span_h - 1 - p.pad_h;
+    pad_right = span_w - 1 - p.pad_w;
+  } else if (padding.mode == "valid" || padding.mode.empty()) {
+    if (padding.size.h < 0 || padding.size.w < 0)
+      throw ValueError(op, "padding " + pair_str(padding.size) + " must be >= 0");
+    p.pad_h = pad_bottom = padding.size.h;
+    p.pad_w = pad_right = padding.size.w;
+  } else {
+    throw ValueError(op, "padding '" + padding.mode +
+                             "' is not a mode; use numbers, 'same' or "
+                             "'valid'");
+  }
+  const int64_t room_h = H + p.pad_h + pad_bottom, room_w = W + p.pad_w + pad_right;
+  if (span_h > room_h || span_w > room_w)
+    throw ShapeError(op, who + "; the kernel (" + str(span_h) + " x " + str(span_w) +
+                             " with dilation) is larger than the padded input (" + str(room_h) +
+                             " x " + str(room_w) + "); use a smaller kernel or more padding");
+  g.out_shape = {x_shape[0], O, (room_h - span_h) / stride.h + 1, (room_w - span_w) / stride.w + 1};
+  return g;
+}
+
+std::string with_shape(const std::string& who, const char* name, const Shape& s) {
+  return who + ", " + name + " is " + shape_str(s);
+}
+
+// grad_out must be what the forward produced: [N, O, Ho, Wo] from the geometry.
+void check_grad_out(const char* op, const std::string& who, const Tensor& grad_out,
+                    const Shape& expected) {
+  if (grad_out.shape() != expected)
+    throw ShapeError(op, who + "; grad_out must be " + shape_str(expected) +
+                             ", the forward's output shape for these arguments");
+}
+
+// ---- pooling ----
+
+struct PoolGeometry {
+  Pool2dParams params;
+  Shape out_shape;  // [N, C, Ho, Wo]
+};
+
+// Output length of a pooling window sliding over `in` (see conv_pool.h for ceil_mode).
+int64_t pooled_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation,
+                    bool ceil_mode) {
+  const int64_t room = in + 2 * pad - (dilation * (kernel - 1) + 1);
+  int64_t out = (ceil_mode ? (room + stride - 1) / stride : room / stride) + 1;
+  if (ceil_mode && (out - 1) * stride >= in + pad) --out;  // last window starts in the padding
+  return out;
+}
+
+PoolGeometry pool_geometry(const char* op, const std::string& who, const Shape& x_shape,
+                           Size2 kernel, Size2 stride, Size2 padding, Size2 dilation,
+                           bool ceil_mode) {
+  check_4d(op, who, "the input", x_shape, "[N, C, H, W]");
+  if (stride.h == 0 && stride.w == 0) stride = kernel;  // not given: the kernel size
+  check_positive(op, "kernel_size", kernel);
+  check_positive(op, "stride", stride);
+  check_positive(op, "dilation", dilation);
+  if (padding.h < 0 || padding.w < 0 || 2 * padding.h > kernel.h || 2 * padding.w > kernel.w)
+    throw ValueError(op, "padding " + pair_str(padding) +
+                             " must be >= 0 and at most half of "
+                             "kernel_size " +
+                             pair_str(kernel));
+  const int64_t H = x_shape[2], W = x_shape[3];
+  const int64_t span_h = dilation.h * (kernel.h - 1) + 1, span_w = dilation.w * (kernel.w - 1) + 1;
+  if (span_h > H + 2 * padding.h || span_w > W + 2 * padding.w)
+    throw ShapeError(op, who + "; the window (" + str(span_h) + " x " + str(span_w) +
+                             ") is larger than the padded input (" + str(H + 2 * padding.h) +
+                             " x " + str(W + 2 * padding.w) + "); use a smaller kernel_size");
+  PoolGeometry g;
+  g.params = {kernel.h,  kernel.w,   stride.h,   stride.w, padding.h,
+              padding.w, dilation.h, dilation.w, true};
+  g.out_shape = {x_shape[0], x_shape[1],
+                 pooled_size(H, kernel.h, stride.h, padding.h, dilation.h, ceil_mode),
+                 pooled_size(W, kernel.w, stride.w, padding.w, dilation.w, ceil_mode)};
+  return g;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 stride,
+              Padding2 padding, Size2 dilation, int64_t groups) {
+  const char* op = "conv2d";
+  std::string who;
+  if (bias.defined()) {
+    check_tensors(op, {{"x", x}, {"weight", weight}, {"bias", bias}});
+    who = operands({{"x", x}, {"weight", weight}, {"bias", bias}});
+  } else {
+    check_tensors(op, {{"x", x}, {"weight", weight}});
+    who = operands({{"x", x}, {"weight", weight}});
+  }
+  ConvGeometry g =
+      conv_geometry(op, who, x.shape(), weight.shape(), stride, padding, dilation, groups);
+  if (bias.defined() && bias.shape() != Shape{weight.size(0)})
+    throw ShapeError(op, who + "; bias must be [" + str(weight.size(0)) + "] (weight.shape[0])");
+  Tensor out = Tensor::empty(g.out_shape, x.dtype(), x.device());
+  conv2d_kernel(x.device())(x.contiguous(), weight.contiguous(),
+                            bias.defined() ? bias.contiguous() : bias, out, g.params);
+  return out;
+}
+
+Tensor conv2d_backward_input(const Tensor& grad_out, const Tensor& weight, const Shape& input_shape,
+                             Size2 stride, Padding2 padding, Size2 dilation, int64_t groups) {
+  const char* op = "conv2d_backward_input";
+  check_tensors(op, {{"grad_out", grad_out}, {"weight", weight}});
+  const std::string who = with_shape(operands({{"grad_out", grad_out}, {"weight", weight}}),
+                                     "input_shape", input_shape);
+  ConvGeometry g =
+      conv_geometry(op, who, input_shape, weight.shape(), stride, padding, dilation, groups);
+  check_grad_out(op, who, grad_out, g.out_shape);
+  Tensor grad_x = Tensor::empty(input_shape, grad_out.dtype(), grad_out.device());
+  conv2d_backward_input_kernel(grad_out.device())(grad_out.contiguous(), weight.contiguous(),
+                                                  grad_x, g.params);
+  return grad_x;
+}
+
+Tensor conv2d_backward_weight(const Tensor& grad_out, const Tensor& x, const Shape& weight_shape,
+                              Size2 stride, Padding2 padding, Size2 dilation, int64_t groups) {
+  const char* op = "conv2d_backward_weight";
+  check_tensors(op, {{"grad_out", grad_out}, {"x", x}});
+  const std::string who =
+      with_shape(operands({{"grad_out", grad_out}, {"x", x}}), "weight_shape", weight_shape);
+  ConvGeometry g =
+      conv_geometry(op, who, x.shape(), weight_shape, stride, padding, dilation, groups);
+  check_grad_out(op, who, grad_out, g.out_shape);
+  Tensor grad_w = Tensor::empty(weight_shape, grad_out.dtype(), grad_out.device());
+  conv2d_backward_weight_kernel(grad_out.device())(grad_out.contiguous(), x.contiguous(), grad_w,
+                                                   g.params);
+  return grad_w;
+}
+
+Tensor conv2d_backward_bias(const Tensor& grad_out) {
+  const char* op = "conv2d_backward_bias";
+  check_tensors(op, {{"grad_out", grad_out}});
+  check_4d(op, operands({{"grad_out", grad_out}}), "grad_out", grad_out.shape(), "[N, O, Ho, Wo]");
+  Tensor grad_b = Tensor::empty({grad_out.size(1)}, grad_out.dtype(), grad_out.device());
+  conv2d_backward_bias_kernel(grad_out.device())(grad_out.contiguous(), grad_b);
+  return grad_b;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+MaxPoolResult max_pool2d(const Tensor& x, Size2 kernel_size, Size2 stride, Size2 padding,
+                         Size2 dilation, bool ceil_mode) {
+  const char* op = "max_pool2d";
+  check_tensors(op, {{"x", x}});
+  PoolGeometry g = pool_geometry(op, operands({{"x", x}}), x.shape(), kernel_size, stride, padding,
+                                 dilation, ceil_mode);
+  MaxPoolResult r{Tensor::empty(g.out_shape, x.dtype(), x.device()),
+                  Tensor::empty(g.out_shape, DType::Int64, x.device())};
+  max_pool2d_kernel(x.device())(x.contiguous(), r.values, r.indices, g.params);
+  return r;
+}
+
+Tensor max_pool2d_backward(const Tensor& grad_out, const Tensor& indices,
+                           const Shape& input_shape) {
+  const char* op = "max_pool2d_backward";
+  check_same_device(op, {{"grad_out", grad_out}, {"indices", indices}});
+  check_floating(op, {{"grad_out", grad_out}});
+  const std::string who = with_shape(operands({{"grad_out", grad_out}, {"indices", indices}}),
+                                     "input_shape", input_shape);
+  if (indices.dtype() != DType::Int64)
+    throw DTypeError(op, who + "; indices must be int64, as max_pool2d returns them");
+  check_4d(op, who, "input_shape", input_shape, "[N, C, H, W]");
+  if (grad_out.shape() != indices.shape() || grad_out.dim() != 4 ||
+      grad_out.size(0) != input_shape[0] || grad_out.size(1) != input_shape[1])
+    throw ShapeError(op, who +
+                             "; grad_out and indices must both be [N, C, Ho, Wo] with N, C "
+                             "from input_shape");
+  Tensor grad_x = Tensor::empty(input_shape, grad_out.dtype(), grad_out.device());
+  max_pool2d_backward_kernel(grad_out.device())(grad_out.contiguous(), indices.contiguous(),
+                                                grad_x);
+  return grad_x;
+}
+
+Tensor avg_pool2d(const Tensor& x, Size2 kernel_size, Size2 stride, Size2 padding, bool ceil_mode,
+                  bool count_include_pad) {
+  const char* op = "avg_pool2d";
+  check_tensors(op, {{"x", x}});
+  PoolGeometry g = pool_geometry(op, operands({{"x", x}}), x.shape(), kernel_size, stride, padding,
+                                 1, ceil_mode);
+  g.params.count_include_pad = count_include_pad;
+  Tensor out = Tensor::empty(g.out_shape, x.dtype(), x.device());
+  avg_pool2d_kernel(x.device())(x.contiguous(), out, g.params);
+  return out;
+}
+
+Tensor avg_pool2d_backward(const Tensor& grad_out, const Shape& input_shape, Size2 kernel_size,
+                           Size2 stride, Size2 padding, bool ceil_mode, bool count_include_pad) {
+  const char* op = "avg_pool2d_backward";
+  check_tensors(op, {{"grad_out", grad_out}});
+  const std::string who =
+      with_shape(operands({{"grad_out", grad_out}}), "input_shape", input_shape);
+  PoolGeometry g = pool_geometry(op, who, input_shape, kernel_size, stride, padding, 1, ceil_mode);
+  g.params.count_include_pad = count_include_pad;
+  check_grad_out(op, who, grad_out, g.out_shape);
+  Tensor grad_x = Tensor::empty(input_shape, grad_out.dtype(), grad_out.device());
+  avg_pool2d_backward_kernel(grad_out.device())(grad_out.contiguous(), grad_x, g.params);
+  return grad_x;
+}
+
+Tensor adaptive_avg_pool2d(const Tensor& x, Size2 output_size) {
+  const char* op = "adaptive_avg_pool2d";
+  check_tensors(op, {{"x", x}});
+  const std::string who = operands({{"x", x}});
+  check_4d(op, who, "x", x.shape(), "[N, C, H, W]");
+  check_positive(op, "output_size", output_size);
+  if (x.size(2) < 1 || x.size(3) < 1)
+    throw ShapeError(op, who + "; H and W must be >= 1, there is nothing to average");
+  Tensor out =
+      Tensor::empty({x.size(0), x.size(1), output_size.h, output_size.w}, x.dtype(), x.device());
+  adaptive_avg_pool2d_kernel(x.device())(x.contiguous(), out);
+  return out;
+}
+
+Tensor adaptive_avg_pool2d_backward(const Tensor& grad_out, const Shape& input_shape) {
+  const char* op = "adaptive_avg_pool2d_backward";
+  check_tensors(op, {{"grad_out", grad_out}});
+  const std::string who =
+      with_shape(operands({{"grad_out", grad_out}}), "input_shape", input_shape);
+  check_4d(op, who, "input_shape", input_shape, "[N, C, H, W]");
+  check_4d(op, who, "grad_out", grad_out.shape(), "[N, C, Ho, Wo]");
+  if (grad_out.size(0) != input_shape[0] || grad_out.size(1) != input_shape[1] ||
+      grad_out.size(2) < 1 || grad_out.size(3) < 1 || input_shape[2] < 1 || input_shape[3] < 1)
+    throw ShapeError(op, who +
+                             "; grad_out must be [N, C, Ho, Wo] with N, C from input_shape, "
+                             "and every spatial size >= 1");
+  Tensor grad_x = Tensor::empty(input_shape, grad_out.dtype(), grad_out.device());
+  adaptive_avg_pool2d_backward_kernel(grad_out.device())(grad_out.contiguous(), grad_x);
+  return grad_x;
+}
+
+}  // namespace ember
