@@ -4,11 +4,12 @@
 set -euo pipefail
 
 packages=(
-  cmake ninja-build g++ ccache        # build
-  libopenblas-dev                     # a real, multithreaded BLAS for CPU matmul/conv
-  libgtest-dev                        # C++ tests
-  clang-format                        # lint
-  valgrind                            # instruction-count benchmarks (callgrind)
+  cmake ninja-build g++ ccache            # build
+  git python3 python3-venv python3-dev    # nox and its virtualenvs; Python.h for python-bindings
+  libopenblas-dev                         # a real, multithreaded BLAS for CPU matmul/conv
+  libgtest-dev                            # C++ tests
+  clang-format                            # lint
+  valgrind                                # instruction-count benchmarks (callgrind)
 )
 
 missing=()

@@ -1,0 +1,180 @@
+"""Ember's build and test entry points (https://nox.thea.codes).
+
+  nox -s build    configure, build and install the C++ packages into .install/
+  nox -s tests    every test suite of every package (what CI runs, with lint and asan)
+  nox -s lint     clang-format (C++/CUDA) and ruff (Python), checking only
+  nox -s asan     core-runtime's tests under AddressSanitizer + UBSan (CPU-only build)
+  nox -s demo     the main job: builds Ember and runs the demo program
+
+`nox` alone runs lint, tests and asan. Build trees live in build/, installs in .install/; a
+second run rebuilds only what changed (ninja, and ccache when installed).
+
+The C++ packages are built as an outside user would build them: core-runtime is installed, and
+everything above it (autodiff-engine, python-bindings, the examples) finds that installed copy
+with find_package. CUDA is compiled whenever nvcc is found, for one GPU architecture, so CI
+compiles and links the CUDA sources even on a machine without a GPU. Environment:
+  EMBER_CUDA_ARCHITECTURES=80   the GPU architecture to compile for (default 90: the H200)
+  EMBER_ENABLE_CUDA=0           build for the CPU only, even where nvcc is installed
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).resolve().parent
+BUILD = ROOT / "build"  # every build tree
+PREFIX = ROOT / ".install"  # where `build` installs core-runtime and autodiff-engine
+
+nox.options.sessions = ["lint", "tests", "asan"]
+nox.options.reuse_venv = "yes"  # keep each session's virtualenv between runs
+nox.options.error_on_external_run = True
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def find_nvcc() -> str | None:
+    """nvcc on PATH, or in the CUDA toolkit's usual place; None when CUDA is not installed."""
+    nvcc = shutil.which("nvcc")
+    if nvcc is None and Path("/usr/local/cuda/bin/nvcc").exists():
+        nvcc = "/usr/local/cuda/bin/nvcc"
+    return nvcc
+
+
+def cmake_args(cuda: bool = True, build_type: str = "Release") -> list[str]:
+    """Options every configure gets: the build type, ninja and ccache when present, and the CUDA
+    compiler with one architecture when nvcc is found (cuda=False builds for the CPU only). One
+    set serves every project, so options a project does not use are not warned about."""
+    args = [f"-DCMAKE_BUILD_TYPE={build_type}", "--no-warn-unused-cli"]
+    if shutil.which("ninja"):
+        args += ["-G", "Ninja"]
+    launchers = ["CXX"]
+    nvcc = find_nvcc() if cuda and os.environ.get("EMBER_ENABLE_CUDA", "1") != "0" else None
+    if nvcc:
+        arch = os.environ.get("EMBER_CUDA_ARCHITECTURES", "90")
+        args += [f"-DCMAKE_CUDA_COMPILER={nvcc}", f"-DCMAKE_CUDA_ARCHITECTURES={arch}"]
+        launchers.append("CUDA")
+    else:
+        args.append("-DEMBER_ENABLE_CUDA=OFF")
+    if shutil.which("ccache"):
+        args += [f"-DCMAKE_{lang}_COMPILER_LAUNCHER=ccache" for lang in launchers]
+    return args
+
+
+def cmake_build(session, source: str, build_dir: Path, *options: str,
+                install_to: Path | None = None, prefix_path: Path = PREFIX, **args) -> None:
+    """Configures and builds one CMake project, finding installed packages in prefix_path, and
+    installs it into install_to when given. args go to cmake_args."""
+    session.run("cmake", "-S", str(ROOT / source), "-B", str(build_dir), *cmake_args(**args),
+                f"-DCMAKE_PREFIX_PATH={prefix_path}", *options, external=True)
+    session.run("cmake", "--build", str(build_dir), external=True)
+    if install_to:
+        session.run("cmake", "--install", str(build_dir), "--prefix", str(install_to),
+                    external=True)
+
+
+def install_cpp_packages(session, with_tests: bool) -> None:
+    """core-runtime (shared, CUDA when nvcc is found), then autodiff-engine against it, both
+    installed into PREFIX."""
+    tests = f"-DEMBER_BUILD_TESTS={'ON' if with_tests else 'OFF'}"
+    cmake_build(session, "core-runtime", BUILD / "core", tests, install_to=PREFIX)
+    cmake_build(session, "autodiff-engine", BUILD / "autodiff", tests, install_to=PREFIX)
+
+
+def ctest(session, build_dir: Path, env: dict | None = None) -> None:
+    session.run("ctest", "--test-dir", str(build_dir), "--output-on-failure", "--no-tests=error",
+                "--parallel", str(os.cpu_count() or 2), external=True, env=env)
+
+
+def build_cpp_examples(session, core_prefix: Path, build_dir: Path) -> None:
+    """Builds examples-and-tutorials/cpp against the core-runtime installed in core_prefix."""
+    cmake_build(session, "examples-and-tutorials/cpp", build_dir, prefix_path=core_prefix)
+
+
+def tracked_files(*patterns: str) -> list[str]:
+    """Files git knows of (committed or new, not ignored) that match the patterns."""
+    out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "--",
+                          *patterns], cwd=ROOT, check=True, capture_output=True, text=True)
+    return [f for f in out.stdout.split("\n") if f and (ROOT / f).exists()]
+
+
+# ---------------------------------------------------------------- sessions
+
+
+@nox.session(python=False)
+def build(session):
+    """Builds core-runtime and autodiff-engine with their tests and installs them into .install/."""
+    install_cpp_packages(session, with_tests=True)
+
+
+@nox.session
+def tests(session):
+    """Every test suite of every package, against the installed packages."""
+    install_cpp_packages(session, with_tests=True)
+    ctest(session, BUILD / "core")
+    ctest(session, BUILD / "autodiff")
+
+    # The C++ example is an outside consumer of the installed core-runtime: once against the
+    # shared library built above, once against a static one (which checks that EmberCore's
+    # config finds the static library's own dependencies: OpenMP, BLAS, CUDA).
+    # Each example checks its own results and exits non-zero on a mismatch.
+    build_cpp_examples(session, PREFIX, BUILD / "examples-shared")
+    ctest(session, BUILD / "examples-shared")
+    static_prefix = BUILD / "install-static"
+    cmake_build(session, "core-runtime", BUILD / "core-static", "-DBUILD_SHARED_LIBS=OFF",
+                "-DEMBER_BUILD_TESTS=OFF", install_to=static_prefix)
+    build_cpp_examples(session, static_prefix, BUILD / "examples-static")
+    ctest(session, BUILD / "examples-static")
+
+    # python-bindings, built against .install/ without build isolation, so that the build tree
+    # and ccache are reused from one run to the next.
+    pyproject = nox.project.load_toml(ROOT / "python-bindings/pyproject.toml")
+    session.install(*pyproject["build-system"]["requires"])
+    env = {"CMAKE_PREFIX_PATH": str(PREFIX)}
+    if shutil.which("ccache"):
+        env["CMAKE_CXX_COMPILER_LAUNCHER"] = "ccache"
+    session.install("--no-build-isolation", f"{ROOT / 'python-bindings'}[test]", env=env)
+    session.run("pytest", str(ROOT / "python-bindings/tests"))
+
+    # The benchmark harness's own tests (benchmarks/, helper h6).
+    session.install("-r", str(ROOT / "benchmarks/requirements.txt"))
+    session.run("pytest", str(ROOT / "benchmarks/tests"))
+    # The quick benchmark regression gate goes here once benchmarks/ has a baseline for it.
+
+
+@nox.session
+def lint(session):
+    """Checks formatting (clang-format) and Python (ruff); changes nothing."""
+    session.install("-r", str(ROOT / "ci/requirements-lint.txt"))
+    cpp = tracked_files("*.h", "*.cpp", "*.cu", "*.cuh")
+    session.run("clang-format", "--dry-run", "-Werror", *cpp, external=True)
+    session.run("ruff", "check", str(ROOT))
+
+
+@nox.session(python=False)
+def asan(session):
+    """core-runtime's test suite under AddressSanitizer + UBSan, in a CPU-only debug build."""
+    build_dir = BUILD / "core-asan"
+    cmake_build(session, "core-runtime", build_dir, "-DEMBER_SANITIZE=ON",
+                "-DEMBER_BUILD_TESTS=ON", cuda=False, build_type="Debug")
+    ctest(session, build_dir, env={"ASAN_OPTIONS": "detect_leaks=1:abort_on_error=1",
+                                   "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1"})
+
+
+@nox.session(python=False)
+def demo(session):
+    """The main job. For now: builds Ember and runs the C++ tensor tour against the installed
+    core-runtime; the default training example replaces it when autodiff-engine can train."""
+    install_cpp_packages(session, with_tests=False)
+    build_cpp_examples(session, PREFIX, BUILD / "examples-shared")
+    session.run(str(BUILD / "examples-shared/tensor_tour"), external=True)
+
+
+# ---------------------------------------------------------------- benchmarks (helper h6)
+# bench, bench_compare, bench_plot and bench_baseline sessions go below: they run the harness in
+# benchmarks/ against the core-runtime installed by install_cpp_packages (PREFIX).
