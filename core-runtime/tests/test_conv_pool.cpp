@@ -322,7 +322,7 @@ struct PoolReference {
   std::vector<double> values, indices, grad_x;
 };
 
-// Every window scanned in row-major order; max keeps the first of equal values, a NaN wins.
+// Every window scanned in row-major order; max keeps the first of equal values or the first NaN.
 // With count_include_pad the divisor counts the padding inside [-p, in + p).
 PoolReference reference_pool(const PoolCase& c, const std::vector<double>& x, bool max,
                              bool count_include_pad, const std::vector<double>& gout) {
@@ -349,7 +349,7 @@ PoolReference reference_pool(const PoolCase& c, const std::vector<double>& x, bo
             const double v = x[size_t((pl * H + ih) * W + iw)];
             ++inside;
             sum += v;
-            if (best_at < 0 || v > best || std::isnan(v)) {
+            if (best_at < 0 || (!std::isnan(best) && (std::isnan(v) || v > best))) {
               best = v;
               best_at = ih * W + iw;
             }
@@ -428,12 +428,14 @@ TEST_P(Pool2d, MaxPoolTiesTakeTheFirstAndNaNWins) {
       Tensor::from_vector(std::vector<double>(9, 1.0), {1, 1, 3, 3}).to(device(), DType::Float32),
       2, 1);
   expect_close(cidx, {0, 1, 3, 4}, 0, 0);
-  std::vector<double> v(16, 0.0);
-  v[5] = std::nan("");
-  auto [ny, nidx] = max_pool2d(Tensor::from_vector(v, {1, 1, 4, 4}).to(device()), 2);
+  // A NaN beats a larger value seen before it; of two NaNs the first is kept.
   const double nan = std::nan("");
-  expect_close(ny, {nan, 0, 0, 0}, 0, 0);
-  expect_close(nidx, {5, 2, 8, 10}, 0, 0);
+  std::vector<double> v(16, 0.0);
+  v[0] = 7;
+  v[5] = v[11] = v[14] = nan;
+  auto [ny, nidx] = max_pool2d(Tensor::from_vector(v, {1, 1, 4, 4}).to(device()), 2);
+  expect_close(ny, {nan, 0, 0, nan}, 0, 0);
+  expect_close(nidx, {5, 2, 8, 11}, 0, 0);
 }
 
 TEST_P(Pool2d, AvgPoolMatchesWindowScan) {

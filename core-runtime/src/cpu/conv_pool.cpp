@@ -251,8 +251,8 @@ void max_pool_forward(const Tensor& x, Tensor& out, Tensor& indices, const Pool2
               const int64_t iw = w0 + j * p.dilation_w;
               if (iw < 0 || iw >= d.W) continue;
               const Acc v = convert<Acc>(in[ih * d.W + iw]);
-              // Strictly greater keeps the first of equal values; a NaN always takes over.
-              if (best_at < 0 || v > best || std::isnan(v)) {
+              // The first NaN sticks; otherwise strictly greater keeps the first of equals.
+              if (best_at < 0 || (!std::isnan(best) && (std::isnan(v) || v > best))) {
                 best = v;
                 best_at = ih * d.W + iw;
               }

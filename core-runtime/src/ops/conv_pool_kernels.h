@@ -51,8 +51,8 @@ struct Pool2dParams {
   bool count_include_pad = true;           // avg pooling only, see avg_pool2d in conv_pool.h
 };
 
-// out[n, c, oh, ow] = max over the window's in-bounds positions (NaN wins; on ties the first in
-// row-major order), indices[n, c, oh, ow] = its ih * W + iw.
+// out[n, c, oh, ow] = max over the window's in-bounds positions (the first NaN if there is one;
+// on ties the first in row-major order), indices[n, c, oh, ow] = its ih * W + iw.
 //   x: [N, C, H, W], out and indices (int64): [N, C, Ho, Wo]
 EMBER_KERNEL(max_pool2d_kernel,
              void(const Tensor& x, Tensor& out, Tensor& indices, const Pool2dParams& p));

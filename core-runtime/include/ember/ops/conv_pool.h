@@ -72,7 +72,7 @@ struct MaxPoolResult {
 };
 
 // Window maximum; padding counts as -infinity. With ties the first (row-major) position wins;
-// NaN propagates.
+// NaN propagates (the index is that of the window's first NaN).
 MaxPoolResult max_pool2d(const Tensor& x, Size2 kernel_size, Size2 stride = {}, Size2 padding = 0,
                          Size2 dilation = 1, bool ceil_mode = false);
 
