@@ -1,0 +1,77 @@
+"""Batch norm (training mode) and layer norm, forward + backward, float32.
+
+The NumPy reference is the textbook formulas written as NumPy expressions; PyTorch's is
+F.batch_norm / F.layer_norm with autograd."""
+
+from harness.case import KernelCase
+
+EPS = 1e-5
+
+
+def norm_fwd_bwd_numpy(np, x, weight, bias, grad_out, axes, shape):
+    """y = xhat * weight + bias with xhat = (x - mean) * invstd over `axes`, and the gradients of
+    x, weight and bias; weight and bias broadcast as `shape`."""
+    w, b = weight.reshape(shape), bias.reshape(shape)
+    weight_axes = tuple(a for a in range(x.ndim) if shape[a] == 1)
+
+    def step():
+        invstd = 1 / np.sqrt(x.var(axes, keepdims=True) + EPS)
+        xhat = (x - x.mean(axes, keepdims=True)) * invstd
+        y = xhat * w + b
+        g = grad_out * w
+        grad_x = (g - g.mean(axes, keepdims=True) - xhat * (g * xhat).mean(axes, keepdims=True))
+        return y, grad_x * invstd, (grad_out * xhat).sum(weight_axes), grad_out.sum(weight_axes)
+
+    return step
+
+
+def batch_norm_numpy(r, p):
+    x = r.uniform(p["n"], p["c"], p["h"], p["w"])
+    return norm_fwd_bwd_numpy(r.xp, x, r.uniform(p["c"]), r.uniform(p["c"]), r.uniform(*x.shape),
+                              (0, 2, 3), (1, p["c"], 1, 1))
+
+
+def batch_norm_torch(r, p):
+    torch, c = r.xp, p["c"]
+    x, weight, bias = (t.requires_grad_() for t in
+                       (r.uniform(p["n"], c, p["h"], p["w"]), r.uniform(c), r.uniform(c)))
+    running_mean, running_var, grad_out = r.uniform(c), r.uniform(c).abs(), r.uniform(*x.shape)
+
+    def step():
+        torch.nn.functional.batch_norm(x, running_mean, running_var, weight, bias,
+                                       training=True, eps=EPS).backward(grad_out)
+        x.grad = weight.grad = bias.grad = None
+
+    return step
+
+
+def layer_norm_numpy(r, p):
+    x = r.uniform(p["rows"], p["cols"])
+    return norm_fwd_bwd_numpy(r.xp, x, r.uniform(p["cols"]), r.uniform(p["cols"]),
+                              r.uniform(*x.shape), (1,), (1, p["cols"]))
+
+
+def layer_norm_torch(r, p):
+    torch, cols = r.xp, p["cols"]
+    x, weight, bias = (t.requires_grad_() for t in
+                       (r.uniform(p["rows"], cols), r.uniform(cols), r.uniform(cols)))
+    grad_out = r.uniform(*x.shape)
+
+    def step():
+        torch.nn.functional.layer_norm(x, (cols,), weight, bias, EPS).backward(grad_out)
+        x.grad = weight.grad = bias.grad = None
+
+    return step
+
+
+def cases(device):
+    if device == "cpu":
+        bn = [dict(n=8, c=16, h=8, w=8), dict(n=32, c=16, h=26, w=26), dict(n=64, c=32, h=24, w=24)]
+        ln = [dict(rows=64, cols=256), dict(rows=1024, cols=1024), dict(rows=4096, cols=4096)]
+    else:  # the outputs of conv_pool's convolutions
+        bn = [dict(n=n, c=c, h=26, w=26) for n in (32, 256) for c in (16, 32)]
+        ln = [dict(rows=1024, cols=1024), dict(rows=16384, cols=4096)]
+    return ([KernelCase("batch_norm_fwd_bwd", p, batch_norm_numpy, batch_norm_torch,
+                        quick=i == 1) for i, p in enumerate(bn)] +
+            [KernelCase("layer_norm_fwd_bwd", p, layer_norm_numpy, layer_norm_torch,
+                        quick=i == 1) for i, p in enumerate(ln)])

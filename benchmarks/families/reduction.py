@@ -1,0 +1,30 @@
+"""Reductions (sum, amax) of a float32 [rows, cols] matrix over its last or its first dim.
+
+The last dim reduces contiguous rows; the first walks memory with a stride."""
+
+from harness.case import KernelCase
+
+F32 = 4
+
+
+def reduce(name):
+    def build(r, p):  # numpy.sum(x, axis) and torch.sum(x, dim) agree positionally
+        x, fn = r.uniform(p["rows"], p["cols"]), getattr(r.xp, name)
+        return lambda: fn(x, p["dim"])
+
+    return build
+
+
+def cases(device):
+    sizes = {"cpu": [(64, 256), (1024, 1024), (4096, 4096)],
+             "cuda": [(1024, 1024), (4096, 4096), (16384, 4096)]}[device]
+    out = []
+    for i, (rows, cols) in enumerate(sizes):
+        for op in ("sum", "amax"):
+            for dim in (-1, 0):
+                p = {"rows": rows, "cols": cols, "dim": dim}
+                out_elems = rows if dim == -1 else cols
+                out.append(KernelCase(op, p, reduce(op), reduce(op),
+                                      bytes=F32 * (rows * cols + out_elems),
+                                      quick=i == 1 and dim == -1))
+    return out

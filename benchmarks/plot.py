@@ -1,0 +1,102 @@
+"""Plots every metric over the committed history of benchmark results.
+
+  python3 benchmarks/plot.py [--out benchmarks/out/plots]
+
+Reads every version of every CSV ever committed under benchmarks/results/ and benchmarks/baseline/
+(git log), and draws one PNG per (device, benchmark, metric): x is when each run was taken, one
+line per case and parameters for Ember (solid) and its reference beside it (dashed, same colour).
+"""
+
+import argparse
+import io
+import subprocess
+import sys
+from collections import defaultdict
+from datetime import datetime
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402  (after choosing the file-only backend)
+
+from harness.schema import parse_csv  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+HISTORY = ("benchmarks/results", "benchmarks/baseline")
+
+
+def git(*args) -> str:
+    return subprocess.run(["git", "-C", str(HERE.parent), *args], capture_output=True, text=True,
+                          check=True).stdout
+
+
+def committed_rows() -> list[dict]:
+    """Every row of every committed version of the history CSVs, each run's rows once."""
+    rows, seen = [], set()
+    log = git("log", "--format=commit %H", "--name-only", "--", *HISTORY)
+    commit = None
+    for line in log.splitlines():
+        if line.startswith("commit "):
+            commit = line.split()[1]
+        elif line.endswith(".csv"):
+            try:
+                text = git("show", f"{commit}:{line}")
+            except subprocess.CalledProcessError:  # the commit deleted the file
+                continue
+            for row in parse_csv(io.StringIO(text), f"{commit[:12]}:{line}"):
+                key = (row["timestamp"], row["device"], row["benchmark"], row["case"],
+                       row["params"], row["metric"])
+                if key not in seen:
+                    seen.add(key)
+                    rows.append(row)
+    return rows
+
+
+def plot(rows: list[dict], out: Path) -> list[Path]:
+    groups = defaultdict(lambda: defaultdict(list))  # (device, benchmark, metric) -> case -> rows
+    for r in rows:
+        groups[r["device"], r["benchmark"], r["metric"]][r["case"], r["params"]].append(r)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for (device, benchmark, metric), cases in sorted(groups.items()):
+        fig, ax = plt.subplots(figsize=(11, 5.5))
+        for (case, params), series in sorted(cases.items()):
+            series.sort(key=lambda r: r["timestamp"])
+            when = [datetime.fromisoformat(r["timestamp"]) for r in series]
+            line, = ax.plot(when, [r["value"] for r in series], "o-", label=f"{case} {params}")
+            refs = [(t, r["reference_value"]) for t, r in zip(when, series)
+                    if r["reference_value"] is not None]
+            if refs:
+                ax.plot(*zip(*refs), "s--", color=line.get_color(), alpha=0.6,
+                        label=f"  {series[-1]['reference']}")
+        first = next(iter(cases.values()))[0]
+        ax.set_title(f"{benchmark}: {metric} on {device} ({first['better']} is better)")
+        ax.set_ylabel(first["unit"])
+        if all(r["value"] > 0 for s in cases.values() for r in s):
+            ax.set_yscale("log")  # sizes from small to large span decades
+        ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
+        fig.autofmt_xdate()
+        fig.tight_layout()
+        path = out / f"{device}_{benchmark}_{metric}.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--out", type=Path, default=HERE / "out" / "plots")
+    args = p.parse_args(argv)
+    rows = committed_rows()
+    if not rows:
+        print("plot.py: no committed results under " + ", ".join(HISTORY), file=sys.stderr)
+        return 1
+    for path in plot(rows, args.out):
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,135 @@
+"""Runs benchmark families, Ember against its reference in the same run, and writes one CSV in
+the schema of benchmarks/README.md.
+
+  python3 benchmarks/run.py                          every family, CPU
+  python3 benchmarks/run.py matmul memory            only these families
+  python3 benchmarks/run.py --quick --out q.csv      the quick CI subset
+  python3 benchmarks/run.py --device cuda --out benchmarks/results    on a GPU machine
+  python3 benchmarks/run.py --list                   the families
+
+It first builds benchmarks/cpp (ember_bench) in --build-dir, building core-runtime from this
+checkout, or linking an installed one with --ember-prefix; --ember-bench skips the build. A case
+that fails is reported and skipped; the CSV is written with the rest and the exit code is 1.
+"""
+
+import argparse
+import datetime
+import importlib
+import pkgutil
+import subprocess
+import sys
+from pathlib import Path
+
+import families
+from harness import ember, machine
+from harness.case import Context, params_text
+from harness.references import import_torch, references_for
+from harness.schema import write_csv
+from harness.timer import TimerOptions
+
+HERE = Path(__file__).resolve().parent
+
+
+def all_families() -> dict:
+    return {m.name: importlib.import_module(f"families.{m.name}")
+            for m in pkgutil.iter_modules(families.__path__)}
+
+
+def parse_args(argv, known):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("families", nargs="*", metavar="FAMILY",
+                   help="families to run (default: all; see --list)")
+    p.add_argument("--list", action="store_true", help="list the families and exit")
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    p.add_argument("--quick", action="store_true", help="only the cases marked quick (CI gate)")
+    p.add_argument("--out", type=Path, default=HERE / "out",
+                   help="a .csv file, or a folder to write DATE_MACHINE_DEVICE.csv in "
+                        "(default: %(default)s)")
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--repeat", type=int, default=20)
+    p.add_argument("--min-sample-ms", type=float, default=1.0)
+    p.add_argument("--build-dir", type=Path, help="default: benchmarks/out/build-DEVICE")
+    p.add_argument("--ember-prefix", help="an installed core-runtime (cmake --install prefix)")
+    p.add_argument("--ember-bench", type=Path, help="a built ember_bench: skip the build")
+    p.add_argument("--cmake-arg", action="append", default=[], help="passed to cmake configure")
+    p.add_argument("--build-only", action="store_true", help="build ember_bench and exit")
+    args = p.parse_args(argv)
+    unknown = [f for f in args.families if f not in known]
+    if unknown:
+        p.error(f"unknown family {', '.join(unknown)}; known: {', '.join(known)}")
+    return args
+
+
+def output_path(out: Path, info: dict, quick: bool) -> Path:
+    if out.suffix == ".csv":
+        return out
+    date = info["timestamp"][:10]
+    return out / f"{date}_{machine.slug(info)}_{info['device']}{'_quick' if quick else ''}.csv"
+
+
+def main(argv=None) -> int:
+    known = all_families()
+    args = parse_args(argv, known)
+    if args.list:
+        for name, module in known.items():
+            print(f"{name:14} {module.__doc__.strip().splitlines()[0]}")
+        return 0
+    selected = {name: known[name] for name in (args.families or known)}
+
+    try:
+        bench = args.ember_bench or ember.build(
+            args.build_dir or HERE / "out" / f"build-{args.device}", args.device,
+            args.ember_prefix, args.cmake_arg)
+    except subprocess.CalledProcessError as e:
+        print(f"run.py: building ember_bench failed ({' '.join(e.cmd)}), see above",
+              file=sys.stderr)
+        return 2
+    if args.build_only:
+        print(bench)
+        return 0
+    torch = import_torch()
+    if args.device == "cuda" and (torch is None or not torch.cuda.is_available()):
+        print("run.py: --device cuda needs a GPU; PyTorch with CUDA provides the references",
+              file=sys.stderr)
+        return 2
+    timer = TimerOptions(args.warmup, args.repeat, args.min_sample_ms)
+    ctx = Context(args.device, ember.Program(bench, args.device, timer), timer,
+                  references_for(args.device, torch))
+    info = machine.describe(args.device, torch)
+
+    rows, failures = [], []
+    started = datetime.datetime.now()
+    for name, family in selected.items():
+        for case in family.cases(args.device):
+            if args.quick and not case.quick:
+                continue
+            label = f"{name} {case.op} {params_text(case.params, ' ')}"
+            try:
+                measurements = case.measure(ctx)
+            except ember.BenchError as e:
+                failures.append(label)
+                print(f"FAILED {label}: {e}", file=sys.stderr)
+                continue
+            for m in measurements:
+                rows.append({**info, "benchmark": name, "case": case.op,
+                             "params": params_text(case.params, " "), "metric": m.metric,
+                             "unit": m.unit, "better": m.better, "value": m.value,
+                             "spread": m.spread, "reference": m.reference,
+                             "reference_value": m.reference_value,
+                             "reference_spread": m.reference_spread, "ratio": m.ratio})
+                versus = (f" | {m.reference} {m.reference_value:.4g} {m.unit}, ratio {m.ratio:.3f}"
+                          if m.ratio is not None else "")
+                print(f"{label}: {m.metric} {m.value:.4g} {m.unit}{versus}", flush=True)
+
+    path = output_path(args.out, info, args.quick)
+    write_csv(path, rows)
+    elapsed = (datetime.datetime.now() - started).total_seconds()
+    print(f"wrote {len(rows)} rows to {path} in {elapsed:.0f} s", file=sys.stderr)
+    if failures:
+        print(f"{len(failures)} case(s) failed: " + "; ".join(failures), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
