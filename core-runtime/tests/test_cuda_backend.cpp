@@ -15,8 +15,8 @@ namespace {
 using test::expect_close;
 using test::expect_error;
 
-const DType kAllDTypes[] = {DType::Bool,    DType::UInt8,    DType::Int8,    DType::Int16,
-                            DType::Int32,   DType::Int64,    DType::Float16, DType::BFloat16,
+const DType kAllDTypes[] = {DType::Bool,    DType::UInt8,  DType::Int8,    DType::Int16,
+                            DType::Int32,   DType::Int64,  DType::Float16, DType::BFloat16,
                             DType::Float32, DType::Float64};
 
 // Values every dtype holds exactly: 0..99, halved for the floating types.
@@ -171,8 +171,8 @@ TEST_P(CudaBackend, TensorsBeyond32BitIndexing) {
   const int64_t n = (int64_t(1) << 31) + 64;
   {
     Tensor big = Tensor::empty({n}, DType::UInt8, device());
-    big.fill_(1);                       // contiguous: the vectorised kernel
-    big.slice(0, 1, n - 2).fill_(7);    // misaligned: the strided kernel, 64-bit
+    big.fill_(1);                     // contiguous: the vectorised kernel
+    big.slice(0, 1, n - 2).fill_(7);  // misaligned: the strided kernel, 64-bit
     expect_close(big.slice(0, 0, 3), {1, 7, 7}, 0, 0);
     expect_close(big.slice(0, n - 4, n), {7, 7, 1, 1}, 0, 0);
   }
@@ -183,8 +183,11 @@ TEST(CudaWithoutGpu, ReportsNoDevicesAndClearErrors) {
   if (cuda_is_available()) GTEST_SKIP() << "this machine has a GPU";
   EXPECT_EQ(cuda_device_count(), 0);
   expect_error<Error>([] { Tensor::empty({2}, DType::Float32, Device("cuda:0")); }, {"cuda:0"});
-  expect_error<Error>([] { Tensor::from_vector(std::vector<float>{1, 2}, {2}).to(Device("cuda")); },
-                      {"cuda:0"});
+  expect_error<Error>(
+      [] {
+        Tensor::from_vector(std::vector<float>{1, 2}, {2}).to(Device("cuda"));
+      },
+      {"cuda:0"});
   expect_error<Error>([] { cuda_current_stream(0); }, {"cuda_current_stream", "cuda:0"});
   expect_error<Error>([] { synchronize(Device("cuda:0")); }, {"cuda:0"});
   // The CPU is unaffected.

@@ -7,14 +7,11 @@ namespace ember::cuda {
 
 // Functors rather than lambdas: they are used inside dispatch_all's generic lambdas, where nvcc
 // does not allow __device__ lambdas.
-template <class Out>
-struct Convert {
-  template <class In>
-  __device__ Out operator()(In x) const { return convert<Out>(x); }
+template <class Out> struct Convert {
+  template <class In> __device__ Out operator()(In x) const { return convert<Out>(x); }
 };
 
-template <class T>
-struct Constant {
+template <class T> struct Constant {
   T value;
   __device__ T operator()() const { return value; }
 };

@@ -153,8 +153,8 @@ class CudaBackend : public Backend {
       // libraries in the process may use.
       EMBER_CUDA_CHECK(cudaStreamCreateWithFlags(&d.stream, cudaStreamNonBlocking), "cuda init");
       d.raw = std::make_unique<CudaRawAllocator>(index);
-      d.allocator = std::make_unique<CachingAllocator>(Device(DeviceType::CUDA, index),
-                                                        d.raw.get());
+      d.allocator =
+          std::make_unique<CachingAllocator>(Device(DeviceType::CUDA, index), d.raw.get());
     });
     return d;
   }

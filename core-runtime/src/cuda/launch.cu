@@ -1,16 +1,15 @@
 // launch.cu — CUDA error reporting, launch checks and the device guard.
-#include "cuda/launch.cuh"
-
 #include <string>
 
+#include "cuda/launch.cuh"
 #include "ember/cuda.h"
 #include "ember/error.h"
 
 namespace ember::cuda {
 
 [[noreturn]] void throw_cuda_error(cudaError_t err, const char* op, const char* call) {
-  std::string what = std::string(cudaGetErrorName(err)) + " (" + cudaGetErrorString(err) +
-                     ") from " + call;
+  std::string what =
+      std::string(cudaGetErrorName(err)) + " (" + cudaGetErrorString(err) + ") from " + call;
   if (err == cudaErrorMemoryAllocation)
     throw OutOfMemoryError(op, "the GPU is out of memory: " + what +
                                    ". Reduce the batch size, free tensors, or call empty_cache()");
@@ -23,8 +22,9 @@ namespace ember::cuda {
   if (kernel_fault) {
     hint = ". The CUDA context is now unusable: restart the process";
     if (!cuda_sync_mode())
-      hint += ". Kernels run asynchronously, so an earlier op may have caused this: rerun with "
-              "EMBER_CUDA_SYNC=1 to name it";
+      hint +=
+          ". Kernels run asynchronously, so an earlier op may have caused this: rerun with "
+          "EMBER_CUDA_SYNC=1 to name it";
   }
   throw Error(op, "CUDA error " + what + hint);
 }

@@ -26,11 +26,11 @@ namespace ember::cuda {
 [[noreturn]] void throw_cuda_error(cudaError_t err, const char* op, const char* call);
 
 // EMBER_CUDA_CHECK(cudaMemcpyAsync(...), "copy_") — throws unless the call returned cudaSuccess.
-#define EMBER_CUDA_CHECK(expr, op)                                        \
-  do {                                                                    \
-    cudaError_t ember_cuda_err_ = (expr);                                 \
-    if (ember_cuda_err_ != cudaSuccess)                                   \
-      ::ember::cuda::throw_cuda_error(ember_cuda_err_, (op), #expr);      \
+#define EMBER_CUDA_CHECK(expr, op)                                   \
+  do {                                                               \
+    cudaError_t ember_cuda_err_ = (expr);                            \
+    if (ember_cuda_err_ != cudaSuccess)                              \
+      ::ember::cuda::throw_cuda_error(ember_cuda_err_, (op), #expr); \
   } while (0)
 
 // Call after every kernel launch: reports a bad launch configuration at once and, in sync mode,

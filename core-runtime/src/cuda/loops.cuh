@@ -45,16 +45,12 @@ constexpr int kMapThreads = 256;  // threads per block
 constexpr int kMapUnroll = 2;     // 16-byte vectors per operand in flight per thread
 constexpr int kMaxDims = 8;       // dims the strided kernel handles after merging
 
-template <size_t N>
-struct Pointers {  // operand base addresses: out first, then the inputs
+template <size_t N> struct Pointers {  // operand base addresses: out first, then the inputs
   char* p[N];
 };
 
 // VEC elements of T that load and store as one instruction (alignas makes it 128-bit).
-template <class T, int VEC>
-struct alignas(sizeof(T) * VEC) Vec {
-  T v[VEC];
-};
+template <class T, int VEC> struct alignas(sizeof(T) * VEC) Vec { T v[VEC]; };
 
 // ---- kernel 1: contiguous operands, vectorised ----
 
@@ -85,8 +81,7 @@ __device__ __forceinline__ void map_contiguous(int64_t n, const Pointers<sizeof.
 #pragma unroll
     for (int u = 0; u < kMapUnroll; ++u) {
       int64_t v = tile * kTile + u * kMapThreads + threadIdx.x;
-      if (v < nvec)
-        r[u] = apply_vec<VEC, Out>(f, load_vec<In, VEC>(p.p[I + 1], v)...);
+      if (v < nvec) r[u] = apply_vec<VEC, Out>(f, load_vec<In, VEC>(p.p[I + 1], v)...);
     }
 #pragma unroll
     for (int u = 0; u < kMapUnroll; ++u) {
@@ -109,8 +104,7 @@ __global__ void __launch_bounds__(kMapThreads)
 // ---- kernel 2: any strides ----
 
 // n / d and n % d for a divisor d fixed before the kernel runs.
-template <class Index>
-struct Divmod {  // 64-bit: plain division
+template <class Index> struct Divmod {  // 64-bit: plain division
   Index d;
   __device__ Index div(Index n) const { return n / d; }
 };
@@ -118,8 +112,7 @@ struct Divmod {  // 64-bit: plain division
 // 32-bit: n / d = (umulhi(n, magic) + n) >> shift, for n, d < 2^31 (Granlund and Montgomery,
 // "Division by invariant integers using multiplication", 1994), with shift = ceil(log2 d) and
 // magic = floor(2^32 (2^shift - d) / d) + 1.
-template <>
-struct Divmod<uint32_t> {
+template <> struct Divmod<uint32_t> {
   uint32_t d, magic, shift;
   __device__ uint32_t div(uint32_t n) const { return (__umulhi(n, magic) + n) >> shift; }
 };
@@ -133,15 +126,15 @@ inline Divmod<uint32_t> make_divmod(int64_t d, uint32_t) {
 }
 
 // The merged shape, innermost dim first, with each operand's strides in its own elements.
-template <class Index, size_t N>
-struct StridedLayout {
+template <class Index, size_t N> struct StridedLayout {
   int ndim;
   Divmod<Index> sizes[kMaxDims];
   Index strides[kMaxDims][N];
 };
 
 template <class Index, class Out, class... In, class F, size_t... I>
-__device__ __forceinline__ void map_strided(Index n, const StridedLayout<Index, sizeof...(In) + 1>& L,
+__device__ __forceinline__ void map_strided(Index n,
+                                            const StridedLayout<Index, sizeof...(In) + 1>& L,
                                             const Pointers<sizeof...(In) + 1>& p, const F& f,
                                             std::index_sequence<I...>) {
   constexpr size_t N = sizeof...(In) + 1;
@@ -175,8 +168,7 @@ __global__ void __launch_bounds__(kMapThreads)
 // ---- host side ----
 
 // The operands' dims after merging, outermost first, strides in each operand's elements.
-template <size_t N>
-struct MergedDims {
+template <size_t N> struct MergedDims {
   int ndim = 0;
   bool too_many = false;  // more than kMaxDims dims remain after merging
   int64_t sizes[kMaxDims];
@@ -185,8 +177,7 @@ struct MergedDims {
 
 // Merges each dim into the one outside it when, in every operand, stepping over the whole inner
 // dim is the same as one step of the outer (the rule of cpu::coalesce).
-template <size_t N>
-MergedDims<N> merge_dims(const std::array<const Tensor*, N>& ops) {
+template <size_t N> MergedDims<N> merge_dims(const std::array<const Tensor*, N>& ops) {
   MergedDims<N> m;
   const Shape& shape = ops[0]->shape();
   for (size_t d = 0; d < shape.size(); ++d) {
@@ -208,8 +199,7 @@ MergedDims<N> merge_dims(const std::array<const Tensor*, N>& ops) {
 }
 
 // Whether every offset, and the element count, fit in 31 bits (32-bit index math is safe).
-template <size_t N>
-bool fits_in_31_bits(const MergedDims<N>& m, int64_t numel) {
+template <size_t N> bool fits_in_31_bits(const MergedDims<N>& m, int64_t numel) {
   if (numel > INT32_MAX) return false;
   for (size_t k = 0; k < N; ++k) {
     int64_t last = 0;  // the largest offset operand k reaches
@@ -263,8 +253,7 @@ void gpu_map(const char* op, Tensor& out, const std::array<Tensor, sizeof...(In)
   if (vectorise) {
     int64_t per_thread = int64_t(kVec) * kMapUnroll;
     unsigned grid = grid_size((n + per_thread - 1) / per_thread, kMapThreads, device);
-    map_contiguous_kernel<kVec, F, Out, In...>
-        <<<grid, kMapThreads, 0, stream(device)>>>(n, p, f);
+    map_contiguous_kernel<kVec, F, Out, In...><<<grid, kMapThreads, 0, stream(device)>>>(n, p, f);
   } else {
     MergedDims<N> m = merge_dims(ops);
     if (m.too_many) {  // rare: one launch per index of the outermost dim, each with a dim less
@@ -276,10 +265,8 @@ void gpu_map(const char* op, Tensor& out, const std::array<Tensor, sizeof...(In)
       }
       return;
     }
-    if (fits_in_31_bits(m, n))
-      launch_strided<uint32_t, Out, In...>(n, m, p, f, device);
-    else
-      launch_strided<int64_t, Out, In...>(n, m, p, f, device);
+    if (fits_in_31_bits(m, n)) launch_strided<uint32_t, Out, In...>(n, m, p, f, device);
+    else launch_strided<int64_t, Out, In...>(n, m, p, f, device);
   }
   check_launch(op, ops.data(), N);
 }
