@@ -1,4 +1,109 @@
-// optimizer.cpp — CPU kernels of the optimizer family (being written).
+// optimizer.cpp — CPU kernels of the fused optimizer updates: every tensor of the group is cut
+// into chunks, the chunks shared among threads, and each element updated by the formula in
+// ops/optimizer_kernels.h.
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "cpu/parallel.h"
+#include "ops/optimizer_kernels.h"
+
 namespace ember::cpu {
-void register_optimizer() {}
+namespace {
+
+constexpr int64_t kChunk = 16384;  // elements per unit of work
+
+// Calls fn(i, begin, end) for chunks [begin, end) of every tensor i of `params`, in parallel, so
+// that a model's many small tensors and few large ones spread evenly over the threads.
+template <class F>
+void for_each_chunk(const TensorList& params, F&& fn) {
+  std::vector<std::pair<size_t, int64_t>> chunks;  // (tensor, first element)
+  int64_t total = 0;
+  for (size_t i = 0; i < params.size(); ++i) {
+    total += params[i].numel();
+    for (int64_t b = 0; b < params[i].numel(); b += kChunk) chunks.push_back({i, b});
+  }
+  const int64_t n = int64_t(chunks.size());
+  parallel_for(n, total / std::max<int64_t>(n, 1), [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      auto [i, b] = chunks[size_t(c)];
+      fn(i, b, std::min(b + kChunk, params[i].numel()));
+    }
+  });
+}
+
+// Element pointer of list[i], or nullptr for an unused (empty) state list.
+template <class T>
+T* data_or_null(const TensorList& list, size_t i) {
+  return list.empty() ? nullptr : list[i].data<T>();
+}
+
+void sgd(const std::vector<TensorList>& lists, const SgdHyper& h) {
+  dispatch_floating(lists[0][0].dtype(), "sgd_step", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = compute_t<T>;
+    for_each_chunk(lists[0], [&](size_t i, int64_t b, int64_t e) {
+      T* p = lists[0][i].data<T>();
+      const T* g = lists[1][i].data<T>();
+      T* buf = data_or_null<T>(lists[2], i);
+      for (int64_t j = b; j < e; ++j) {
+        C pj = C(p[j]), bj = buf ? C(buf[j]) : C(0);
+        sgd_update(pj, C(g[j]), bj, h);
+        p[j] = T(pj);
+        if (buf) buf[j] = T(bj);
+      }
+    });
+  });
+}
+
+void adam(const std::vector<TensorList>& lists, const AdamHyper& h) {
+  dispatch_floating(lists[0][0].dtype(), "adam_step", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = compute_t<T>;
+    for_each_chunk(lists[0], [&](size_t i, int64_t b, int64_t e) {
+      T* p = lists[0][i].data<T>();
+      const T* g = lists[1][i].data<T>();
+      T* m = lists[2][i].data<T>();
+      T* v = lists[3][i].data<T>();
+      for (int64_t j = b; j < e; ++j) {
+        C pj = C(p[j]), mj = C(m[j]), vj = C(v[j]);
+        adam_update(pj, C(g[j]), mj, vj, h);
+        p[j] = T(pj);
+        m[j] = T(mj);
+        v[j] = T(vj);
+      }
+    });
+  });
+}
+
+void rmsprop(const std::vector<TensorList>& lists, const RmspropHyper& h) {
+  dispatch_floating(lists[0][0].dtype(), "rmsprop_step", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = compute_t<T>;
+    for_each_chunk(lists[0], [&](size_t i, int64_t b, int64_t e) {
+      T* p = lists[0][i].data<T>();
+      const T* g = lists[1][i].data<T>();
+      T* sq = lists[2][i].data<T>();
+      T* buf = data_or_null<T>(lists[3], i);
+      T* ga = data_or_null<T>(lists[4], i);
+      for (int64_t j = b; j < e; ++j) {
+        C pj = C(p[j]), sj = C(sq[j]), bj = buf ? C(buf[j]) : C(0), aj = ga ? C(ga[j]) : C(0);
+        rmsprop_update(pj, C(g[j]), sj, bj, aj, h);
+        p[j] = T(pj);
+        sq[j] = T(sj);
+        if (buf) buf[j] = T(bj);
+        if (ga) ga[j] = T(aj);
+      }
+    });
+  });
+}
+
+}  // namespace
+
+void register_optimizer() {
+  sgd_kernel.set(DeviceType::CPU, sgd);
+  adam_kernel.set(DeviceType::CPU, adam);
+  rmsprop_kernel.set(DeviceType::CPU, rmsprop);
+}
+
 }  // namespace ember::cpu
