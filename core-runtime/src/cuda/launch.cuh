@@ -13,6 +13,7 @@
 #pragma once
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <initializer_list>
 
@@ -67,9 +68,10 @@ const cudaDeviceProp& properties(int index);
 // a million tiny blocks for a large tensor costs scheduling; a GPU-sized grid does not.
 inline unsigned int grid_size(int64_t n, int threads, int device) {
   const cudaDeviceProp& p = properties(device);
-  int64_t resident = int64_t(p.multiProcessorCount) * (p.maxThreadsPerMultiProcessor / threads);
+  int64_t per_sm = std::max(1, p.maxThreadsPerMultiProcessor / threads);
+  int64_t resident = int64_t(p.multiProcessorCount) * per_sm;
   int64_t needed = (n + threads - 1) / threads;
-  return unsigned(needed < resident ? (needed > 0 ? needed : 1) : resident);
+  return unsigned(std::clamp<int64_t>(needed, 1, resident));
 }
 
 }  // namespace ember::cuda

@@ -9,18 +9,20 @@
 // The caller has broadcast every input to out's shape (expand: stride-0 views), so the engine
 // sees N operands of one shape with arbitrary strides, and picks one of two kernels:
 //
-// 1. Contiguous: every operand dense and row-major, every pointer aligned to 16 bytes. This is
-//    the common case, and it must run at the speed of memory. Each thread loads 16 bytes per
-//    operand at a time (4 floats, 8 halves, ...: one 128-bit instruction), and kUnroll such
-//    vectors before using the first, so that enough bytes are in flight to hide the latency of
-//    memory. The grid is as many blocks as the GPU holds at once, each looping over the tensor
-//    in tiles (a grid-stride loop); a warp's accesses are consecutive, so they coalesce.
+// 1. Contiguous: every operand dense and row-major, and aligned for vector access. This is the
+//    common case, and it must run at the speed of memory. Each thread loads VEC elements of each
+//    operand at a time, VEC chosen so that the widest operand moves 16 bytes in one instruction
+//    (4 floats, 8 halves, ...), and kMapUnroll such vectors before using the first, so that
+//    enough bytes are in flight to hide the latency of memory. The grid is as many blocks as the
+//    GPU holds at once, each looping over the tensor in tiles (a grid-stride loop); a warp's
+//    accesses are consecutive, so they coalesce.
 // 2. Strided: anything else. Each thread turns a linear index into one offset per operand
 //    through the shape and strides, an element at a time. Dims that are contiguous with their
 //    neighbour in every operand are merged first, as on the CPU: a [N, C] tensor plus a broadcast
 //    [C] bias is 2 dims, a whole contiguous tensor 1. Index math is 32-bit whenever the offsets
-//    fit, and the divisions by the sizes are then multiplications by a magic number (FastDivmod);
+//    fit, and the divisions by the sizes are then multiplications by a magic number (Divmod);
 //    a 64-bit division costs dozens of instructions, which a memory-bound kernel cannot spare.
+//    Over kMaxDims unmergeable dims (rare), the outermost dim is looped over on the host.
 //
 // The function object:
 // - receives each input in its stored type (Half and BFloat16 convert to float as soon as they
