@@ -183,6 +183,30 @@ Call layer_norm_fwd_bwd(const Spec& p, Device d) {
   };
 }
 
+// ---- optimizer: `tensors` parameters of n elements each, updated in place by one call ----
+struct ParamLists {
+  ember::TensorList params, grads, state1, state2;  // state: Adam's moments, SGD's momentum
+};
+ParamLists param_lists(const Spec& p, Device d) {
+  ParamLists l;
+  for (int64_t i = 0; i < p.i("tensors"); ++i) {
+    l.params.push_back(random_input({p.i("n")}, d, 2 * uint64_t(i)));
+    l.grads.push_back(random_input({p.i("n")}, d, 2 * uint64_t(i) + 1));
+    l.state1.push_back(ember::zeros({p.i("n")}, ember::DType::Float32, d));
+    l.state2.push_back(ember::zeros({p.i("n")}, ember::DType::Float32, d));
+  }
+  return l;
+}
+Call adam_step(const Spec& p, Device d) {
+  ParamLists l = param_lists(p, d);
+  int64_t step = 0;
+  return [=]() mutable { ember::adam_step(l.params, l.grads, l.state1, l.state2, ++step); };
+}
+Call sgd_step(const Spec& p, Device d) {  // with momentum, as a CNN is usually trained
+  ParamLists l = param_lists(p, d);
+  return [=] { ember::sgd_step(l.params, l.grads, l.state1, /*lr=*/0.01, /*momentum=*/0.9); };
+}
+
 }  // namespace
 
 const std::map<std::string, KernelCase>& kernel_cases() {
@@ -209,6 +233,8 @@ const std::map<std::string, KernelCase>& kernel_cases() {
       {"max_pool2d_fwd_bwd", max_pool2d_fwd_bwd},
       {"batch_norm_fwd_bwd", batch_norm_fwd_bwd},
       {"layer_norm_fwd_bwd", layer_norm_fwd_bwd},
+      {"adam_step", adam_step},
+      {"sgd_step", sgd_step},
   };
   return table;
 }
