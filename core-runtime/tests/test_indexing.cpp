@@ -128,29 +128,38 @@ TEST_P(Indexing, IndexAddAccumulatesInPlaceAndOutOfPlace) {
 
 TEST_P(Indexing, IndexErrors) {
   Tensor w = Tensor::empty({10, 4}, DType::Float32, device());
-  expect_error<IndexError>([&] { embedding(w, ints({1, 10, 2}, {3}, device())); },
-                           {"embedding", "index 10 is out of range", "[10, 4] float32",
-                            "valid indices are 0 to 9"});
+  expect_error<IndexError>(
+      [&] {
+        embedding(w, ints({1, 10, 2}, {3}, device()));
+      },
+      {"embedding", "index 10 is out of range", "[10, 4] float32", "valid indices are 0 to 9"});
   expect_error<IndexError>([&] { embedding(w, ints({-1}, {1}, device())); },
                            {"embedding", "index -1", "0 to 9"});
-  expect_error<DTypeError>(
-      [&] { embedding(w, Tensor::empty({2}, DType::Float32, device())); },
-      {"embedding", "indices is [2] float32", "int64"});
-  expect_error<ShapeError>([&] { embedding(Tensor::empty({10}, DType::Float32, device()),
-                                           ints({1}, {1}, device())); },
-                           {"embedding", "weight is [10] float32", "2 dims"});
+  expect_error<DTypeError>([&] { embedding(w, Tensor::empty({2}, DType::Float32, device())); },
+                           {"embedding", "indices is [2] float32", "int64"});
+  expect_error<ShapeError>(
+      [&] { embedding(Tensor::empty({10}, DType::Float32, device()), ints({1}, {1}, device())); },
+      {"embedding", "weight is [10] float32", "2 dims"});
   Tensor x = Tensor::empty({3, 4}, DType::Float32, device());
   expect_error<IndexError>([&] { index_select(x, 1, ints({4}, {1}, device())); },
                            {"index_select", "index 4", "dim 1 of x ([3, 4] float32", "0 to 3"});
   expect_error<IndexError>([&] { index_select(x, 2, ints({0}, {1}, device())); },
                            {"index_select", "dim 2"});
-  expect_error<ShapeError>([&] { index_select(x, 0, ints({0, 1}, {1, 2}, device())); },
-                           {"index_select", "1-D"});
   expect_error<ShapeError>(
-      [&] { embedding_backward(x, ints({0, 1}, {2}, device()), 5); },
+      [&] {
+        index_select(x, 0, ints({0, 1}, {1, 2}, device()));
+      },
+      {"index_select", "1-D"});
+  expect_error<ShapeError>(
+      [&] {
+        embedding_backward(x, ints({0, 1}, {2}, device()), 5);
+      },
       {"embedding_backward", "grad is [3, 4] float32", "indices is [2] int64"});
-  expect_error<IndexError>([&] { embedding_backward(x, ints({0, 1, 2}, {3}, device()), 5, 5); },
-                           {"embedding_backward", "padding_idx 5"});
+  expect_error<IndexError>(
+      [&] {
+        embedding_backward(x, ints({0, 1, 2}, {3}, device()), 5, 5);
+      },
+      {"embedding_backward", "padding_idx 5"});
   expect_error<ShapeError>([&] { index_add(x, 0, ints({0}, {1}, device()), x); },
                            {"index_add_", "src is [3, 4]", "[1, 4]"});
 }
@@ -235,23 +244,41 @@ TEST_P(Indexing, ScatterAddAccumulatesRepeatedIndices) {
 
 TEST_P(Indexing, GatherScatterErrors) {
   Tensor x = Tensor::empty({3, 4}, DType::Float32, device());
-  expect_error<IndexError>([&] { gather(x, 1, ints({0, 4}, {1, 2}, device())); },
-                           {"gather", "index 4", "dim 1 of x ([3, 4] float32", "0 to 3"});
-  expect_error<ShapeError>([&] { gather(x, 1, ints({0, 1}, {2}, device())); },
-                           {"gather", "index is [2] int64", "number of dims"});
-  expect_error<ShapeError>([&] { gather(x, 1, ints({0, 0, 0, 0}, {4, 1}, device())); },
-                           {"gather", "x.size(d) for every d != dim (1)"});
-  expect_error<IndexError>([&] { gather(x, -3, ints({0}, {1, 1}, device())); },
-                           {"gather", "dim -3"});
+  expect_error<IndexError>(
+      [&] {
+        gather(x, 1, ints({0, 4}, {1, 2}, device()));
+      },
+      {"gather", "index 4", "dim 1 of x ([3, 4] float32", "0 to 3"});
+  expect_error<ShapeError>(
+      [&] {
+        gather(x, 1, ints({0, 1}, {2}, device()));
+      },
+      {"gather", "index is [2] int64", "number of dims"});
+  expect_error<ShapeError>(
+      [&] {
+        gather(x, 1, ints({0, 0, 0, 0}, {4, 1}, device()));
+      },
+      {"gather", "x.size(d) for every d != dim (1)"});
+  expect_error<IndexError>(
+      [&] {
+        gather(x, -3, ints({0}, {1, 1}, device()));
+      },
+      {"gather", "dim -3"});
   Tensor y = x.clone();
   expect_error<DTypeError>(
-      [&] { scatter_add_(y, 0, ints({0}, {1, 1}, device()), x.to(DType::Float64)); },
+      [&] {
+        scatter_add_(y, 0, ints({0}, {1, 1}, device()), x.to(DType::Float64));
+      },
       {"scatter_add_", "src is [3, 4] float64", "one dtype"});
   expect_error<ShapeError>(
-      [&] { scatter_add_(y, 0, ints({0, 0}, {2, 1}, device()), x.narrow(0, 0, 1)); },
+      [&] {
+        scatter_add_(y, 0, ints({0, 0}, {2, 1}, device()), x.narrow(0, 0, 1));
+      },
       {"scatter_add_", "src.size(d)"});
   expect_error<IndexError>(
-      [&] { scatter_add_(y, 0, ints({-2}, {1, 1}, device()), x); },
+      [&] {
+        scatter_add_(y, 0, ints({-2}, {1, 1}, device()), x);
+      },
       {"scatter_add_", "index -2", "0 to 2"});
 }
 
@@ -259,8 +286,8 @@ TEST_P(Indexing, GatherScatterErrors) {
 
 TEST_P(Indexing, MaskedFillBroadcastsTheMask) {
   Tensor x = random_tensor({4, 3}, 24, DType::Float32, device()).t();  // [3, 4] view
-  Tensor mask = Tensor::from_vector(std::vector<bool>{true, false, false, true}, {1, 4})
-                    .to(device());
+  Tensor mask =
+      Tensor::from_vector(std::vector<bool>{true, false, false, true}, {1, 4}).to(device());
   std::vector<double> xv = x.to_vector<double>(), want;
   for (size_t i = 0; i < 3; ++i)
     for (size_t j = 0; j < 4; ++j) want.push_back(j == 0 || j == 3 ? -7.5 : xv[i * 4 + j]);
@@ -270,11 +297,10 @@ TEST_P(Indexing, MaskedFillBroadcastsTheMask) {
   EXPECT_EQ(masked_fill(xi, mi, 9).to_vector<int64_t>(), (std::vector<int64_t>{1, 9, 3}));
   EXPECT_EQ(masked_fill(Tensor::empty({0, 3}, DType::Float32, device()), mi, 1).shape(),
             (Shape{0, 3}));
-  expect_error<DTypeError>([&] { masked_fill(xi, xi, 0); }, {"masked_fill", "mask is [3] int64",
-                                                             "bool"});
+  expect_error<DTypeError>([&] { masked_fill(xi, xi, 0); },
+                           {"masked_fill", "mask is [3] int64", "bool"});
   expect_error<ShapeError>([&] { masked_fill(x, mi, 0); },
-                           {"masked_fill", "x is [3, 4] float32", "mask is [3] bool",
-                            "broadcast"});
+                           {"masked_fill", "x is [3, 4] float32", "mask is [3] bool", "broadcast"});
 }
 
 TEST_P(Indexing, OneHot) {
@@ -289,8 +315,7 @@ TEST_P(Indexing, OneHot) {
   EXPECT_EQ(one_hot(ints({}, {0}, device()), 5).shape(), (Shape{0, 5}));
   expect_error<IndexError>([&] { one_hot(idx, 3); },
                            {"one_hot", "index 3", "num_classes 3", "0 to 2"});
-  expect_error<IndexError>([&] { one_hot(ints({-1}, {1}, device())); },
-                           {"one_hot", "index -1"});
+  expect_error<IndexError>([&] { one_hot(ints({-1}, {1}, device())); }, {"one_hot", "index -1"});
   expect_error<ValueError>([&] { one_hot(ints({}, {0}, device())); },
                            {"one_hot", "cannot infer num_classes"});
 }
@@ -368,12 +393,18 @@ TEST_P(Pad, Errors) {
   expect_error<ValueError>([&] { pad(x, {1}); }, {"pad", "1 values", "even"});
   expect_error<ValueError>([&] { pad(x, {1, 1, 1, 1, 1, 1}); }, {"pad", "at most 4"});
   expect_error<ValueError>([&] { pad(x, {1, 1}, "circular"); }, {"pad", "unknown mode 'circular'"});
-  expect_error<ValueError>([&] { pad(x, {3, 0}, "reflect"); },
-                           {"pad", "x is [2, 3] float32", "reflect pads (3, 0)", "dim 1"});
+  expect_error<ValueError>(
+      [&] {
+        pad(x, {3, 0}, "reflect");
+      },
+      {"pad", "x is [2, 3] float32", "reflect pads (3, 0)", "dim 1"});
   expect_error<ValueError>([&] { pad(x, {-1, 0}, "replicate"); }, {"pad", "replicate pads"});
   expect_error<ShapeError>([&] { pad(x, {-2, -2}); }, {"pad", "negative size"});
-  expect_error<ShapeError>([&] { pad_backward(x, {2, 3}, {1, 1}); },
-                           {"pad_backward", "grad_out is [2, 3]", "[2, 5]"});
+  expect_error<ShapeError>(
+      [&] {
+        pad_backward(x, {2, 3}, {1, 1});
+      },
+      {"pad_backward", "grad_out is [2, 3]", "[2, 5]"});
 }
 
 EMBER_INSTANTIATE_DEVICE_TEST(Indexing);

@@ -92,9 +92,9 @@ void check_batch_norm_training(Device dev, const Shape& shape, DType dtype, doub
   std::vector<double> rm = random_values(c, 4), rv = random_values(c, 5, 0.5, 2);
   Tensor running_mean = vec(rm, {c}, dev, dtype), running_var = vec(rv, {c}, dev, dtype);
   const double momentum = 0.3, eps = 1e-3;
-  BatchNormResult r = batch_norm(vec(xv, shape, dev, dtype), vec(w, {c}, dev, dtype),
-                                 vec(b, {c}, dev, dtype), running_mean, running_var, true,
-                                 momentum, eps);
+  BatchNormResult r =
+      batch_norm(vec(xv, shape, dev, dtype), vec(w, {c}, dev, dtype), vec(b, {c}, dev, dtype),
+                 running_mean, running_var, true, momentum, eps);
   ChannelStats st = channel_stats(xv, n, c, s);
   EXPECT_EQ(r.output.shape(), shape);
   EXPECT_EQ(r.output.dtype(), dtype);
@@ -198,26 +198,26 @@ void check_batch_norm_backward(Device dev, bool training) {
   const Shape shape{3, 2, 2, 2};
   const int64_t c = 2, n = shape_numel(shape);
   std::vector<double> xv = random_values(n, 31), w = random_values(c, 32, 0.5, 1.5),
-                      b = random_values(c, 33), r = random_values(n, 34),
-                      rm = random_values(c, 35), rv = random_values(c, 36, 0.5, 2);
+                      b = random_values(c, 33), r = random_values(n, 34), rm = random_values(c, 35),
+                      rv = random_values(c, 36, 0.5, 2);
   auto run = [&](const std::vector<double>& x, const std::vector<double>& wt,
                  const std::vector<double>& bs) {
     // Fresh running stats each time: the training forward updates them in place.
-    return batch_norm(vec(x, shape, dev), vec(wt, {c}, dev), vec(bs, {c}, dev),
-                      vec(rm, {c}, dev), vec(rv, {c}, dev), training);
+    return batch_norm(vec(x, shape, dev), vec(wt, {c}, dev), vec(bs, {c}, dev), vec(rm, {c}, dev),
+                      vec(rv, {c}, dev), training);
   };
   BatchNormResult fwd = run(xv, w, b);
   NormGrads g = batch_norm_backward(vec(r, shape, dev), vec(xv, shape, dev), vec(w, {c}, dev),
                                     fwd.save_mean, fwd.save_invstd, training);
   expect_close(g.grad_input,
-               numeric_grad([&](const auto& x) { return dot(run(x, w, b).output, r); }, xv),
-               1e-6, 1e-5);
+               numeric_grad([&](const auto& x) { return dot(run(x, w, b).output, r); }, xv), 1e-6,
+               1e-5);
   expect_close(g.grad_weight,
-               numeric_grad([&](const auto& wt) { return dot(run(xv, wt, b).output, r); }, w),
-               1e-6, 1e-5);
+               numeric_grad([&](const auto& wt) { return dot(run(xv, wt, b).output, r); }, w), 1e-6,
+               1e-5);
   expect_close(g.grad_bias,
-               numeric_grad([&](const auto& bs) { return dot(run(xv, w, bs).output, r); }, b),
-               1e-6, 1e-5);
+               numeric_grad([&](const auto& bs) { return dot(run(xv, w, bs).output, r); }, b), 1e-6,
+               1e-5);
 }
 
 TEST_P(BatchNorm, BackwardMatchesFiniteDifferencesTraining) {
@@ -257,9 +257,8 @@ TEST_P(BatchNorm, Errors) {
                            {"batch_norm", "eval mode", "running_mean"});
   expect_error<ValueError>([&] { batch_norm(x, Tensor(), Tensor(), c3, Tensor(), true); },
                            {"batch_norm", "both running statistics"});
-  expect_error<ShapeError>(
-      [&] { batch_norm(c3, Tensor(), Tensor(), Tensor(), Tensor(), true); },
-      {"batch_norm", "x is [3] float32", "at least 2 dims", "unsqueeze(0)"});
+  expect_error<ShapeError>([&] { batch_norm(c3, Tensor(), Tensor(), Tensor(), Tensor(), true); },
+                           {"batch_norm", "x is [3] float32", "at least 2 dims", "unsqueeze(0)"});
   expect_error<ValueError>(
       [&] {
         batch_norm(Tensor::empty({1, 3}, DType::Float32, device()), Tensor(), Tensor(), Tensor(),
@@ -277,18 +276,18 @@ TEST_P(BatchNorm, Errors) {
   expect_error<ShapeError>(
       [&] { batch_norm_backward(x.t(), x, Tensor(), r.save_mean, r.save_invstd, true); },
       {"batch_norm_backward", "grad_out is [3, 8]", "x's shape"});
-  expect_error<ShapeError>(
-      [&] { batch_norm_backward(x, x, Tensor(), c4, r.save_invstd, true); },
-      {"batch_norm_backward", "save_mean is [4] float32", "expected save_mean [3] float32"});
+  expect_error<ShapeError>([&] { batch_norm_backward(x, x, Tensor(), c4, r.save_invstd, true); },
+                           {"batch_norm_backward", "save_mean is [4] float32",
+                            "expected save_mean [3] float32"});
 }
 
 // ---------------- layer norm ----------------
 
 // Reference over x viewed as [m, d]; w, b of length d (empty: absent).
 void layer_norm_reference(const std::vector<double>& x, int64_t m, int64_t d,
-                                     const std::vector<double>& w, const std::vector<double>& b,
-                                     double eps, std::vector<double>* mean,
-                                     std::vector<double>* rstd, std::vector<double>* y) {
+                          const std::vector<double>& w, const std::vector<double>& b, double eps,
+                          std::vector<double>* mean, std::vector<double>* rstd,
+                          std::vector<double>* y) {
   for (int64_t i = 0; i < m; ++i) {
     double mu = 0, var = 0;
     for (int64_t j = 0; j < d; ++j) mu += x[size_t(i * d + j)];
@@ -327,8 +326,7 @@ void check_layer_norm(Device dev, const Tensor& x, const Shape& normalized, bool
 }
 
 TEST_P(LayerNorm, ForwardMatchesReference) {
-  check_layer_norm(device(), random_tensor({5, 7}, 51, DType::Float64, device()), {7}, true,
-                   1e-12);
+  check_layer_norm(device(), random_tensor({5, 7}, 51, DType::Float64, device()), {7}, true, 1e-12);
   check_layer_norm(device(), random_tensor({2, 3, 4, 5}, 54, DType::Float32, device()), {4, 5},
                    true, 1e-5);
   check_layer_norm(device(), random_tensor({3, 1000}, 55, DType::Float32, device(), 99, 101),
@@ -368,11 +366,11 @@ void check_layer_norm_backward(Device dev, bool affine) {
                1e-5);
   if (!affine) return;
   expect_close(g.grad_weight,
-               numeric_grad([&](const auto& wt) { return dot(run(xv, wt, b).output, r); }, w),
-               1e-6, 1e-5);
+               numeric_grad([&](const auto& wt) { return dot(run(xv, wt, b).output, r); }, w), 1e-6,
+               1e-5);
   expect_close(g.grad_bias,
-               numeric_grad([&](const auto& bs) { return dot(run(xv, w, bs).output, r); }, b),
-               1e-6, 1e-5);
+               numeric_grad([&](const auto& bs) { return dot(run(xv, w, bs).output, r); }, b), 1e-6,
+               1e-5);
 }
 
 TEST_P(LayerNorm, BackwardMatchesFiniteDifferences) {
@@ -418,12 +416,15 @@ TEST_P(LayerNorm, Errors) {
   expect_error<DTypeError>(
       [&] { layer_norm(x, {6}, Tensor(), Tensor::empty({6}, DType::Float16, device())); },
       {"layer_norm", "bias is [6] float16", "x's dtype"});
-  expect_error<DTypeError>([&] { layer_norm(Tensor::empty({4, 6}, DType::Int32, device()), {6}); },
-                           {"layer_norm", "int32", "floating"});
+  expect_error<DTypeError>(
+      [&] {
+        layer_norm(Tensor::empty({4, 6}, DType::Int32, device()), {6});
+      },
+      {"layer_norm", "int32", "floating"});
   LayerNormResult f = layer_norm(random_tensor({4, 6}, 1, DType::Float32, device()), {6});
-  expect_error<ShapeError>(
-      [&] { layer_norm_backward(x, x, {6}, f.rstd.view({4}), f.rstd); },
-      {"layer_norm_backward", "mean is [4] float32", "expected mean [4, 1] float32"});
+  expect_error<ShapeError>([&] { layer_norm_backward(x, x, {6}, f.rstd.view({4}), f.rstd); },
+                           {"layer_norm_backward", "mean is [4] float32",
+                            "expected mean [4, 1] float32"});
 }
 
 EMBER_INSTANTIATE_DEVICE_TEST(BatchNorm);

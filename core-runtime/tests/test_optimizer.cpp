@@ -54,8 +54,7 @@ TensorList random_grads(const TensorList& params, uint32_t seed) {
   return g;
 }
 
-void expect_model(const TensorList& got, const std::vector<std::vector<double>>& want,
-                  double tol) {
+void expect_model(const TensorList& got, const std::vector<std::vector<double>>& want, double tol) {
   for (size_t i = 0; i < got.size(); ++i) expect_close(got[i], want[i], tol, tol);
 }
 
@@ -122,10 +121,8 @@ void check_adam(Device dev, DType dtype, bool decoupled, double weight_decay, bo
       for (size_t j = 0; j < g.size(); ++j) {
         double& p = m.ref[i][j];
         double d = maximize ? -g[j] : g[j];
-        if (decoupled)
-          p *= 1 - lr * weight_decay;
-        else
-          d += weight_decay * p;
+        if (decoupled) p *= 1 - lr * weight_decay;
+        else d += weight_decay * p;
         rm[i][j] = beta1 * rm[i][j] + (1 - beta1) * d;
         rv[i][j] = beta2 * rv[i][j] + (1 - beta2) * d * d;
         p -= lr / bc1 * rm[i][j] / (std::sqrt(rv[i][j]) / std::sqrt(bc2) + eps);
@@ -156,8 +153,7 @@ void check_rmsprop(Device dev, DType dtype, double momentum, bool centered, doub
   auto rsq = zero_state(), rbuf = zero_state(), rga = zero_state();
   for (int step = 1; step <= 5; ++step) {
     TensorList grads = random_grads(m.params, 600 + 10 * uint32_t(step));
-    rmsprop_step(m.params, grads, sq, bufs, gavg, lr, alpha, eps, weight_decay, momentum,
-                 centered);
+    rmsprop_step(m.params, grads, sq, bufs, gavg, lr, alpha, eps, weight_decay, momentum, centered);
     // torch.optim.RMSprop, element by element.
     for (size_t i = 0; i < m.ref.size(); ++i) {
       std::vector<double> g = grads[i].to_vector<double>();
@@ -216,20 +212,24 @@ TEST_P(Optimizer, MixedDtypesNonContiguousAndLargeTensors) {
   sgd_step(params, grads, {}, 0.5, 0.0, 0.0, false, 0.1);
   expect_model(params, want, 1e-6);
   expect_close(base.t(), want[1], 1e-6, 1e-6);  // the view's buffer was written
-  sgd_step({}, {}, {}, 0.1);                     // nothing to do
+  sgd_step({}, {}, {}, 0.1);                    // nothing to do
 }
 
 TEST_P(Optimizer, Errors) {
   Tensor p = Tensor::empty({3}, DType::Float32, device());
   Tensor q = Tensor::empty({2, 2}, DType::Float32, device());
-  expect_error<ValueError>([&] { sgd_step({p, q}, {p}, {}, 0.1); },
-                           {"sgd_step", "params has 2 tensors but grads has 1"});
-  expect_error<ShapeError>([&] { sgd_step({p, q}, {p, p}, {}, 0.1); },
-                           {"sgd_step", "params[1] is [2, 2] float32", "grads[1] is [3] float32",
-                            "must match"});
-  expect_error<DTypeError>(
-      [&] { adam_step({p}, {p}, {p.to(DType::Float64)}, {p}, 1); },
-      {"adam_step", "exp_avgs[0] is [3] float64", "params[0] is [3] float32"});
+  expect_error<ValueError>(
+      [&] {
+        sgd_step({p, q}, {p}, {}, 0.1);
+      },
+      {"sgd_step", "params has 2 tensors but grads has 1"});
+  expect_error<ShapeError>(
+      [&] {
+        sgd_step({p, q}, {p, p}, {}, 0.1);
+      },
+      {"sgd_step", "params[1] is [2, 2] float32", "grads[1] is [3] float32", "must match"});
+  expect_error<DTypeError>([&] { adam_step({p}, {p}, {p.to(DType::Float64)}, {p}, 1); },
+                           {"adam_step", "exp_avgs[0] is [3] float64", "params[0] is [3] float32"});
   expect_error<ValueError>([&] { sgd_step({p}, {p}, {}, 0.1, 0.9); },
                            {"sgd_step", "momentum_buffers"});
   expect_error<ValueError>([&] { sgd_step({p}, {p}, {p}, 0.1, 0.0, 0.0, true); },

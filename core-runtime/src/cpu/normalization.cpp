@@ -16,8 +16,7 @@ constexpr int kLanes = 8;        // independent partial sums, so the compiler ca
 
 // sum of f(i) for i in [0, n), with kLanes partial sums (a single running sum is a dependency
 // chain the compiler may not reorder).
-template <class Acc, class F>
-Acc lane_sum(int64_t n, F&& f) {
+template <class Acc, class F> Acc lane_sum(int64_t n, F&& f) {
   Acc lane[kLanes] = {};
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes)
@@ -31,8 +30,7 @@ Acc lane_sum(int64_t n, F&& f) {
 // Adds p[0, n) to s: per chunk, a sum then the squared deviations from the chunk's mean (two
 // passes over L1, exact enough and vectorisable); chunks merge with Chan's combine. The data is
 // read from memory once, like a one-pass Welford, without Welford's per-element division.
-template <class Acc, class T>
-void accumulate(MeanM2<Acc>& s, const T* p, int64_t n) {
+template <class Acc, class T> void accumulate(MeanM2<Acc>& s, const T* p, int64_t n) {
   for (int64_t b = 0; b < n; b += kChunk) {
     const T* q = p + b;
     const int64_t len = std::min(kChunk, n - b);
@@ -46,13 +44,11 @@ void accumulate(MeanM2<Acc>& s, const T* p, int64_t n) {
 }
 
 // Element c of an optional 1-D parameter, or `fallback` when it is absent.
-template <class Acc, class T>
-Acc param(const T* p, int64_t c, Acc fallback) {
+template <class Acc, class T> Acc param(const T* p, int64_t c, Acc fallback) {
   return p ? Acc(p[c]) : fallback;
 }
 
-template <class T>
-const T* data_or_null(const Tensor& t) {
+template <class T> const T* data_or_null(const Tensor& t) {
   return t.defined() ? t.data<T>() : nullptr;
 }
 

@@ -15,8 +15,7 @@ constexpr int64_t kChunk = 16384;  // elements per unit of work
 
 // Calls fn(i, begin, end) for chunks [begin, end) of every tensor i of `params`, in parallel, so
 // that a model's many small tensors and few large ones spread evenly over the threads.
-template <class F>
-void for_each_chunk(const TensorList& params, F&& fn) {
+template <class F> void for_each_chunk(const TensorList& params, F&& fn) {
   std::vector<std::pair<size_t, int64_t>> chunks;  // (tensor, first element)
   int64_t total = 0;
   for (size_t i = 0; i < params.size(); ++i) {
@@ -33,8 +32,7 @@ void for_each_chunk(const TensorList& params, F&& fn) {
 }
 
 // Element pointer of list[i], or nullptr for an unused (empty) state list.
-template <class T>
-T* data_or_null(const TensorList& list, size_t i) {
+template <class T> T* data_or_null(const TensorList& list, size_t i) {
   return list.empty() ? nullptr : list[i].data<T>();
 }
 

@@ -1,7 +1,7 @@
 // indexing.cpp — front functions of the indexing family. Each checks its operands, turns the
 // index into contiguous int64, checks every index value against the valid range
-// (index_range_kernel), then calls its kernel. embedding and one_hot are compositions of the others' kernels; constant
-// padding is a fill and a copy into a narrowed view.
+// (index_range_kernel), then calls its kernel. embedding and one_hot are compositions of the
+// others' kernels; constant padding is a fill and a copy into a narrowed view.
 #include "ember/ops/indexing.h"
 
 #include <algorithm>
@@ -21,8 +21,9 @@ Tensor as_index(const char* op, const Named& index) {
   check_defined(op, {index});
   DType t = index.tensor.dtype();
   if (t != DType::Int64 && t != DType::Int32)
-    throw DTypeError(op, operands({index}) + "; " + index.name + " must hold integer indices "
-                         "(int64 or int32), cast with .to(DType::Int64)");
+    throw DTypeError(
+        op, operands({index}) + "; " + index.name +
+                " must hold integer indices (int64 or int32), cast with .to(DType::Int64)");
   return index.tensor.to(DType::Int64).contiguous();
 }
 
@@ -31,8 +32,8 @@ void check_range(const char* op, const Tensor& idx, int64_t limit, const std::st
   if (idx.numel() == 0) return;
   IndexRange r = index_range_kernel(idx.device())(idx);
   if (r.min >= 0 && r.max < limit) return;
-  throw IndexError(op, "index " + str(r.min < 0 ? r.min : r.max) + " is out of range for " +
-                           what + "; valid indices are 0 to " + str(limit - 1) +
+  throw IndexError(op, "index " + str(r.min < 0 ? r.min : r.max) + " is out of range for " + what +
+                           "; valid indices are 0 to " + str(limit - 1) +
                            " (negative indices are not wrapped)");
 }
 
@@ -78,8 +79,8 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   check_same_device(op, {{"x", x}, {"index", index}});
   Tensor idx = as_index(op, {"index", index});
   if (idx.dim() > 1)
-    throw ShapeError(op, operands({{"x", x}, {"index", index}}) + "; index must be 1-D, "
-                                                                  "flatten it first");
+    throw ShapeError(op, operands({{"x", x}, {"index", index}}) +
+                             "; index must be 1-D, flatten it first");
   const int64_t d = wrap_dim(dim, x.dim(), op);
   check_range(op, idx, x.size(d), "dim " + str(d) + " of x (" + describe(x) + ")");
   return select_slices(x, d, idx.view({idx.numel()}));
@@ -130,15 +131,14 @@ Tensor embedding_backward(const Tensor& grad, const Tensor& indices, int64_t num
   if (!fits)
     throw ShapeError(op, operands({{"grad", grad}, {"indices", indices}}) +
                              "; grad must have indices' shape plus a last dim of size D");
-  if (num_weights < 0)
-    throw ValueError(op, "num_weights must be >= 0, got " + str(num_weights));
+  if (num_weights < 0) throw ValueError(op, "num_weights must be >= 0, got " + str(num_weights));
   std::optional<int64_t> pad_row;
   if (padding_idx) {
     pad_row = *padding_idx < 0 ? *padding_idx + num_weights : *padding_idx;
     if (*pad_row < 0 || *pad_row >= num_weights)
       throw IndexError(op, "padding_idx " + str(*padding_idx) + " is out of range for " +
-                               str(num_weights) + " rows; expected -" + str(num_weights) +
-                               " to " + str(num_weights - 1));
+                               str(num_weights) + " rows; expected -" + str(num_weights) + " to " +
+                               str(num_weights - 1));
   }
   check_range(op, idx, num_weights, "num_weights " + str(num_weights));
   const int64_t dsize = grad.size(-1);
@@ -204,14 +204,14 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
   const char* op = "masked_fill";
   check_same_device(op, {{"x", x}, {"mask", mask}});
   if (mask.dtype() != DType::Bool)
-    throw DTypeError(op, operands({{"x", x}, {"mask", mask}}) + "; mask must be bool, e.g. "
-                                                                "the result of a comparison");
+    throw DTypeError(op, operands({{"x", x}, {"mask", mask}}) +
+                             "; mask must be bool, e.g. the result of a comparison");
   bool fits = mask.dim() <= x.dim();
   for (int64_t i = 1; fits && i <= mask.dim(); ++i)
     fits = mask.size(-i) == 1 || mask.size(-i) == x.size(-i);
   if (!fits)
-    throw ShapeError(op, operands({{"x", x}, {"mask", mask}}) + "; mask must broadcast to x's "
-                                                                "shape (sizes equal or 1)");
+    throw ShapeError(op, operands({{"x", x}, {"mask", mask}}) +
+                             "; mask must broadcast to x's shape (sizes equal or 1)");
   Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
   if (out.numel() > 0) masked_fill_kernel(x.device())(x, mask.expand(x.shape()), value, out);
   return out;
@@ -222,8 +222,8 @@ Tensor one_hot(const Tensor& indices, int64_t num_classes) {
   Tensor idx = as_index(op, {"indices", indices});
   if (num_classes == -1) {
     if (idx.numel() == 0)
-      throw ValueError(op, operands({{"indices", indices}}) + "; cannot infer num_classes from "
-                                                              "no indices, pass num_classes");
+      throw ValueError(op, operands({{"indices", indices}}) +
+                               "; cannot infer num_classes from no indices, pass num_classes");
     num_classes = std::max<int64_t>(index_range_kernel(idx.device())(idx).max + 1, 0);
   } else if (num_classes < 0) {
     throw ValueError(op, "num_classes must be >= 0 or -1 (infer), got " + str(num_classes));
@@ -252,8 +252,8 @@ PadMode parse_pad_mode(const std::string& mode) {
 }
 
 // Per dim of `shape`: the pads before and after it (0 for dims `pads` does not reach).
-std::pair<std::vector<int64_t>, std::vector<int64_t>> split_pads(
-    const char* op, const Shape& shape, const std::vector<int64_t>& pads) {
+std::pair<std::vector<int64_t>, std::vector<int64_t>> split_pads(const char* op, const Shape& shape,
+                                                                 const std::vector<int64_t>& pads) {
   const size_t ndim = shape.size();
   if (pads.size() % 2 != 0 || pads.size() > 2 * ndim)
     throw ValueError(op, "pads has " + str(int64_t(pads.size())) + " values for a tensor of " +
@@ -311,15 +311,14 @@ Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, const std::string&
   }
   for (int64_t d = 0; d < x.dim(); ++d) {
     const int64_t l = left[size_t(d)], r = right[size_t(d)], n = x.size(d);
-    const bool ok = l >= 0 && r >= 0 &&
-                    (l + r == 0 || (m == PadMode::Reflect ? l < n && r < n : n > 0));
+    const bool ok =
+        l >= 0 && r >= 0 && (l + r == 0 || (m == PadMode::Reflect ? l < n && r < n : n > 0));
     if (!ok)
-      throw ValueError(op, operands({{"x", x}}) + "; " + mode + " pads (" + str(l) + ", " +
-                               str(r) + ") do not fit dim " + str(d) + " of size " + str(n) +
-                               (m == PadMode::Reflect ? ": reflect pads must be >= 0 and < the "
-                                                        "dim's size"
-                                                      : ": replicate pads must be >= 0 and the "
-                                                        "dim non-empty"));
+      throw ValueError(op, operands({{"x", x}}) + "; " + mode + " pads (" + str(l) + ", " + str(r) +
+                               ") do not fit dim " + str(d) + " of size " + str(n) +
+                               (m == PadMode::Reflect
+                                    ? ": reflect pads must be >= 0 and < the dim's size"
+                                    : ": replicate pads must be >= 0 and the dim non-empty"));
   }
   if (pads.size() / 2 > 7)
     throw NotSupportedError(op, mode + " mode pads at most 7 dims, got " +

@@ -15,14 +15,18 @@
 namespace ember {
 
 // Ops that only move elements need their size, not their type: one instantiation per size.
-template <class F>
-decltype(auto) dispatch_by_size(size_t itemsize, const char* op, F&& fn) {
+template <class F> decltype(auto) dispatch_by_size(size_t itemsize, const char* op, F&& fn) {
   switch (itemsize) {
-    case 1: return fn(TypeTag<uint8_t>{});
-    case 2: return fn(TypeTag<uint16_t>{});
-    case 4: return fn(TypeTag<uint32_t>{});
-    case 8: return fn(TypeTag<uint64_t>{});
-    default: break;
+    case 1:
+      return fn(TypeTag<uint8_t>{});
+    case 2:
+      return fn(TypeTag<uint16_t>{});
+    case 4:
+      return fn(TypeTag<uint32_t>{});
+    case 8:
+      return fn(TypeTag<uint64_t>{});
+    default:
+      break;
   }
   throw DTypeError(op, "unsupported element size " + std::to_string(itemsize));
 }
@@ -70,7 +74,7 @@ EMBER_KERNEL(masked_fill_kernel,
 
 // x: contiguous [d0, ..., dk]; out: contiguous [d0 + left[0] + right[0], ...] (reflect or
 // replicate): out[o0, ..., ok] = x[pad_source(o0, left[0], d0), ...].
-EMBER_KERNEL(pad_kernel, void(const Tensor& x, const std::vector<int64_t>& left, PadMode mode,
-                              Tensor& out));
+EMBER_KERNEL(pad_kernel,
+             void(const Tensor& x, const std::vector<int64_t>& left, PadMode mode, Tensor& out));
 
 }  // namespace ember

@@ -38,9 +38,9 @@ void check_saved(const char* op, const Tensor& x, const Named& s, const Shape& s
   check_defined(op, {s});
   if (s.tensor.device() != x.device() || s.tensor.dtype() != compute_dtype(x.dtype()) ||
       s.tensor.shape() != shape)
-    throw ShapeError(op, operands({{"x", x}, s}) + "; expected " + s.name + " " +
-                             shape_str(shape) + " " + dtype_name(compute_dtype(x.dtype())) + " " +
-                             x.device().str() + ", as returned by the forward op");
+    throw ShapeError(op, operands({{"x", x}, s}) + "; expected " + s.name + " " + shape_str(shape) +
+                             " " + dtype_name(compute_dtype(x.dtype())) + " " + x.device().str() +
+                             ", as returned by the forward op");
 }
 
 void check_grad_out(const char* op, const Tensor& grad_out, const Tensor& x) {
@@ -62,8 +62,9 @@ void check_batch_norm_input(const char* op, const Tensor& x) {
   check_defined(op, {{"x", x}});
   check_floating(op, {{"x", x}});
   if (x.dim() < 2)
-    throw ShapeError(op, operands({{"x", x}}) + "; expected at least 2 dims [N, C, *]; for a "
-                                                "single sample add a batch dim with unsqueeze(0)");
+    throw ShapeError(op, operands({{"x", x}}) +
+                             "; expected at least 2 dims [N, C, *]; for a single sample add a "
+                             "batch dim with unsqueeze(0)");
 }
 
 }  // namespace
@@ -83,15 +84,16 @@ BatchNormResult batch_norm(const Tensor& x, const Tensor& weight, const Tensor& 
     throw ValueError(op, operands({{"running_mean", running_mean}, {"running_var", running_var}}) +
                              "; pass both running statistics or neither");
   if (!training && !running_mean.defined())
-    throw ValueError(op, operands({{"x", x}}) + "; eval mode (training=false) normalises with "
-                                                "running_mean and running_var, pass them (or "
-                                                "use training=true for batch statistics)");
+    throw ValueError(op, operands({{"x", x}}) +
+                             "; eval mode (training=false) normalises with running_mean and "
+                             "running_var, pass them (or use training=true for batch statistics)");
   if (!(eps >= 0)) throw ValueError(op, "eps must be >= 0, got " + std::to_string(eps));
   const int64_t per_channel = c == 0 ? 0 : x.numel() / c;
   if (training && c > 0 && per_channel <= 1)
-    throw ValueError(op, operands({{"x", x}}) + "; training needs more than 1 value per channel "
-                                                "to estimate a variance, got " +
-                             str(per_channel) + "; use a larger batch or eval mode");
+    throw ValueError(
+        op, operands({{"x", x}}) +
+                "; training needs more than 1 value per channel to estimate a variance, got " +
+                str(per_channel) + "; use a larger batch or eval mode");
 
   Tensor x3 = as_ncs(x);
   Tensor y3 = Tensor::empty(x3.shape(), x.dtype(), x.device());
@@ -103,8 +105,7 @@ BatchNormResult batch_norm(const Tensor& x, const Tensor& weight, const Tensor& 
     if (training)
       batch_norm_stats_kernel(x.device())(x3, momentum, eps, mean, invstd, running_mean,
                                           running_var);
-    else
-      batch_norm_eval_stats_kernel(x.device())(running_mean, running_var, eps, mean, invstd);
+    else batch_norm_eval_stats_kernel(x.device())(running_mean, running_var, eps, mean, invstd);
   }
   if (x.numel() > 0) batch_norm_apply_kernel(x.device())(x3, mean, invstd, w, b, y3);
   return {y3.view(x.shape()), mean, invstd};
@@ -147,9 +148,9 @@ std::pair<int64_t, int64_t> layer_norm_rows(const char* op, const Tensor& x,
   for (int64_t i = 1; fits && i <= k; ++i) fits = x.size(-i) == normalized_shape[size_t(k - i)];
   if (!fits)
     throw ShapeError(op, operands({{"x", x}}) + "; normalized_shape " +
-                             shape_str(normalized_shape) + " must be non-empty and equal x's "
-                             "trailing dims, e.g. [" + str(x.dim() ? x.size(-1) : 0) +
-                             "] to normalise the last dim");
+                             shape_str(normalized_shape) +
+                             " must be non-empty and equal x's trailing dims, e.g. [" +
+                             str(x.dim() ? x.size(-1) : 0) + "] to normalise the last dim");
   const int64_t d = shape_numel(normalized_shape);
   int64_t m = 1;
   for (int64_t i = 0; i < x.dim() - k; ++i) m *= x.size(i);

@@ -19,8 +19,7 @@ namespace ember {
 // merges the statistics of two disjoint sets (Chan, Golub & LeVeque), so a backend may build them
 // from pieces in any order — chunks on a CPU thread, threads of a warp, warps of a block — and
 // still read the data once. var = m2 / n (biased) or m2 / (n - 1) (unbiased).
-template <class Acc>
-struct MeanM2 {
+template <class Acc> struct MeanM2 {
   Acc n = 0;  // a float count: exact up to 2^24 for float, and only ever used in ratios
   Acc mean = 0;
   Acc m2 = 0;
@@ -75,9 +74,8 @@ EMBER_KERNEL(batch_norm_backward_input_kernel,
 // ---- layer norm ----
 // Per row i of x [M, D]: mean[i], rstd[i] = 1 / sqrt(var + eps) (biased var), and
 // y[i, j] = (x[i, j] - mean[i]) * rstd[i] * weight[j] + bias[j]; weight/bias optional.
-EMBER_KERNEL(layer_norm_kernel,
-             void(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, Tensor& y,
-                  Tensor& mean, Tensor& rstd));
+EMBER_KERNEL(layer_norm_kernel, void(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                                     double eps, Tensor& y, Tensor& mean, Tensor& rstd));
 // Per row, with g = dy * weight and xhat = (x - mean) * rstd:
 // dx = rstd * (g - mean_j(g) - xhat * mean_j(g * xhat)).
 EMBER_KERNEL(layer_norm_backward_input_kernel,

@@ -92,17 +92,16 @@ void check_unit(const char* op, const char* name, double v) {
 
 }  // namespace
 
-void sgd_step(const TensorList& params, const TensorList& grads,
-              const TensorList& momentum_buffers, double lr, double momentum, double dampening,
-              bool nesterov, double weight_decay, bool first_step, bool maximize) {
+void sgd_step(const TensorList& params, const TensorList& grads, const TensorList& momentum_buffers,
+              double lr, double momentum, double dampening, bool nesterov, double weight_decay,
+              bool first_step, bool maximize) {
   const char* op = "sgd_step";
   check_non_negative(op, "lr", lr);
   check_non_negative(op, "momentum", momentum);
   check_non_negative(op, "weight_decay", weight_decay);
   if (nesterov && (momentum <= 0 || dampening != 0))
     throw ValueError(op, "nesterov momentum needs momentum > 0 and dampening == 0, got momentum " +
-                             std::to_string(momentum) + ", dampening " +
-                             std::to_string(dampening));
+                             std::to_string(momentum) + ", dampening " + std::to_string(dampening));
   if (momentum != 0 && momentum_buffers.empty() && !params.empty())
     throw ValueError(op, "momentum " + std::to_string(momentum) +
                              " needs momentum_buffers, one per parameter");
@@ -125,23 +124,32 @@ void adam_step(const TensorList& params, const TensorList& grads, const TensorLi
   check_non_negative(op, "eps", eps);
   check_non_negative(op, "weight_decay", weight_decay);
   if (step < 1)
-    throw ValueError(op, "step must be >= 1 (the number of this update), got " +
-                             std::to_string(step));
+    throw ValueError(op,
+                     "step must be >= 1 (the number of this update), got " + std::to_string(step));
   if (!params.empty() && (exp_avgs.empty() || exp_avg_sqs.empty()))
     throw ValueError(op, "exp_avgs and exp_avg_sqs are required, one per parameter");
-  std::vector<NamedList> lists{
-      {"params", params}, {"grads", grads}, {"exp_avgs", exp_avgs}, {"exp_avg_sqs", exp_avg_sqs}};
+  std::vector<NamedList> lists{{"params", params},
+                               {"grads", grads},
+                               {"exp_avgs", exp_avgs},
+                               {"exp_avg_sqs", exp_avg_sqs}};
   check_lists(op, lists);
   const double t = double(step);
-  AdamHyper h{lr, beta1, beta2, eps, weight_decay, decoupled, maximize,
-              lr / (1 - std::pow(beta1, t)), std::sqrt(1 - std::pow(beta2, t))};
+  AdamHyper h{lr,
+              beta1,
+              beta2,
+              eps,
+              weight_decay,
+              decoupled,
+              maximize,
+              lr / (1 - std::pow(beta1, t)),
+              std::sqrt(1 - std::pow(beta2, t))};
   run_grouped(adam_kernel, lists, h);
 }
 
-void rmsprop_step(const TensorList& params, const TensorList& grads,
-                  const TensorList& square_avgs, const TensorList& momentum_buffers,
-                  const TensorList& grad_avgs, double lr, double alpha, double eps,
-                  double weight_decay, double momentum, bool centered, bool maximize) {
+void rmsprop_step(const TensorList& params, const TensorList& grads, const TensorList& square_avgs,
+                  const TensorList& momentum_buffers, const TensorList& grad_avgs, double lr,
+                  double alpha, double eps, double weight_decay, double momentum, bool centered,
+                  bool maximize) {
   const char* op = "rmsprop_step";
   check_non_negative(op, "lr", lr);
   check_non_negative(op, "alpha", alpha);
@@ -150,8 +158,9 @@ void rmsprop_step(const TensorList& params, const TensorList& grads,
   check_non_negative(op, "momentum", momentum);
   if (!params.empty() && (square_avgs.empty() || (momentum > 0 && momentum_buffers.empty()) ||
                           (centered && grad_avgs.empty())))
-    throw ValueError(op, "needs square_avgs, momentum_buffers when momentum > 0 and grad_avgs "
-                         "when centered, one per parameter");
+    throw ValueError(op,
+                     "needs square_avgs, momentum_buffers when momentum > 0 and grad_avgs when "
+                     "centered, one per parameter");
   const TensorList unused;
   std::vector<NamedList> lists{{"params", params},
                                {"grads", grads},

@@ -33,8 +33,7 @@ struct RmspropHyper {
 
 // One element of each update, in the compute type C; p and the state are read and written
 // through references. The formulas are those of ember/ops/optimizer.h (and torch.optim).
-template <class C>
-EMBER_HOST_DEVICE inline void sgd_update(C& p, C g, C& buf, const SgdHyper& h) {
+template <class C> EMBER_HOST_DEVICE inline void sgd_update(C& p, C g, C& buf, const SgdHyper& h) {
   if (h.maximize) g = -g;
   if (h.weight_decay != 0) g += C(h.weight_decay) * p;
   if (h.momentum != 0) {
@@ -48,10 +47,8 @@ template <class C>
 EMBER_HOST_DEVICE inline void adam_update(C& p, C g, C& m, C& v, const AdamHyper& h) {
   if (h.maximize) g = -g;
   if (h.weight_decay != 0) {
-    if (h.decoupled)
-      p *= C(1 - h.lr * h.weight_decay);
-    else
-      g += C(h.weight_decay) * p;
+    if (h.decoupled) p *= C(1 - h.lr * h.weight_decay);
+    else g += C(h.weight_decay) * p;
   }
   m += C(1 - h.beta1) * (g - m);  // = beta1 * m + (1 - beta1) * g, as torch's lerp_
   v = C(h.beta2) * v + C(1 - h.beta2) * g * g;

@@ -18,10 +18,9 @@ namespace ember {
 //   p -= lr * g
 // momentum_buffers may be empty when momentum == 0; first_step initialises them (their old
 // values are ignored). nesterov needs momentum > 0 and dampening == 0.
-void sgd_step(const TensorList& params, const TensorList& grads,
-              const TensorList& momentum_buffers, double lr, double momentum = 0.0,
-              double dampening = 0.0, bool nesterov = false, double weight_decay = 0.0,
-              bool first_step = false, bool maximize = false);
+void sgd_step(const TensorList& params, const TensorList& grads, const TensorList& momentum_buffers,
+              double lr, double momentum = 0.0, double dampening = 0.0, bool nesterov = false,
+              double weight_decay = 0.0, bool first_step = false, bool maximize = false);
 
 // Adam (torch.optim.Adam) and, with decoupled = true, AdamW (torch.optim.AdamW). step is the
 // number of this update, 1 on the first. Per element, with g = grad (or -grad when maximize):
@@ -43,10 +42,9 @@ void adam_step(const TensorList& params, const TensorList& grads, const TensorLi
 //   otherwise:    p -= lr * g / avg
 // momentum_buffers may be empty when momentum == 0, grad_avgs when not centered. New state
 // starts at zero, as in PyTorch.
-void rmsprop_step(const TensorList& params, const TensorList& grads,
-                  const TensorList& square_avgs, const TensorList& momentum_buffers,
-                  const TensorList& grad_avgs, double lr = 1e-2, double alpha = 0.99,
-                  double eps = 1e-8, double weight_decay = 0.0, double momentum = 0.0,
-                  bool centered = false, bool maximize = false);
+void rmsprop_step(const TensorList& params, const TensorList& grads, const TensorList& square_avgs,
+                  const TensorList& momentum_buffers, const TensorList& grad_avgs, double lr = 1e-2,
+                  double alpha = 0.99, double eps = 1e-8, double weight_decay = 0.0,
+                  double momentum = 0.0, bool centered = false, bool maximize = false);
 
 }  // namespace ember
