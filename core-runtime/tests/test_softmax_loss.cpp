@@ -153,6 +153,42 @@ TEST_P(Softmax, BackwardMatchesFiniteDifferences) {
   expect_close(softmax_backward(g, y, 1), ref, 2e-3, 1e-2);
 }
 
+// Softmax backward over the last dim, from the closed form in double.
+Values ref_softmax_backward(const Tensor& g, const Tensor& y, bool log) {
+  Values gv = g.to_vector<double>(), yv = y.to_vector<double>(), out(gv.size());
+  const int64_t n = y.size(y.dim() - 1);
+  for (size_t r = 0; r < gv.size(); r += size_t(n)) {
+    double dot = 0;
+    for (int64_t k = 0; k < n; ++k) dot += gv[r + size_t(k)] * (log ? 1.0 : yv[r + size_t(k)]);
+    for (int64_t k = 0; k < n; ++k) {
+      size_t i = r + size_t(k);
+      out[i] = log ? gv[i] - std::exp(yv[i]) * dot : yv[i] * (gv[i] - dot);
+    }
+  }
+  return out;
+}
+
+TEST_P(Softmax, LongRowsAndVectorisableRows) {
+  // Row lengths that take each GPU path: held in registers with 16-byte vectors (1024), in
+  // registers element by element (1001), and too long for registers (33000 float32 > 8 vectors x
+  // 1024 threads).
+  for (Shape shape : {Shape{33, 1024}, Shape{5, 1001}, Shape{2, 33000}})
+    for (DType dt : {DType::Float32, DType::Float64, DType::BFloat16}) {
+      SCOPED_TRACE(shape_str(shape) + " " + dtype_name(dt));
+      const double tol = dt == DType::BFloat16 ? 1e-2 : 1e-6;
+      // The backward subtracts nearly equal numbers: its error is absolute, not relative.
+      const double gtol = dt == DType::BFloat16 ? 2e-2 : dt == DType::Float32 ? 1e-6 : 1e-12;
+      Tensor x = test::random_tensor(shape, 30, dt, device(), -5, 5);
+      Tensor g = test::random_tensor(shape, 31, dt, device());
+      for (bool log : {false, true}) {
+        Tensor y = log ? log_softmax(x, -1) : softmax(x, -1);
+        expect_close(y, ref_softmax(x, -1, log), tol * 1e-2, tol);
+        Tensor gx = log ? log_softmax_backward(g, y, -1) : softmax_backward(g, y, -1);
+        expect_close(gx, ref_softmax_backward(g, y, log), gtol, gtol);
+      }
+    }
+}
+
 TEST_P(Softmax, Errors) {
   Tensor i = Tensor::empty({2, 3}, DType::Int64, device());
   expect_error<DTypeError>([&] { softmax(i, 1); }, {"softmax", "[2, 3] int64", "floating"});
@@ -267,6 +303,31 @@ TEST_P(Loss, CrossEntropyEveryOptionMatchesReference) {
         expect_close(nll_loss(lp, t, c.weight, c.ignore_index, c.reduction),
                      ref_class_loss(lp, t, c, true), 1e-12, 1e-12);
     }
+}
+
+TEST_P(Loss, CrossEntropyWithManyClasses) {
+  // 3000 classes: a whole block of threads per row on the GPU.
+  const int64_t n = 4, classes = 3000;
+  Tensor x = test::random_tensor({n, classes}, 40, DType::Float64, device(), -6, 6);
+  Tensor w = test::random_tensor({classes}, 41, DType::Float64, device(), 0.5, 2);
+  Tensor t = Tensor::from_vector<int64_t>({2999, 0, 1234, 7}, {n}).to(device());
+  CeCase c{w, -100, LossReduction::Mean, 0.1};
+  expect_close(run_ce(x, t, c), ref_class_loss(x, t, c, false), 1e-12, 1e-10);
+  // grad = g/W * ((1 - eps) w[t] (p - onehot) + eps / C (p sum(w) - w)), from the closed form.
+  Tensor grad = cross_entropy_backward(Tensor::from_vector<double>({1.0}, {}).to(device()), x, t, w,
+                                       -100, LossReduction::Mean, 0.1);
+  Values p = ref_softmax(x, 1, false), wv = w.to_vector<double>(), expected(p.size());
+  std::vector<int64_t> tv = t.to_vector<int64_t>();
+  double wsum = 0, wt = 0;
+  for (double v : wv) wsum += v;
+  for (int64_t r = 0; r < n; ++r) wt += wv[size_t(tv[size_t(r)])];
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t k = 0; k < classes; ++k) {
+      size_t i = size_t(r * classes + k);
+      double hard = 0.9 * wv[size_t(tv[size_t(r)])] * (p[i] - double(k == tv[size_t(r)]));
+      expected[i] = (hard + 0.1 / double(classes) * (p[i] * wsum - wv[size_t(k)])) / wt;
+    }
+  expect_close(grad, expected, 1e-14, 1e-9);
 }
 
 TEST_P(Loss, CrossEntropyHalfTypesAndAllIgnored) {

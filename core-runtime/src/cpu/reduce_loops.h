@@ -14,61 +14,13 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <vector>
 
 #include "cpu/parallel.h"
 #include "ember/tensor.h"
+#include "ops/reduction_kernels.h"  // DimWalk
 
 namespace ember::cpu {
-
-// Dims walked in row-major order: sizes and element strides, innermost last. Never empty: a walk
-// over no dims (or only size-1 dims) is one element.
-struct DimWalk {
-  std::vector<int64_t> shape, stride;
-  int64_t numel = 1;
-
-  int64_t inner() const { return shape.back(); }
-  int64_t inner_stride() const { return stride.back(); }
-  // Element offset of row `row`, a flat index over every dim but the innermost.
-  int64_t row_offset(int64_t row) const {
-    int64_t off = 0;
-    for (size_t d = shape.size() - 1; d-- > 0;) {
-      off += row % shape[d] * stride[d];
-      row /= shape[d];
-    }
-    return off;
-  }
-  // Element offset of flat index i.
-  int64_t offset(int64_t i) const { return row_offset(i / inner()) + i % inner() * inner_stride(); }
-};
-
-// Dims [begin, end) of x as a DimWalk; sort_by_stride first orders them by decreasing |stride|.
-inline DimWalk make_walk(const Tensor& x, int64_t begin, int64_t end, bool sort_by_stride) {
-  std::vector<int64_t> dims;
-  for (int64_t d = begin; d < end; ++d)
-    if (x.size(d) != 1) dims.push_back(d);
-  if (sort_by_stride)
-    std::stable_sort(dims.begin(), dims.end(), [&](int64_t a, int64_t b) {
-      return std::llabs(x.stride(a)) > std::llabs(x.stride(b));
-    });
-  DimWalk w;
-  for (int64_t d : dims) {
-    w.numel *= x.size(d);
-    if (!w.shape.empty() && w.stride.back() == x.stride(d) * x.size(d)) {
-      w.shape.back() *= x.size(d);
-      w.stride.back() = x.stride(d);
-    } else {
-      w.shape.push_back(x.size(d));
-      w.stride.push_back(x.stride(d));
-    }
-  }
-  if (w.shape.empty()) {
-    w.shape.push_back(1);
-    w.stride.push_back(0);
-  }
-  return w;
-}
 
 constexpr int kLanes = 8;
 constexpr int64_t kPairwiseBlock = 128;  // runs up to this long are folded straight into lanes

@@ -1,4 +1,672 @@
-// softmax_loss.cu — CUDA kernels of the softmax_loss family (being written).
+// softmax_loss.cu — CUDA kernels of the softmax and loss family.
+//
+// Row-wise kernels give each row ([rows..., C], the softmax / class dim last) to a group of
+// threads (reduce.cuh): a warp for short rows, up to a block for long ones.
+//   - Register kernels (softmax and its backward, when rows are contiguous and C fits): each
+//     thread loads its share of the row once, 16 bytes at a time, into registers; one group
+//     reduction later it writes the result. One read and one write of memory: the minimum.
+//   - Looped kernels (any stride, any C): threads stride over the row once to reduce and once
+//     more to write.
+// Softmax statistics are reduced as (max, sum of exp(x - max)) pairs, the LogSumExp reducer of
+// ops/reduction_kernels.h, so one group reduction gives both. Cross entropy and its backward are
+// each one fused kernel. Target range checks run first and report through a device flag read back
+// by the host (a synchronisation, acceptable for a loss).
+#include <limits>
+
+#include "cuda/loops.cuh"
+#include "cuda/reduce.cuh"
+#include "ops/softmax_loss_kernels.h"
+
 namespace ember::cuda {
-void register_softmax_loss() {}
+namespace {
+
+constexpr int kItems = 8;      // vectors per thread a register kernel holds
+constexpr int kThreads = 256;  // threads per block of the small-group and per-thread kernels
+
+// A [rows..., C] tensor as rows: row r starts at walk.offset(r); its elements are `stride` apart.
+struct Rows {
+  DeviceWalk walk;
+  int64_t stride;
+};
+
+// False when the row dims do not fit a DeviceWalk (the caller then copies to contiguous).
+bool make_rows(const Tensor& t, Rows& rows) {
+  rows.stride = t.stride(t.dim() - 1);
+  return to_device(make_walk(t, 0, t.dim() - 1, false), rows.walk);
+}
+
+// Like make_rows, copying t to contiguous memory when its row dims do not fit. Only inputs are
+// ever copied: outputs are permuted views of fresh tensors, whose row dims merge to at most two.
+Rows rows_of(Tensor& t) {
+  Rows rows;
+  if (!make_rows(t, rows)) {
+    t = t.contiguous();
+    make_rows(t, rows);
+  }
+  return rows;
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Threads per row: enough for `per_thread` elements each, a multiple of a warp, at most 1024.
+int group_size(int64_t n, int64_t per_thread) {
+  int64_t g = ceil_div(ceil_div(n, per_thread), kWarp) * kWarp;
+  return int(std::min<int64_t>(std::max<int64_t>(g, kWarp), kWarp * kMaxGroupWarps));
+}
+
+// The launch shape for `rows` rows with `group` threads each: rows share a block when short.
+struct RowLaunch {
+  dim3 grid, block;
+  size_t smem;
+};
+template <class A> RowLaunch row_launch(int64_t rows, int group) {
+  const int per_block = group >= kThreads ? 1 : kThreads / group;
+  return {dim3{unsigned(ceil_div(rows, per_block))}, dim3{unsigned(group), unsigned(per_block)},
+          group_scratch_bytes<A>(per_block)};
+}
+
+// Whether rows of t can be read as VEC-element vectors: contiguous, 16-byte aligned rows.
+template <int VEC> bool vector_rows(const Tensor& t, const Rows& rows, int64_t n) {
+  if (VEC == 1) return true;
+  bool ok = rows.stride == 1 && n % VEC == 0 && uintptr_t(t.data_ptr()) % 16 == 0;
+  for (int d = 0; d < rows.walk.ndim; ++d) ok = ok && rows.walk.stride[d] % VEC == 0;
+  return ok;
+}
+
+template <class C> using Stats = reducers::MaxSum<C>;  // (max, sum of exp(x - max)) of a row
+
+template <class T> struct LseCombine {
+  __device__ Stats<compute_t<T>> operator()(const Stats<compute_t<T>>& a,
+                                            const Stats<compute_t<T>>& b) const {
+    return reducers::LogSumExp<T>{}.combine(a, b);
+  }
+};
+
+template <class C> struct Plus {
+  __device__ C operator()(C a, C b) const { return a + b; }
+};
+
+template <class C> __device__ __forceinline__ Stats<C> no_stats() {
+  return {-std::numeric_limits<C>::infinity(), C(0)};
+}
+
+// Loads vector j of a row (VEC elements from element j * VEC) into v, converted to C.
+template <int VEC, class T, class C>
+__device__ __forceinline__ void load_vec(const T* row, int64_t j, C (&v)[VEC]) {
+  Vec<T, VEC> raw = reinterpret_cast<const Vec<T, VEC>*>(row)[j];
+#pragma unroll
+  for (int e = 0; e < VEC; ++e) v[e] = C(raw.v[e]);
+}
+
+template <int VEC, class T, class C>
+__device__ __forceinline__ void store_vec(T* row, int64_t j, const C (&v)[VEC]) {
+  Vec<T, VEC> raw;
+#pragma unroll
+  for (int e = 0; e < VEC; ++e) raw.v[e] = T(v[e]);
+  reinterpret_cast<Vec<T, VEC>*>(row)[j] = raw;
+}
+
+// ---- softmax / log_softmax ----
+
+// x, y: [rows, n], rows contiguous (stride 1) and n <= kItems * VEC * blockDim.x.
+template <int VEC, bool Log, class T>
+__global__ void softmax_regs_kernel(const T* x, Rows xr, T* y, Rows yr, int64_t rows, int64_t n) {
+  using C = compute_t<T>;
+  const int64_t row = int64_t(blockIdx.x) * blockDim.y + threadIdx.y;
+  const bool active = row < rows;
+  const T* xp = x + (active ? xr.walk.offset(row) : 0);
+  C v[kItems][VEC];
+  C m = -std::numeric_limits<C>::infinity();
+#pragma unroll
+  for (int it = 0; it < kItems; ++it) {
+    const int64_t j = int64_t(it) * blockDim.x + threadIdx.x;
+    if (active && j * VEC < n) {
+      load_vec<VEC>(xp, j, v[it]);
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) m = v[it][e] > m ? v[it][e] : m;
+    }
+  }
+  // This thread's (max, sum). With no element above -inf it holds nothing: its exps are 0 (not
+  // exp(-inf + inf), which is NaN).
+  C s = 0;
+  const bool any = m != -std::numeric_limits<C>::infinity();
+#pragma unroll
+  for (int it = 0; it < kItems; ++it) {
+    const int64_t j = int64_t(it) * blockDim.x + threadIdx.x;
+    if (active && j * VEC < n)
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) {
+        C ex = any ? std::exp(v[it][e] - m) : C(0);
+        s += ex;
+        if (!Log) v[it][e] = ex;  // softmax reuses the exps below
+      }
+  }
+  Stats<C> st = group_allreduce(any ? Stats<C>{m, s} : no_stats<C>(), LseCombine<T>{},
+                                no_stats<C>(), group_scratch<Stats<C>>());
+  if (!active) return;
+  // softmax: exp(x - m) * exp(m - M) / S;  log_softmax: x - M - log(S). A thread with nothing
+  // writes 0 / S: 0, or NaN when the whole row is -inf (S = 0), as on the CPU.
+  const C scale = any ? std::exp(m - st.max) / st.sum : C(0) / st.sum;
+  const C shift = st.max + std::log(st.sum);
+  T* yp = y + yr.walk.offset(row);
+#pragma unroll
+  for (int it = 0; it < kItems; ++it) {
+    const int64_t j = int64_t(it) * blockDim.x + threadIdx.x;
+    if (j * VEC < n) {
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) v[it][e] = Log ? v[it][e] - shift : v[it][e] * scale;
+      store_vec<VEC>(yp, j, v[it]);
+    }
+  }
+}
+
+// Any strides and any n: one pass for the statistics, one to write.
+template <bool Log, class T>
+__global__ void softmax_looped_kernel(const T* x, Rows xr, T* y, Rows yr, int64_t rows, int64_t n) {
+  using C = compute_t<T>;
+  const reducers::LogSumExp<T> lse;
+  const int64_t row = int64_t(blockIdx.x) * blockDim.y + threadIdx.y;
+  const bool active = row < rows;
+  const T* xp = x + (active ? xr.walk.offset(row) : 0);
+  Stats<C> st = no_stats<C>();
+  for (int64_t k = threadIdx.x; active && k < n; k += blockDim.x)
+    st = lse.step(st, xp[k * xr.stride], k);
+  st = group_allreduce(st, LseCombine<T>{}, no_stats<C>(), group_scratch<Stats<C>>());
+  if (!active) return;
+  const C log_sum = std::log(st.sum);
+  T* yp = y + yr.walk.offset(row);
+  for (int64_t k = threadIdx.x; k < n; k += blockDim.x) {
+    C logp = C(xp[k * xr.stride]) - st.max - log_sum;
+    yp[k * yr.stride] = T(Log ? logp : std::exp(logp));
+  }
+}
+
+template <class T, int VEC> void softmax_typed(const Tensor& x_in, bool log, Tensor& y) {
+  using C = compute_t<T>;
+  Tensor x = x_in;
+  const Rows xr = rows_of(x), yr = rows_of(y);
+  const int64_t rows = make_walk(x, 0, x.dim() - 1, false).numel, n = x.size(x.dim() - 1);
+  if (rows == 0 || n == 0) return;
+  DeviceGuard guard(x.device());
+  cudaStream_t s = stream(x.device());
+  const T* xp = x.data<T>();
+  T* yp = y.data<T>();
+  const bool vec = vector_rows<VEC>(x, xr, n) && vector_rows<VEC>(y, yr, n);
+  const int width = vec ? VEC : 1;
+  if (xr.stride == 1 && yr.stride == 1 && n <= int64_t(kItems) * width * kWarp * kMaxGroupWarps) {
+    const RowLaunch L = row_launch<Stats<C>>(rows, group_size(n, int64_t(kItems) * width));
+    auto launch = [&](auto kernel) {
+      kernel<<<L.grid, L.block, L.smem, s>>>(xp, xr, yp, yr, rows, n);
+    };
+    if (vec && log) launch(softmax_regs_kernel<VEC, true, T>);
+    else if (vec) launch(softmax_regs_kernel<VEC, false, T>);
+    else if (log) launch(softmax_regs_kernel<1, true, T>);
+    else launch(softmax_regs_kernel<1, false, T>);
+  } else {
+    const RowLaunch L = row_launch<Stats<C>>(rows, group_size(n, 4));
+    auto kernel = log ? softmax_looped_kernel<true, T> : softmax_looped_kernel<false, T>;
+    kernel<<<L.grid, L.block, L.smem, s>>>(xp, xr, yp, yr, rows, n);
+  }
+  check_launch(log ? "log_softmax" : "softmax", {&x, &y});
+}
+
+void softmax(const Tensor& x, bool log, Tensor& y) {
+  dispatch_floating(x.dtype(), log ? "log_softmax" : "softmax", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    softmax_typed<T, int(16 / sizeof(T))>(x, log, y);
+  });
+}
+
+// ---- softmax backward: gx = y * (g - sum(g * y)), or for log_softmax gx = g - exp(y) * sum(g)
+
+template <int VEC, bool Log, class T>
+__global__ void softmax_backward_regs_kernel(const T* g, Rows gr, const T* y, Rows yr, T* gx,
+                                             Rows gxr, int64_t rows, int64_t n) {
+  using C = compute_t<T>;
+  const int64_t row = int64_t(blockIdx.x) * blockDim.y + threadIdx.y;
+  const bool active = row < rows;
+  const T* gp = g + (active ? gr.walk.offset(row) : 0);
+  const T* yp = y + (active ? yr.walk.offset(row) : 0);
+  C gv[kItems][VEC], yv[kItems][VEC];
+  C dot = 0;
+#pragma unroll
+  for (int it = 0; it < kItems; ++it) {
+    const int64_t j = int64_t(it) * blockDim.x + threadIdx.x;
+    if (active && j * VEC < n) {
+      load_vec<VEC>(gp, j, gv[it]);
+      load_vec<VEC>(yp, j, yv[it]);
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) dot += Log ? gv[it][e] : gv[it][e] * yv[it][e];
+    }
+  }
+  dot = group_allreduce(dot, Plus<C>{}, C(0), group_scratch<C>());
+  if (!active) return;
+  T* out = gx + gxr.walk.offset(row);
+#pragma unroll
+  for (int it = 0; it < kItems; ++it) {
+    const int64_t j = int64_t(it) * blockDim.x + threadIdx.x;
+    if (j * VEC < n) {
+#pragma unroll
+      for (int e = 0; e < VEC; ++e)
+        gv[it][e] = Log ? gv[it][e] - std::exp(yv[it][e]) * dot : yv[it][e] * (gv[it][e] - dot);
+      store_vec<VEC>(out, j, gv[it]);
+    }
+  }
+}
+
+template <bool Log, class T>
+__global__ void softmax_backward_looped_kernel(const T* g, Rows gr, const T* y, Rows yr, T* gx,
+                                               Rows gxr, int64_t rows, int64_t n) {
+  using C = compute_t<T>;
+  const int64_t row = int64_t(blockIdx.x) * blockDim.y + threadIdx.y;
+  const bool active = row < rows;
+  const T* gp = g + (active ? gr.walk.offset(row) : 0);
+  const T* yp = y + (active ? yr.walk.offset(row) : 0);
+  C dot = 0;
+  for (int64_t k = threadIdx.x; active && k < n; k += blockDim.x)
+    dot += Log ? C(gp[k * gr.stride]) : C(gp[k * gr.stride]) * C(yp[k * yr.stride]);
+  dot = group_allreduce(dot, Plus<C>{}, C(0), group_scratch<C>());
+  if (!active) return;
+  T* out = gx + gxr.walk.offset(row);
+  for (int64_t k = threadIdx.x; k < n; k += blockDim.x) {
+    C gk = C(gp[k * gr.stride]), yk = C(yp[k * yr.stride]);
+    out[k * gxr.stride] = T(Log ? gk - std::exp(yk) * dot : yk * (gk - dot));
+  }
+}
+
+template <class T, int VEC>
+void softmax_backward_typed(const Tensor& g_in, const Tensor& y_in, bool log, Tensor& gx) {
+  using C = compute_t<T>;
+  Tensor g = g_in, y = y_in;
+  const Rows gr = rows_of(g), yr = rows_of(y), gxr = rows_of(gx);
+  const int64_t rows = make_walk(y, 0, y.dim() - 1, false).numel, n = y.size(y.dim() - 1);
+  if (rows == 0 || n == 0) return;
+  DeviceGuard guard(y.device());
+  cudaStream_t s = stream(y.device());
+  const T *gp = g.data<T>(), *yp = y.data<T>();
+  T* out = gx.data<T>();
+  const bool vec =
+      vector_rows<VEC>(g, gr, n) && vector_rows<VEC>(y, yr, n) && vector_rows<VEC>(gx, gxr, n);
+  const int width = vec ? VEC : 1;
+  const bool contiguous = gr.stride == 1 && yr.stride == 1 && gxr.stride == 1;
+  if (contiguous && n <= int64_t(kItems) * width * kWarp * kMaxGroupWarps) {
+    const RowLaunch L = row_launch<C>(rows, group_size(n, int64_t(kItems) * width));
+    auto launch = [&](auto kernel) {
+      kernel<<<L.grid, L.block, L.smem, s>>>(gp, gr, yp, yr, out, gxr, rows, n);
+    };
+    if (vec && log) launch(softmax_backward_regs_kernel<VEC, true, T>);
+    else if (vec) launch(softmax_backward_regs_kernel<VEC, false, T>);
+    else if (log) launch(softmax_backward_regs_kernel<1, true, T>);
+    else launch(softmax_backward_regs_kernel<1, false, T>);
+  } else {
+    const RowLaunch L = row_launch<C>(rows, group_size(n, 4));
+    auto kernel =
+        log ? softmax_backward_looped_kernel<true, T> : softmax_backward_looped_kernel<false, T>;
+    kernel<<<L.grid, L.block, L.smem, s>>>(gp, gr, yp, yr, out, gxr, rows, n);
+  }
+  check_launch(log ? "log_softmax_backward" : "softmax_backward", {&g, &y, &gx});
+}
+
+void softmax_backward(const Tensor& g, const Tensor& y, bool log, Tensor& gx) {
+  dispatch_floating(y.dtype(), log ? "log_softmax_backward" : "softmax_backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    softmax_backward_typed<T, int(16 / sizeof(T))>(g, y, log, gx);
+  });
+}
+
+// ---- targets: per-sample weights and the range check ----
+
+// flag[0] becomes 1 and flag[1] a bad target when one lies outside [0, classes).
+template <class C>
+__global__ void target_check_kernel(const int64_t* target, DeviceWalk tw, const C* weight,
+                                    int64_t ignore_index, int64_t classes, int64_t count,
+                                    C* sample_weight, unsigned long long* flag) {
+  const int64_t r = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (r >= count) return;
+  const int64_t t = target[tw.offset(r)];
+  C w = C(0);
+  if (t != ignore_index && (t < 0 || t >= classes)) {
+    if (atomicCAS(&flag[0], 0ull, 1ull) == 0ull) flag[1] = (unsigned long long)t;
+  } else if (t != ignore_index) {
+    w = weight ? weight[t] : C(1);
+  }
+  sample_weight[r] = w;
+}
+
+bool target_weight(const Tensor& target_in, const Tensor& weight, int64_t ignore_index,
+                   int64_t num_classes, Tensor& sample_weight, int64_t& bad_target) {
+  Tensor target = target_in;
+  DeviceWalk tw;
+  if (!to_device(make_walk(target, 0, target.dim(), false), tw)) {
+    target = target.contiguous();
+    to_device(make_walk(target, 0, target.dim(), false), tw);
+  }
+  const int64_t count = target.numel();
+  if (count == 0) return true;
+  Tensor flag = Tensor::empty({2}, DType::Int64, target.device()).zero_();
+  DeviceGuard guard(target.device());
+  dispatch_floating(sample_weight.dtype(), "cross_entropy", [&](auto tag) {
+    using C = typename decltype(tag)::type;
+    target_check_kernel<<<unsigned(ceil_div(count, kThreads)), kThreads, 0,
+                          stream(target.device())>>>(
+        target.data<int64_t>(), tw, weight.defined() ? weight.data<C>() : nullptr, ignore_index,
+        num_classes, count, sample_weight.data<C>(),
+        static_cast<unsigned long long*>(flag.data_ptr()));
+  });
+  check_launch("cross_entropy", {&target, &sample_weight});
+  const std::vector<int64_t> f = flag.to_vector<int64_t>();  // synchronises
+  bad_target = f[1];
+  return f[0] == 0;
+}
+
+// ---- cross entropy: logits [rows, C], one group per row ----
+
+// Sum over the row of w[k] * x[k] and of w[k], for label smoothing.
+template <class C> struct WeightedSums { C wx, w; };
+template <class C> struct PlusSums {
+  __device__ WeightedSums<C> operator()(const WeightedSums<C>& a, const WeightedSums<C>& b) const {
+    return {a.wx + b.wx, a.w + b.w};
+  }
+};
+
+template <class T> struct RowArgs {  // what the cross entropy kernels share
+  const T* x;
+  Rows xr;
+  const int64_t* target;
+  DeviceWalk tw;
+  const compute_t<T>* weight;  // nullptr: every class weighs 1
+  int64_t ignore_index, rows, n;
+  compute_t<T> eps;
+};
+
+// The row's log-sum-exp statistics and, when eps != 0, its weighted sums (every thread gets
+// them). `skip` rows (ignored or inactive) still take part in the group reductions.
+template <class T>
+__device__ void row_stats(const RowArgs<T>& a, const T* xp, bool skip, Stats<compute_t<T>>& st,
+                          WeightedSums<compute_t<T>>& ws) {
+  using C = compute_t<T>;
+  const reducers::LogSumExp<T> lse;
+  st = no_stats<C>();
+  ws = {C(0), C(0)};
+  for (int64_t k = threadIdx.x; !skip && k < a.n; k += blockDim.x) {
+    const T raw = xp[k * a.xr.stride];
+    const C v = C(raw);
+    st = lse.step(st, raw, k);
+    if (a.eps != C(0)) {
+      const C w = a.weight ? a.weight[k] : C(1);
+      ws.wx += w * v;
+      ws.w += w;
+    }
+  }
+  st = group_allreduce(st, LseCombine<T>{}, no_stats<C>(), group_scratch<Stats<C>>());
+  if (a.eps != C(0))
+    ws = group_allreduce(ws, PlusSums<C>{}, WeightedSums<C>{C(0), C(0)},
+                         group_scratch<WeightedSums<C>>());
+}
+
+template <class T> __global__ void ce_forward_kernel(RowArgs<T> a, compute_t<T>* loss) {
+  using C = compute_t<T>;
+  const int64_t row = int64_t(blockIdx.x) * blockDim.y + threadIdx.y;
+  const bool active = row < a.rows;
+  const int64_t t = active ? a.target[a.tw.offset(row)] : a.ignore_index;
+  const bool skip = t == a.ignore_index || t < 0 || t >= a.n;
+  const T* xp = a.x + (active ? a.xr.walk.offset(row) : 0);
+  Stats<C> st;
+  WeightedSums<C> ws;
+  row_stats(a, xp, skip, st, ws);
+  if (!active || threadIdx.x != 0) return;
+  if (skip) {
+    loss[row] = C(0);
+    return;
+  }
+  // -log_softmax(x)[k] = (M - x[k]) + log(S)
+  const C log_sum = std::log(st.sum), w_t = a.weight ? a.weight[t] : C(1);
+  C l = (C(1) - a.eps) * w_t * (st.max - C(xp[t * a.xr.stride]) + log_sum);
+  if (a.eps != C(0)) l += a.eps / C(a.n) * (ws.w * (st.max + log_sum) - ws.wx);
+  loss[row] = l;
+}
+
+template <class T>
+__global__ void ce_backward_kernel(RowArgs<T> a, const compute_t<T>* g, DeviceWalk gw, T* grad,
+                                   Rows gr) {
+  using C = compute_t<T>;
+  const int64_t row = int64_t(blockIdx.x) * blockDim.y + threadIdx.y;
+  const bool active = row < a.rows;
+  const int64_t t = active ? a.target[a.tw.offset(row)] : a.ignore_index;
+  const bool skip = t == a.ignore_index || t < 0 || t >= a.n;
+  const T* xp = a.x + (active ? a.xr.walk.offset(row) : 0);
+  Stats<C> st;
+  WeightedSums<C> ws;
+  row_stats(a, xp, skip, st, ws);
+  if (!active) return;
+  T* out = grad + gr.walk.offset(row);
+  if (skip) {
+    for (int64_t k = threadIdx.x; k < a.n; k += blockDim.x) out[k * gr.stride] = T(0);
+    return;
+  }
+  // grad[k] = g * ((1 - eps) w[t] (p[k] - [k == t]) + eps / C (p[k] sum(w) - w[k]))
+  const C scale = g[gw.offset(row)], inv_sum = C(1) / st.sum;
+  const C hard = (C(1) - a.eps) * (a.weight ? a.weight[t] : C(1)), smooth = a.eps / C(a.n);
+  for (int64_t k = threadIdx.x; k < a.n; k += blockDim.x) {
+    const C p = std::exp(C(xp[k * a.xr.stride]) - st.max) * inv_sum;
+    C d = hard * (p - C(k == t));
+    if (a.eps != C(0)) d += smooth * (p * ws.w - (a.weight ? a.weight[k] : C(1)));
+    out[k * gr.stride] = T(scale * d);
+  }
+}
+
+// The shared arguments of the cross entropy kernels (tensors copied when their dims do not fit).
+template <class T>
+RowArgs<T> row_args(Tensor& x, Tensor& target, const Tensor& weight, int64_t ignore_index,
+                    double eps) {
+  RowArgs<T> a;
+  a.xr = rows_of(x);
+  if (!to_device(make_walk(target, 0, target.dim(), false), a.tw)) {
+    target = target.contiguous();
+    to_device(make_walk(target, 0, target.dim(), false), a.tw);
+  }
+  a.x = x.data<T>();
+  a.target = target.data<int64_t>();
+  a.weight = weight.defined() ? weight.data<compute_t<T>>() : nullptr;
+  a.ignore_index = ignore_index;
+  a.rows = target.numel();
+  a.n = x.size(x.dim() - 1);
+  a.eps = compute_t<T>(eps);
+  return a;
+}
+
+size_t ce_scratch(int per_block) {  // both accumulator types of row_stats share the scratch
+  return std::max(group_scratch_bytes<Stats<double>>(per_block),
+                  group_scratch_bytes<WeightedSums<double>>(per_block));
+}
+
+void cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& weight,
+                   int64_t ignore_index, double label_smoothing, Tensor& loss) {
+  dispatch_floating(logits.dtype(), "cross_entropy", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    Tensor x = logits, t = target;
+    const RowArgs<T> a = row_args<T>(x, t, weight, ignore_index, label_smoothing);
+    if (a.rows == 0) return;
+    DeviceGuard guard(x.device());
+    const int group = group_size(a.n, 8);
+    const RowLaunch L = row_launch<Stats<double>>(a.rows, group);
+    ce_forward_kernel<<<L.grid, L.block, ce_scratch(int(L.block.y)), stream(x.device())>>>(
+        a, loss.data<compute_t<T>>());
+    check_launch("cross_entropy", {&x, &t, &loss});
+  });
+}
+
+void cross_entropy_backward(const Tensor& g_in, const Tensor& logits, const Tensor& target,
+                            const Tensor& weight, int64_t ignore_index, double label_smoothing,
+                            Tensor& grad_logits) {
+  dispatch_floating(logits.dtype(), "cross_entropy_backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    Tensor x = logits, t = target, g = g_in;
+    const RowArgs<T> a = row_args<T>(x, t, weight, ignore_index, label_smoothing);
+    if (a.rows == 0 || a.n == 0) return;
+    DeviceWalk gw;
+    if (!to_device(make_walk(g, 0, g.dim(), false), gw)) {
+      g = g.contiguous();
+      to_device(make_walk(g, 0, g.dim(), false), gw);
+    }
+    const Rows gr = rows_of(grad_logits);
+    DeviceGuard guard(x.device());
+    const RowLaunch L = row_launch<Stats<double>>(a.rows, group_size(a.n, 8));
+    ce_backward_kernel<<<L.grid, L.block, ce_scratch(int(L.block.y)), stream(x.device())>>>(
+        a, g.data<compute_t<T>>(), gw, grad_logits.data<T>(), gr);
+    check_launch("cross_entropy_backward", {&x, &t, &grad_logits});
+  });
+}
+
+// ---- nll: a thread per row ----
+
+template <class T>
+__global__ void nll_forward_kernel(const T* lp, Rows lr, const int64_t* target, DeviceWalk tw,
+                                   const compute_t<T>* weight, int64_t ignore_index, int64_t rows,
+                                   compute_t<T>* loss) {
+  using C = compute_t<T>;
+  const int64_t r = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (r >= rows) return;
+  const int64_t t = target[tw.offset(r)];
+  loss[r] = t == ignore_index
+                ? C(0)
+                : -(weight ? weight[t] : C(1)) * C(lp[lr.walk.offset(r) + t * lr.stride]);
+}
+
+// grad[r, t] = -g[r] * w[t]; the rest of grad is already zero.
+template <class T>
+__global__ void nll_backward_kernel(const compute_t<T>* g, DeviceWalk gw, const int64_t* target,
+                                    DeviceWalk tw, const compute_t<T>* weight, int64_t ignore_index,
+                                    int64_t rows, T* grad, Rows gr) {
+  using C = compute_t<T>;
+  const int64_t r = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (r >= rows) return;
+  const int64_t t = target[tw.offset(r)];
+  if (t != ignore_index)
+    grad[gr.walk.offset(r) + t * gr.stride] = T(-g[gw.offset(r)] * (weight ? weight[t] : C(1)));
+}
+
+DeviceWalk walk_of(Tensor& t) {  // all of t's dims, copied to contiguous when they do not fit
+  DeviceWalk w;
+  if (!to_device(make_walk(t, 0, t.dim(), false), w)) {
+    t = t.contiguous();
+    to_device(make_walk(t, 0, t.dim(), false), w);
+  }
+  return w;
+}
+
+void nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& weight,
+              int64_t ignore_index, Tensor& loss) {
+  dispatch_floating(log_probs.dtype(), "nll_loss", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = compute_t<T>;
+    Tensor lp = log_probs, t = target;
+    const Rows lr = rows_of(lp);
+    const DeviceWalk tw = walk_of(t);
+    const int64_t rows = t.numel();
+    if (rows == 0) return;
+    DeviceGuard guard(lp.device());
+    nll_forward_kernel<<<unsigned(ceil_div(rows, kThreads)), kThreads, 0, stream(lp.device())>>>(
+        lp.data<T>(), lr, t.data<int64_t>(), tw, weight.defined() ? weight.data<C>() : nullptr,
+        ignore_index, rows, loss.data<C>());
+    check_launch("nll_loss", {&lp, &t, &loss});
+  });
+}
+
+template <class T> struct Zero {
+  __device__ T operator()() const { return T(0); }
+};
+
+void nll_loss_backward(const Tensor& g_in, const Tensor& target, const Tensor& weight,
+                       int64_t ignore_index, Tensor& grad) {
+  dispatch_floating(grad.dtype(), "nll_loss_backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = compute_t<T>;
+    gpu_map<T>("nll_loss_backward", grad, {}, Zero<T>{});
+    Tensor g = g_in, t = target;
+    const DeviceWalk gw = walk_of(g), tw = walk_of(t);
+    const Rows gr = rows_of(grad);
+    const int64_t rows = t.numel();
+    if (rows == 0) return;
+    DeviceGuard guard(grad.device());
+    nll_backward_kernel<<<unsigned(ceil_div(rows, kThreads)), kThreads, 0, stream(grad.device())>>>(
+        g.data<C>(), gw, t.data<int64_t>(), tw, weight.defined() ? weight.data<C>() : nullptr,
+        ignore_index, rows, grad.data<T>(), gr);
+    check_launch("nll_loss_backward", {&g, &t, &grad});
+  });
+}
+
+// ---- pointwise losses on the elementwise engine ----
+
+template <class T, class F> struct LossValue {  // loss = f(x, y[, pos_weight])
+  F f;
+  __device__ T operator()(T x, T y) const {
+    using C = compute_t<T>;
+    return T(f.value(C(x), C(y), C(1)));
+  }
+  __device__ T operator()(T x, T y, T w) const {
+    using C = compute_t<T>;
+    return T(f.value(C(x), C(y), C(w)));
+  }
+};
+
+template <class T, class F> struct LossGrad {  // grad_x = scale * g * df/dx(x, y[, pos_weight])
+  F f;
+  compute_t<T> scale;
+  __device__ T operator()(T g, T x, T y) const {
+    using C = compute_t<T>;
+    return T(scale * C(g) * f.grad(C(x), C(y), C(1)));
+  }
+  __device__ T operator()(T g, T x, T y, T w) const {
+    using C = compute_t<T>;
+    return T(scale * C(g) * f.grad(C(x), C(y), C(w)));
+  }
+};
+
+template <class T, class F>
+void pointwise_typed(const F& f, const Tensor& x, const Tensor& y, const Tensor& pw, Tensor& loss) {
+  if (pw.defined()) gpu_map<T, T, T, T>("loss", loss, {x, y, pw}, LossValue<T, F>{f});
+  else gpu_map<T, T, T>("loss", loss, {x, y}, LossValue<T, F>{f});
+}
+
+void pointwise_loss(PointwiseLoss kind, const Tensor& x, const Tensor& y, const Tensor& pw,
+                    Tensor& loss) {
+  dispatch_floating(x.dtype(), "loss", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    losses::visit<compute_t<T>>(kind, [&](auto f) { pointwise_typed<T>(f, x, y, pw, loss); });
+  });
+}
+
+template <class T, class F>
+void pointwise_backward_typed(const F& f, const Tensor& g, double scale, const Tensor& x,
+                              const Tensor& y, const Tensor& pw, Tensor& grad) {
+  const LossGrad<T, F> fn{f, compute_t<T>(scale)};
+  if (pw.defined()) gpu_map<T, T, T, T, T>("loss_backward", grad, {g, x, y, pw}, fn);
+  else gpu_map<T, T, T, T>("loss_backward", grad, {g, x, y}, fn);
+}
+
+void pointwise_loss_backward(PointwiseLoss kind, const Tensor& g, double scale, const Tensor& x,
+                             const Tensor& y, const Tensor& pw, Tensor& grad) {
+  dispatch_floating(x.dtype(), "loss_backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    losses::visit<compute_t<T>>(kind, [&](auto f) {
+      pointwise_backward_typed<T>(f, g, scale, x, y, pw, grad);
+    });
+  });
+}
+
+}  // namespace
+
+void register_softmax_loss() {
+  softmax_kernel.set(DeviceType::CUDA, softmax);
+  softmax_backward_kernel.set(DeviceType::CUDA, softmax_backward);
+  target_weight_kernel.set(DeviceType::CUDA, target_weight);
+  cross_entropy_kernel.set(DeviceType::CUDA, cross_entropy);
+  cross_entropy_backward_kernel.set(DeviceType::CUDA, cross_entropy_backward);
+  nll_loss_kernel.set(DeviceType::CUDA, nll_loss);
+  nll_loss_backward_kernel.set(DeviceType::CUDA, nll_loss_backward);
+  pointwise_loss_kernel.set(DeviceType::CUDA, pointwise_loss);
+  pointwise_loss_backward_kernel.set(DeviceType::CUDA, pointwise_loss_backward);
+}
+
 }  // namespace ember::cuda

@@ -1,6 +1,7 @@
-// reduction_kernels.h — the reduction family's kernel tables and its reducers: the arithmetic of
-// every reduction, written once and used by the CPU engine (cpu/reduce_loops.h) and the CUDA
-// kernels (cuda/reduction.cu) alike (internal header).
+// reduction_kernels.h — the reduction family's kernel tables, the DimWalk that both backends use
+// to walk a set of dims, and the reducers: the arithmetic of every reduction, written once and
+// used by the CPU engine (cpu/reduce_loops.h) and the CUDA kernels (cuda/reduction.cu) alike
+// (internal header).
 //
 // Every kernel sees x viewed as [kept..., reduced...]: the front function (ops/reduction.cpp)
 // permutes the reduced dims to the end, so a kernel only needs `nreduce`, the number of trailing
@@ -15,10 +16,13 @@
 // kOrdered is true when the result depends on which element is where (the arg reductions report
 // an index), which forbids the engine from walking the reduced dims in another order.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 #include "dispatch.h"
 #include "ember/tensor.h"
@@ -39,6 +43,54 @@ EMBER_KERNEL(var_kernel, void(const Tensor& x, int64_t nreduce, int64_t correcti
 // first one on ties; NaN counts as the extreme). `values` may be undefined (argmax/argmin).
 EMBER_KERNEL(arg_reduce_kernel,
              void(bool is_max, const Tensor& x, int64_t nreduce, Tensor& values, Tensor& indices));
+
+// Dims walked in row-major order: sizes and element strides, innermost last. Never empty: a walk
+// over no dims (or only size-1 dims) is one element.
+struct DimWalk {
+  std::vector<int64_t> shape, stride;
+  int64_t numel = 1;
+
+  int64_t inner() const { return shape.back(); }
+  int64_t inner_stride() const { return stride.back(); }
+  // Element offset of row `row`, a flat index over every dim but the innermost.
+  int64_t row_offset(int64_t row) const {
+    int64_t off = 0;
+    for (size_t d = shape.size() - 1; d-- > 0;) {
+      off += row % shape[d] * stride[d];
+      row /= shape[d];
+    }
+    return off;
+  }
+  // Element offset of flat index i.
+  int64_t offset(int64_t i) const { return row_offset(i / inner()) + i % inner() * inner_stride(); }
+};
+
+// Dims [begin, end) of x as a DimWalk; sort_by_stride first orders them by decreasing |stride|.
+inline DimWalk make_walk(const Tensor& x, int64_t begin, int64_t end, bool sort_by_stride) {
+  std::vector<int64_t> dims;
+  for (int64_t d = begin; d < end; ++d)
+    if (x.size(d) != 1) dims.push_back(d);
+  if (sort_by_stride)
+    std::stable_sort(dims.begin(), dims.end(), [&](int64_t a, int64_t b) {
+      return std::llabs(x.stride(a)) > std::llabs(x.stride(b));
+    });
+  DimWalk w;
+  for (int64_t d : dims) {
+    w.numel *= x.size(d);
+    if (!w.shape.empty() && w.stride.back() == x.stride(d) * x.size(d)) {
+      w.shape.back() *= x.size(d);
+      w.stride.back() = x.stride(d);
+    } else {
+      w.shape.push_back(x.size(d));
+      w.stride.push_back(x.stride(d));
+    }
+  }
+  if (w.shape.empty()) {
+    w.shape.push_back(1);
+    w.stride.push_back(0);
+  }
+  return w;
+}
 
 namespace reducers {
 
