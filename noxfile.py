@@ -168,11 +168,13 @@ def asan(session):
 
 @nox.session(python=False)
 def demo(session):
-    """The main job. For now: builds Ember and runs the C++ tensor tour against the installed
-    core-runtime; the default training example replaces it when autodiff-engine can train."""
+    """The main job. For now: builds Ember and runs the C++ examples against the installed
+    core-runtime (a tour of tensors, then a linear regression trained with hand-written
+    gradients); the default training example replaces them when autodiff-engine can train."""
     install_cpp_packages(session, with_tests=False)
     build_cpp_examples(session, PREFIX, BUILD / "examples-shared")
-    session.run(str(BUILD / "examples-shared/tensor_tour"), external=True)
+    for program in ("tensor_tour", "linear_regression"):
+        session.run(str(BUILD / "examples-shared" / program), external=True)
 
 
 # ---------------------------------------------------------------- benchmarks (helper h6)
