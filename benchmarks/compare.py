@@ -20,6 +20,7 @@ from harness.schema import SchemaError, read_csv
 
 KEY = ("device", "benchmark", "case", "params", "metric", "reference")
 ORDER = ("regressed", "improved", "ok", "missing", "new")
+DEFAULT_THRESHOLDS = Path(__file__).resolve().parent / "thresholds.toml"
 
 
 @dataclass
@@ -131,7 +132,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("base", type=Path)
     p.add_argument("new", type=Path)
-    p.add_argument("--thresholds", type=Path, default=Path(__file__).parent / "thresholds.toml")
+    p.add_argument("--thresholds", type=Path, default=DEFAULT_THRESHOLDS)
     args = p.parse_args(argv)
     try:
         thresholds = load_thresholds(args.thresholds)

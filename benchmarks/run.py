@@ -48,6 +48,8 @@ def parse_args(argv, known):
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--repeat", type=int, default=20)
     p.add_argument("--min-sample-ms", type=float, default=1.0)
+    p.add_argument("--rounds", type=int, default=1,
+                   help="time each case this many times, keep the fastest (the gate uses 3)")
     p.add_argument("--build-dir", type=Path, help="default: benchmarks/out/build-DEVICE")
     p.add_argument("--ember-prefix", help="an installed core-runtime (cmake --install prefix)")
     p.add_argument("--ember-bench", type=Path, help="a built ember_bench: skip the build")
@@ -94,7 +96,7 @@ def main(argv=None) -> int:
         return 2
     timer = TimerOptions(args.warmup, args.repeat, args.min_sample_ms)
     ctx = Context(args.device, ember.Program(bench, args.device, timer), timer,
-                  references_for(args.device, torch))
+                  references_for(args.device, torch), args.rounds)
     info = machine.describe(args.device, torch)
 
     rows, failures = [], []

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from harness.ember import Program
-from harness.timer import TimerOptions, time_calls
+from harness.timer import TimerOptions, TimeStats, time_calls
 
 
 @dataclass
@@ -13,7 +13,8 @@ class Context:
     device: str           # "cpu" or "cuda"
     ember: Program        # Ember's side
     timer: TimerOptions   # the reference side's timer, the same options ember_bench gets
-    references: list      # harness.references objects for this device, preferred first
+    references: list      # harness.references objects for this device
+    rounds: int = 1       # timed cases: measure both sides this many times, keep each's fastest
 
 
 @dataclass
@@ -35,6 +36,10 @@ class Measurement:
         return self.value / self.reference_value
 
 
+def fastest(a: TimeStats | None, b: TimeStats) -> TimeStats:
+    return b if a is None or b.median_ms < a.median_ms else a
+
+
 def params_text(params: dict, sep: str) -> str:
     return sep.join(f"{k}={v}" for k, v in params.items())
 
@@ -47,7 +52,11 @@ class KernelCase:
     torch build the reference's inputs from (r, params) and return the call to time; r is a
     harness.references object. Every reference of the run that the case has gives its own rows
     (no reference at all: rows without one). bytes (read + written per call) adds a bandwidth
-    row, flops a throughput row, both derived from the median time."""
+    row, flops a throughput row, both derived from the median time.
+
+    With ctx.rounds > 1, Ember and the references are measured in turn that many times and each
+    side keeps its fastest median: a slow kernel is slow every round, a round disturbed by the
+    rest of the machine is not kept."""
     op: str
     params: dict
     numpy: Callable | None = None
@@ -57,9 +66,14 @@ class KernelCase:
     quick: bool = False  # part of the quick CI subset
 
     def measure(self, ctx: Context) -> list[Measurement]:
-        ember = ctx.ember.time(f"{self.op}:{params_text(self.params, ',')}")
-        timed = [(r.name, time_calls(getattr(self, r.name)(r, self.params), r.sync, ctx.timer))
-                 for r in ctx.references if getattr(self, r.name) is not None]
+        refs = [r for r in ctx.references if getattr(self, r.name) is not None]
+        calls = [getattr(self, r.name)(r, self.params) for r in refs]  # inputs built once
+        ember, theirs = None, [None] * len(refs)
+        for _ in range(ctx.rounds):
+            ember = fastest(ember, ctx.ember.time(f"{self.op}:{params_text(self.params, ',')}"))
+            theirs = [fastest(t, time_calls(call, r.sync, ctx.timer))
+                      for t, call, r in zip(theirs, calls, refs)]
+        timed = [(r.name, t) for r, t in zip(refs, theirs)]
         metrics = [("time", "ms", "lower", lambda ms: ms)]
         if self.bytes:
             metrics.append(("bandwidth", "GB/s", "higher", lambda ms: self.bytes / ms / 1e6))

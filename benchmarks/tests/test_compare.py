@@ -26,9 +26,25 @@ def write(path, rows):
     return str(path)
 
 
+THRESHOLDS = """
+[time]
+compare = "ratio"
+max_worse = 0.30
+[bandwidth]
+compare = "ratio"
+max_worse = 0.30
+[peak_bytes]
+compare = "value"
+max_worse = 0.0
+"""
+
+
 def run(tmp_path, base_rows, new_rows, capsys):
+    """compare.py on two crafted CSVs, with 30 % allowed on timings and nothing on bytes."""
+    thresholds = tmp_path / "thresholds.toml"
+    thresholds.write_text(THRESHOLDS)
     code = compare.main([write(tmp_path / "base.csv", base_rows),
-                         write(tmp_path / "new.csv", new_rows)])
+                         write(tmp_path / "new.csv", new_rows), "--thresholds", str(thresholds)])
     out = capsys.readouterr()
     return code, out.out, out.err
 
@@ -98,6 +114,13 @@ def test_wrong_field_count_and_missing_column_name_the_line(tmp_path, capsys):
     no_ratio.write_text(lines[0].replace(",ratio", "") + "\n")
     assert compare.main([base, str(no_ratio)]) == 2
     assert f"{no_ratio}:1: header lacks the column(s) ratio" in capsys.readouterr().err
+
+
+def test_every_metric_has_a_threshold_in_the_real_file():
+    thresholds = compare.load_thresholds(compare.DEFAULT_THRESHOLDS)
+    for metric in ("time", "bandwidth", "throughput", "peak_bytes", "reserved_bytes",
+                   "system_allocations", "bytes_at_refusal", "instructions"):
+        assert metric in thresholds
 
 
 def test_metric_without_threshold_is_an_error(tmp_path, capsys):
