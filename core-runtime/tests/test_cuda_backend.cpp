@@ -139,6 +139,8 @@ TEST_P(CudaBackend, ManyDimsThatDoNotMerge) {
 
 TEST_P(CudaBackend, CachingAllocatorReusesBlocksAndHonoursTheCap) {
   Device dev = device();
+  // Start from an empty cache: a larger block cached by an earlier test could serve the request.
+  empty_cache(dev);
   { Tensor warm = Tensor::empty({1 << 18}, DType::Float32, dev); }  // 1 MiB, now cached
   MemoryStats before = memory_stats(dev);
   {
