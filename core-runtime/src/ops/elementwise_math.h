@@ -22,6 +22,14 @@ constexpr double kSqrt2OverPi = 0.79788456080286535588;  // sqrt(2/pi)
 constexpr double kGeluCubic = 0.044715;                  // tanh-approximation coefficient
 
 template <class C> EMBER_HOST_DEVICE inline bool isnan_(C x) { return x != x; }
+// x < 0, without a "comparison is always false" warning for unsigned types.
+template <class C> EMBER_HOST_DEVICE inline bool negative(C x) {
+  if constexpr (std::is_unsigned_v<C>) {
+    return false;
+  } else {
+    return x < C(0);
+  }
+}
 template <class C> EMBER_HOST_DEVICE inline C sigmoid_(C x) { return C(1) / (C(1) + std::exp(-x)); }
 
 // ---------------------------------------------------------------- unary: out = f(x)
@@ -30,15 +38,15 @@ template <class C> struct Neg {
   EMBER_HOST_DEVICE C operator()(C x) const { return C(-x); }
 };
 template <class C> struct Abs {
-  EMBER_HOST_DEVICE C operator()(C x) const { return x < C(0) ? C(-x) : x; }
+  EMBER_HOST_DEVICE C operator()(C x) const { return negative(x) ? C(-x) : x; }
 };
 template <class C> struct Sign {  // NaN stays NaN (NumPy's rule)
   EMBER_HOST_DEVICE C operator()(C x) const {
-    return isnan_(x) ? x : C(int(C(0) < x) - int(x < C(0)));
+    return isnan_(x) ? x : C(int(C(0) < x) - int(negative(x)));
   }
 };
 template <class C> struct Relu {  // written as x < 0 so that NaN passes through
-  EMBER_HOST_DEVICE C operator()(C x) const { return x < C(0) ? C(0) : x; }
+  EMBER_HOST_DEVICE C operator()(C x) const { return negative(x) ? C(0) : x; }
 };
 
 // Floating only.

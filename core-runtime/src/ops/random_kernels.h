@@ -24,15 +24,20 @@ template <class T> struct UniformDist {
   static constexpr int kPerBlock = std::is_same_v<T, double> ? 2 : 4;
   double low, range;
   EMBER_HOST_DEVICE T operator()(const Philox4& r, int j, int64_t) const {
-    double u = std::is_same_v<T, double> ? uniform_double(r.v[2 * j], r.v[2 * j + 1])
-                                         : double(uniform_float(r.v[j]));
+    double u;
+    if constexpr (std::is_same_v<T, double>) {
+      u = uniform_double(r.v[2 * j], r.v[2 * j + 1]);
+    } else {
+      u = double(uniform_float(r.v[j]));
+    }
     return convert<T>(mul_add_unfused(u, range, low));
   }
 };
 
-// Normal(mean, stddev^2) by Box-Muller: uniforms u1 in (0, 1] and u2 in [0, 1) give two independent
-// standard normals r cos(2 pi u2) and r sin(2 pi u2), r = sqrt(-2 ln u1). Each pair of elements
-// shares one (u1, u2): 2 pairs per block for 32-bit uniforms, 1 pair for float64's 64-bit ones.
+// Normal(mean, stddev^2) by Box-Muller: uniforms u1 in (0, 1] and u2 in [0, 1) give two
+// independent standard normals r cos(2 pi u2) and r sin(2 pi u2), r = sqrt(-2 ln u1). Each pair
+// of elements shares one (u1, u2): 2 pairs per block for 32-bit uniforms, 1 pair for float64's
+// 64-bit ones.
 template <class T> struct NormalDist {
   static constexpr int kPerBlock = std::is_same_v<T, double> ? 2 : 4;
   double mean, stddev;
