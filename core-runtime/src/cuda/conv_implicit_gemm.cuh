@@ -20,7 +20,8 @@
 // (computed once per tile). A part is a Tap {memory offset, row, column}; adding the two taps of
 // an element gives its address, and for image operands its (row, column), which is checked
 // against the image (zero outside). All the integer divisions that split an index into (img, oh,
-// ow) or (c, i, j) thus happen once per thread per tile, not once per element.
+// ow) or (c, i, j) thus happen once per thread per tile, not once per element, and each is a
+// multiply-high (FastDiv) rather than an integer division, which GPUs run as a software routine.
 //
 // Kernel: 256 threads compute a BM x 128 tile of C (BM = 16, 32 or 64, the smallest that covers
 // M, since conv GEMMs often have M = 16 or 32 channels), K walked 8 at a time; thread (tm, tn)
@@ -40,6 +41,22 @@
 
 namespace ember::cuda::conv {
 
+// n / d for a divisor d >= 1 fixed at launch and n in [0, 2^31): a multiply-high, an add and a
+// shift instead of a ~20-instruction integer division (the round-up method of Granlund and
+// Montgomery, as in CUTLASS's FastDivmod). The host computes magic and shift once per launch.
+struct FastDiv {
+  uint32_t magic = 1, shift = 0;
+  FastDiv() = default;
+  explicit FastDiv(int d) {
+    while ((uint64_t(1) << shift) < uint64_t(d)) ++shift;
+    magic =
+        uint32_t((uint64_t(1) << 32) * ((uint64_t(1) << shift) - uint64_t(d)) / uint64_t(d) + 1);
+  }
+  __device__ __forceinline__ int operator()(int n) const {
+    return int((__umulhi(uint32_t(n), magic) + uint32_t(n)) >> shift);
+  }
+};
+
 // Sizes and hyper-parameters of one convolution x: [N, C, H, W] * weight: [O, C/G, kh, kw] ->
 // out: [N, O, Ho, Wo]; every size fits in int (checked by the caller), offsets are int64.
 struct ConvShape {
@@ -50,6 +67,8 @@ struct ConvShape {
   int R;       // Cg * kh * kw: taps per output, the forward GEMM's K
   int P;       // Ho * Wo: output positions per image
   int HW;      // H * W
+  // Division by the sizes the passes split indices with: k / khw, t / kw, n / P, p / Wo, ...
+  FastDiv by_khw, by_kw, by_P, by_Wo, by_HW, by_W;
 };
 
 // Half of an element's address: a memory offset and, for image operands, a (row, column).
@@ -106,15 +125,15 @@ template <class T> struct Forward {
   __device__ Tap a_m(int g, int m) const { return {int64_t(g * s.Og + m) * s.R, 0, 0, true}; }
   __device__ Tap a_k(int, int k) const { return {k, 0, 0, true}; }
   __device__ Tap b_k(int, int k) const {  // k = (c, i, j)
-    const int c = k / s.khw, t = k - c * s.khw, i = t / s.kw, j = t - i * s.kw;
+    const int c = s.by_khw(k), t = k - c * s.khw, i = s.by_kw(t), j = t - i * s.kw;
     return {int64_t(c) * s.HW, i * s.dh, j * s.dw, true};
   }
   __device__ Tap b_n(int g, int n) const {  // n = (img, oh, ow)
-    const int img = n / s.P, p = n - img * s.P, oh = p / s.Wo, ow = p - oh * s.Wo;
+    const int img = s.by_P(n), p = n - img * s.P, oh = s.by_Wo(p), ow = p - oh * s.Wo;
     return {(int64_t(img) * s.C + g * s.Cg) * s.HW, oh * s.sh - s.ph, ow * s.sw - s.pw, true};
   }
   __device__ int64_t c_n(int n) const {
-    const int img = n / s.P;
+    const int img = s.by_P(n);
     return int64_t(img) * s.O * s.P + (n - img * s.P);
   }
   __device__ void store(int g, int m, int64_t cn, Acc v, int) const {
@@ -134,19 +153,19 @@ template <class T> struct BackwardInput {
 
   __device__ Tap a_m(int, int m) const { return {int64_t(m) * s.khw, 0, 0, true}; }
   __device__ Tap a_k(int g, int k) const {  // k = (o, t = i * kw + j)
-    const int o = k / s.khw, t = k - o * s.khw;
+    const int o = s.by_khw(k), t = k - o * s.khw;
     return {int64_t(g * s.Og + o) * s.R + t, 0, 0, true};
   }
   __device__ Tap b_k(int, int k) const {
-    const int o = k / s.khw, t = k - o * s.khw, i = t / s.kw, j = t - i * s.kw;
+    const int o = s.by_khw(k), t = k - o * s.khw, i = s.by_kw(t), j = t - i * s.kw;
     return {int64_t(o) * s.P, -i * s.dh, -j * s.dw, true};
   }
   __device__ Tap b_n(int g, int n) const {  // n = (img, ih, iw)
-    const int img = n / s.HW, q = n - img * s.HW, ih = q / s.W, iw = q - ih * s.W;
+    const int img = s.by_HW(n), q = n - img * s.HW, ih = s.by_W(q), iw = q - ih * s.W;
     return {(int64_t(img) * s.O + g * s.Og) * s.P, ih + s.ph, iw + s.pw, true};
   }
   __device__ int64_t c_n(int n) const {
-    const int img = n / s.HW;
+    const int img = s.by_HW(n);
     return int64_t(img) * s.C * s.HW + (n - img * s.HW);
   }
   __device__ void store(int g, int m, int64_t cn, Acc v, int) const {
@@ -164,15 +183,15 @@ template <class T> struct BackwardWeight {
 
   __device__ Tap a_m(int g, int m) const { return {int64_t(g * s.Og + m) * s.P, 0, 0, true}; }
   __device__ Tap a_k(int, int k) const {  // k = (img, p)
-    const int img = k / s.P;
+    const int img = s.by_P(k);
     return {int64_t(img) * s.O * s.P + (k - img * s.P), 0, 0, true};
   }
   __device__ Tap b_k(int, int k) const {  // k = (img, oh, ow)
-    const int img = k / s.P, p = k - img * s.P, oh = p / s.Wo, ow = p - oh * s.Wo;
+    const int img = s.by_P(k), p = k - img * s.P, oh = s.by_Wo(p), ow = p - oh * s.Wo;
     return {int64_t(img) * s.C * s.HW, oh * s.sh - s.ph, ow * s.sw - s.pw, true};
   }
   __device__ Tap b_n(int g, int n) const {  // n = (c, i, j)
-    const int c = n / s.khw, t = n - c * s.khw, i = t / s.kw, j = t - i * s.kw;
+    const int c = s.by_khw(n), t = n - c * s.khw, i = s.by_kw(t), j = t - i * s.kw;
     return {int64_t(g * s.Cg + c) * s.HW, i * s.dh, j * s.dw, true};
   }
   __device__ int64_t c_n(int n) const { return n; }
@@ -284,7 +303,10 @@ __global__ void sum_splits(const Acc* partial, int splits, int64_t count, T* gra
   }
 }
 
-// Launches conv_gemm for `pass` with the smallest BM that covers M. Grid: tiles x groups x
+// The BM that launch_conv_gemm uses for a GEMM with M rows: the smallest of 16, 32, 64 covering M.
+inline int tile_rows(int m) { return m <= 16 ? 16 : m <= 32 ? 32 : 64; }
+
+// Launches conv_gemm for `pass` with BM = tile_rows(M). Grid: tiles x groups x
 // splits; k_chunk a multiple of kBK. The caller checks the launch.
 template <class Pass>
 void launch_conv_gemm(const Pass& pass, int M, int N, int K, int groups, int splits, int k_chunk,
@@ -296,9 +318,14 @@ void launch_conv_gemm(const Pass& pass, int M, int N, int K, int groups, int spl
         <<<dim3(unsigned(tiles), unsigned(groups), unsigned(splits)), kThreads, 0, stream>>>(
             pass, M, N, K, k_chunk);
   };
-  if (M <= 16) launch(std::integral_constant<int, 16>{});
-  else if (M <= 32) launch(std::integral_constant<int, 32>{});
-  else launch(std::integral_constant<int, 64>{});
+  switch (tile_rows(M)) {
+    case 16:
+      return launch(std::integral_constant<int, 16>{});
+    case 32:
+      return launch(std::integral_constant<int, 32>{});
+    default:
+      return launch(std::integral_constant<int, 64>{});
+  }
 }
 
 }  // namespace ember::cuda::conv

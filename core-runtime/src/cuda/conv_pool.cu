@@ -15,9 +15,12 @@
 //   4. a 1x1, stride-1, unpadded forward or backward-input -> im2col (x is already the GEMM
 //      operand: plain cuBLAS, nothing to unfold);
 //   5. GEMM M > 64 -> im2col (cuBLAS's tiles pay off, the unfold is small next to the math);
-//   6. backward-input with stride > 1 -> im2col (the implicit GEMM would spend
+//   6. less than half of the implicit kernel's BM x 128 output tiles holding real outputs ->
+//      im2col (a 1-channel input's backward-input fills 1 row of 16; a 1-channel 3x3 layer's
+//      backward-weight, N = 9 taps, 9 columns of 128);
+//   7. backward-input with stride > 1 -> im2col (the implicit GEMM would spend
 //      (s_h*s_w - 1)/(s_h*s_w) of its K loop multiplying zeros; col2im gathers only real taps);
-//   7. otherwise implicit.
+//   8. otherwise implicit.
 // The bias is added in the implicit kernel's epilogue, or written first for cuBLAS to add onto.
 //
 // Pooling: one thread per output (forward) or per input (backward, a gather: each input sums
@@ -63,6 +66,9 @@ ConvShape conv_shape(const Shape& x, const Shape& w, const Shape& out, const Con
   s.dh = int(p.dilation_h), s.dw = int(p.dilation_w);
   s.Cg = s.C / s.G, s.Og = s.O / s.G;
   s.khw = s.kh * s.kw, s.R = s.Cg * s.khw, s.P = s.Ho * s.Wo, s.HW = s.H * s.W;
+  s.by_khw = conv::FastDiv(s.khw), s.by_kw = conv::FastDiv(s.kw);
+  s.by_P = conv::FastDiv(std::max(s.P, 1)), s.by_Wo = conv::FastDiv(std::max(s.Wo, 1));
+  s.by_HW = conv::FastDiv(std::max(s.HW, 1)), s.by_W = conv::FastDiv(std::max(s.W, 1));
   return s;
 }
 
@@ -72,11 +78,13 @@ enum class Pass { Forward, BackwardInput, BackwardWeight };
 bool use_implicit(const ConvShape& s, Pass pass) {
   const int64_t images = s.N;
   const int gemm_m = pass == Pass::BackwardInput ? s.Cg : s.Og;
-  // The implicit GEMM's N (and K for backward-weight) run over every image's pixels.
+  // The implicit GEMM's N and K (see conv_implicit_gemm.cuh); N, or K, runs over every pixel.
   const int64_t n = pass == Pass::Forward         ? images * s.P
                     : pass == Pass::BackwardInput ? images * s.HW
                                                   : s.R;
-  const int64_t k = pass == Pass::BackwardWeight ? images * s.P : int64_t(s.R);
+  const int64_t k = pass == Pass::Forward         ? s.R
+                    : pass == Pass::BackwardInput ? int64_t(s.Og) * s.khw
+                                                  : images * s.P;
   if (n > INT_MAX || k > INT_MAX) return false;
   if (const char* v = std::getenv("EMBER_CONV_ALGO"); v && *v) {
     if (std::strcmp(v, "implicit") == 0) return true;
@@ -87,6 +95,10 @@ bool use_implicit(const ConvShape& s, Pass pass) {
   if (s.G > 8) return true;
   if (conv::is_pointwise(s) && pass != Pass::BackwardWeight) return false;
   if (gemm_m > 64) return false;
+  const int64_t bm = conv::tile_rows(gemm_m), bn = conv::kBN;
+  const double used = double(gemm_m) / double((gemm_m + bm - 1) / bm * bm) * double(n) /
+                      double((n + bn - 1) / bn * bn);
+  if (used < 0.5) return false;
   if (pass == Pass::BackwardInput && (s.sh > 1 || s.sw > 1)) return false;
   return true;
 }
@@ -124,7 +136,7 @@ void backward_weight_implicit(const Tensor& go, const Tensor& x, Tensor& grad_w,
   const char* op = "conv2d_backward_weight";
   const int dev = x.device().index;
   const int k = s.N * s.P;
-  const int bm = s.Og <= 16 ? 16 : s.Og <= 32 ? 32 : 64;
+  const int bm = conv::tile_rows(s.Og);
   const int64_t tiles = int64_t((s.Og + bm - 1) / bm) * ((s.R + conv::kBN - 1) / conv::kBN) * s.G;
   const int64_t wanted = 4 * int64_t(properties(dev).multiProcessorCount);
   const int64_t max_splits = std::max<int64_t>(1, k / (32 * conv::kBK));
