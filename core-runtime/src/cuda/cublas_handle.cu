@@ -3,10 +3,10 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <mutex>
 #include <string>
 #include <type_traits>
-#include <vector>
 
 #include "cuda/cublas_handle.cuh"
 #include "cuda/launch.cuh"
@@ -42,7 +42,9 @@ struct DeviceBlas {
 };
 
 std::mutex g_mutex;
-std::vector<DeviceBlas> g_devices;  // indexed by device index, filled on first use
+// Indexed by device index, filled on first use. A deque, because growing it at the end keeps
+// references to existing entries valid while other threads use them.
+std::deque<DeviceBlas> g_devices;
 
 bool tf32_allowed() {
   const char* v = std::getenv("EMBER_ALLOW_TF32");

@@ -410,15 +410,17 @@ __global__ void __launch_bounds__(v4::kThreads) gemm_v4_vectorized(GemmArgs<floa
 // 1. Warp tiling. The 8 warps tile the block as 4 (m) x 2 (n), each owning a 32 x 64 piece of C;
 //    inside it the 32 lanes form a 4 x 8 grid, each lane owning four 4 x 4 sub-blocks (rows
 //    lr*4 and 16 + lr*4, columns lc*4 and 32 + lc*4 of its warp's piece). Per kk a warp then
-//    reads only 4 distinct A groups and 8 distinct B groups from shared memory (one wavefront
-//    each; v4: 2 and 16), so shared-memory bandwidth stops being a co-bottleneck, and the
-//    outputs a warp owns form a compact block.
+//    reads 4 distinct A groups and 8 distinct B groups from shared memory, one wavefront per
+//    16-byte load (v4's 16 x 16 thread grid: 16 B groups, two wavefronts), so shared-memory
+//    bandwidth stops being a co-bottleneck, and the outputs a warp owns form a compact block.
 // 2. Double buffering. Shared memory holds two tiles of A and of B. While the block computes on
 //    tile t, each thread has already issued the global loads of tile t + 1 into registers; after
 //    the math it writes them into the other buffer, and a single __syncthreads per tile
-//    separates the two phases. Global-load latency now hides behind 8 x 64 FMAs per thread.
-// __launch_bounds__(256, 2) caps registers at 128 per thread so that two blocks (16 warps) fit
-// on each SM; 2 x 16.5 KB of shared memory per block is well within Hopper's 228 KB.
+//    separates the two phases. Global-load latency now hides behind 8 x 64 FMAs per thread. The
+//    register fragments are double-buffered the same way: the shared loads of kk + 1 are issued
+//    before the FMAs of kk.
+// __launch_bounds__(256, 2) caps registers at 128 per thread (the kernel needs 126-128, no
+// spills) so that two blocks (16 warps) fit on each SM, with 16.5 KB of shared memory each.
 // Limits (what cuBLAS does beyond this): no async copies (cp.async / TMA) straight into shared
 // memory, no deeper pipeline, no tile-size choice per problem shape, no L2-aware block order.
 // ================================================================================================
@@ -465,8 +467,7 @@ __global__ void __launch_bounds__(v5::kThreads, 2)
       la.load((tile + 1) * BK);
       lb.load((tile + 1) * BK);
     }
-    // Fragments are double-buffered too: the shared loads for kk + 1 are issued before the
-    // FMAs of kk, so their latency hides behind 64 independent FMAs.
+    // Fragments double-buffered: the shared loads for kk + 1 go out before the FMAs of kk.
     float ra[2][8], rb[2][8];
     load_fragments(ra[0], rb[0], as[cur][0], bs[cur][0], r0, c0);
 #pragma unroll
