@@ -214,9 +214,11 @@ __global__ void __launch_bounds__(kThreads) conv_gemm(Pass pass, int M, int N, i
   constexpr int BN = kBN, BK = kBK, TM = BM / 8, TN = 4;
   constexpr int kALoads = BM * BK >= kThreads ? BM * BK / kThreads : 1;  // A elements per thread
   constexpr int kBLoads = BN * BK / kThreads;                            // = 4
-  // 16-byte aligned rows, so a thread's TM (TN) consecutive values come in one vector load.
-  __shared__ __align__(16) Acc as[BK][BM + 4];  // as[kk][m]; padded: transposing stores miss
-  __shared__ __align__(16) Acc bs[BK][BN];      // bs[kk][n]     each other's banks
+  // as[kk][m] and bs[kk][n]. Rows are 16-byte aligned, so a thread's TM (TN) consecutive values
+  // come in one vector load; as's rows are padded so that its transposing stores (a warp writes
+  // 8 values of k for 4 of m) fall in distinct banks.
+  __shared__ __align__(16) Acc as[BK][BM + 4];
+  __shared__ __align__(16) Acc bs[BK][BN];
 
   const int tid = int(threadIdx.x), g = int(blockIdx.y);
   const int tiles_n = (N + BN - 1) / BN;
@@ -306,8 +308,8 @@ __global__ void sum_splits(const Acc* partial, int splits, int64_t count, T* gra
 // The BM that launch_conv_gemm uses for a GEMM with M rows: the smallest of 16, 32, 64 covering M.
 inline int tile_rows(int m) { return m <= 16 ? 16 : m <= 32 ? 32 : 64; }
 
-// Launches conv_gemm for `pass` with BM = tile_rows(M). Grid: tiles x groups x
-// splits; k_chunk a multiple of kBK. The caller checks the launch.
+// Launches conv_gemm for `pass` with BM = tile_rows(M). Grid: tiles x groups x splits; k_chunk
+// a multiple of kBK. The caller checks the launch.
 template <class Pass>
 void launch_conv_gemm(const Pass& pass, int M, int N, int K, int groups, int splits, int k_chunk,
                       cudaStream_t stream) {
