@@ -144,7 +144,7 @@ def tests(session):
     # The benchmark harness's own tests (benchmarks/, helper h6).
     session.install("-r", str(ROOT / "benchmarks/requirements.txt"))
     session.run("pytest", str(ROOT / "benchmarks/tests"))
-    # The quick benchmark regression gate goes here once benchmarks/ has a baseline for it.
+    benchmark_gate(session)
 
 
 @nox.session
@@ -178,5 +178,61 @@ def demo(session):
 
 
 # ---------------------------------------------------------------- benchmarks (helper h6)
-# bench, bench_compare, bench_plot and bench_baseline sessions go below: they run the harness in
-# benchmarks/ against the core-runtime installed by install_cpp_packages (PREFIX).
+# The harness in benchmarks/ (see its README) runs against the core-runtime installed in PREFIX;
+# its C++ program, ember_bench, is built in build/bench.
+BENCH = ROOT / "benchmarks"
+BENCH_BASELINE = BENCH / "baseline/cpu-quick.csv"
+
+
+def install_for_benchmarks(session) -> None:
+    cmake_build(session, "core-runtime", BUILD / "core", "-DEMBER_BUILD_TESTS=OFF",
+                install_to=PREFIX)
+    session.install("-r", str(BENCH / "requirements.txt"))
+
+
+def run_benchmarks(session, *args: str) -> None:
+    session.run("python", str(BENCH / "run.py"), "--ember-prefix", str(PREFIX), "--build-dir",
+                str(BUILD / "bench"), *args)
+
+
+def benchmark_gate(session) -> None:
+    """The quick CPU subset against the committed baseline; a regression fails with the table."""
+    new = BUILD / "bench/cpu-quick.csv"
+    run_benchmarks(session, "--quick", "--rounds", "3", "--out", str(new))
+    session.run("python", str(BENCH / "compare.py"), str(BENCH_BASELINE), str(new))
+
+
+@nox.session
+def bench(session):
+    """Benchmark families on the CPU (args: family names and run.py options) -> benchmarks/out/."""
+    install_for_benchmarks(session)
+    run_benchmarks(session, *session.posargs)
+
+
+@nox.session
+def bench_compare(session):
+    """compare.py BASE.csv NEW.csv: a markdown table of changes; fails on a regression."""
+    session.install("-r", str(BENCH / "requirements.txt"))
+    session.run("python", str(BENCH / "compare.py"), *session.posargs)
+
+
+@nox.session
+def bench_plot(session):
+    """PNG plots of every metric over the committed results -> benchmarks/out/plots/."""
+    session.install("-r", str(BENCH / "requirements.txt"))
+    session.run("python", str(BENCH / "plot.py"), *session.posargs)
+
+
+@nox.session
+def bench_gate(session):
+    """The CI gate alone: the quick CPU subset against benchmarks/baseline/cpu-quick.csv."""
+    install_for_benchmarks(session)
+    benchmark_gate(session)
+
+
+@nox.session
+def bench_baseline(session):
+    """Rewrites benchmarks/baseline/cpu-quick.csv from a quick run; committing it is a decision."""
+    install_for_benchmarks(session)
+    run_benchmarks(session, "--quick", "--rounds", "3", "--out", str(BENCH_BASELINE),
+                   *session.posargs)
