@@ -182,6 +182,10 @@ TEST_P(Reduction, SumDtypes) {
   Tensor u8 = Tensor::from_vector<uint8_t>({200, 200, 7}, {3}).to(device());
   EXPECT_EQ(sum(u8).item<int64_t>(), 407);
   EXPECT_EQ(prod(u8.to(DType::Int16)).item<int64_t>(), 280000);
+  for (DType dt : {DType::UInt8, DType::Int8, DType::Int16, DType::Int32, DType::Int64})
+    for (const Tensor& x : layouts(dt, device(), 0, 100))
+      for (const auto& dims : kDimSets)
+        check_reduce([](auto& x, auto& d, bool k) { return sum(x, d, k); }, ref_sum, x, dims, 0, 0);
   for (DType dt : {DType::Float16, DType::BFloat16}) {
     Tensor x = test::random_tensor({5, 40}, 3, dt, device());
     Tensor got = sum(x, {1});

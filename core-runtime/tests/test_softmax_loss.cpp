@@ -171,7 +171,7 @@ Values ref_softmax_backward(const Tensor& g, const Tensor& y, bool log) {
 TEST_P(Softmax, LongRowsAndVectorisableRows) {
   // Row lengths that take each GPU path: held in registers with 16-byte vectors (1024), in
   // registers element by element (1001), and too long for registers (33000 float32 > 8 vectors x
-  // 1024 threads).
+  // 256 threads).
   for (Shape shape : {Shape{33, 1024}, Shape{5, 1001}, Shape{2, 33000}})
     for (DType dt : {DType::Float32, DType::Float64, DType::BFloat16}) {
       SCOPED_TRACE(shape_str(shape) + " " + dtype_name(dt));

@@ -76,8 +76,8 @@ __device__ typename R::acc_t fold_range(const T* base, const DeviceWalk& red, in
 
 // Output o (or its chunk blockIdx.y) per group of blockDim.x threads. x: [kept..., reduced...].
 template <int VEC, class T, class R, class Store>
-__global__ void reduce_group_kernel(const T* x, Plan p, R r, Store store,
-                                    typename R::acc_t* partial) {
+__global__ void __launch_bounds__(kBlock)
+    reduce_group_kernel(const T* x, Plan p, R r, Store store, typename R::acc_t* partial) {
   using Acc = typename R::acc_t;
   const int64_t o = int64_t(blockIdx.x) * blockDim.y + threadIdx.y;
   const int64_t begin = int64_t(blockIdx.y) * p.chunk;
@@ -92,8 +92,8 @@ __global__ void reduce_group_kernel(const T* x, Plan p, R r, Store store,
 
 // Output o (or its chunk blockIdx.y) per thread.
 template <class T, class R, class Store>
-__global__ void reduce_thread_kernel(const T* x, Plan p, R r, Store store,
-                                     typename R::acc_t* partial) {
+__global__ void __launch_bounds__(kBlock)
+    reduce_thread_kernel(const T* x, Plan p, R r, Store store, typename R::acc_t* partial) {
   const int64_t o = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (o >= p.outer) return;
   const T* base = x + p.out.offset(o);
@@ -108,8 +108,9 @@ __global__ void reduce_thread_kernel(const T* x, Plan p, R r, Store store,
 
 // Combines each output's `splits` partial accumulators, in order.
 template <class R, class Store>
-__global__ void reduce_finish_kernel(const typename R::acc_t* partial, int64_t outer, int splits,
-                                     R r, Store store) {
+__global__ void __launch_bounds__(kBlock)
+    reduce_finish_kernel(const typename R::acc_t* partial, int64_t outer, int splits, R r,
+                         Store store) {
   const int64_t o = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (o >= outer) return;
   typename R::acc_t acc = partial[o * splits];

@@ -2,9 +2,10 @@
 //
 // Row-wise kernels give each row ([rows..., C], the softmax / class dim last) to a group of
 // threads (reduce.cuh): a warp for short rows, up to a block for long ones.
-//   - Register kernels (softmax and its backward, when rows are contiguous and C fits): each
-//     thread loads its share of the row once, 16 bytes at a time, into registers; one group
-//     reduction later it writes the result. One read and one write of memory: the minimum.
+//   - Register kernels (softmax and its backward, when rows are contiguous and C fits in
+//     kItems vectors x 256 threads): each thread loads its share of the row once, 16 bytes at a
+//     time, into registers; one group reduction later it writes the result. One read and one
+//     write of memory: the minimum. (Groups stop at 256 threads so that a block's registers fit.)
 //   - Looped kernels (any stride, any C): threads stride over the row once to reduce and once
 //     more to write.
 // Softmax statistics are reduced as (max, sum of exp(x - max)) pairs, the LogSumExp reducer of
@@ -21,7 +22,8 @@ namespace ember::cuda {
 namespace {
 
 constexpr int kItems = 8;      // vectors per thread a register kernel holds
-constexpr int kThreads = 256;  // threads per block of the small-group and per-thread kernels
+constexpr int kThreads = 256;  // threads per block, and the widest group of a register kernel
+constexpr int kMaxGroup = kWarp * kMaxGroupWarps;  // the widest group of a looped kernel
 
 // A [rows..., C] tensor as rows: row r starts at walk.offset(r); its elements are `stride` apart.
 struct Rows {
@@ -51,7 +53,7 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // Threads per row: enough for `per_thread` elements each, a multiple of a warp, at most 1024.
 int group_size(int64_t n, int64_t per_thread) {
   int64_t g = ceil_div(ceil_div(n, per_thread), kWarp) * kWarp;
-  return int(std::min<int64_t>(std::max<int64_t>(g, kWarp), kWarp * kMaxGroupWarps));
+  return int(std::min<int64_t>(std::max<int64_t>(g, kWarp), kMaxGroup));
 }
 
 // The launch shape for `rows` rows with `group` threads each: rows share a block when short.
@@ -110,7 +112,8 @@ __device__ __forceinline__ void store_vec(T* row, int64_t j, const C (&v)[VEC]) 
 
 // x, y: [rows, n], rows contiguous (stride 1) and n <= kItems * VEC * blockDim.x.
 template <int VEC, bool Log, class T>
-__global__ void softmax_regs_kernel(const T* x, Rows xr, T* y, Rows yr, int64_t rows, int64_t n) {
+__global__ void __launch_bounds__(kThreads)
+    softmax_regs_kernel(const T* x, Rows xr, T* y, Rows yr, int64_t rows, int64_t n) {
   using C = compute_t<T>;
   const int64_t row = int64_t(blockIdx.x) * blockDim.y + threadIdx.y;
   const bool active = row < rows;
@@ -162,7 +165,8 @@ __global__ void softmax_regs_kernel(const T* x, Rows xr, T* y, Rows yr, int64_t 
 
 // Any strides and any n: one pass for the statistics, one to write.
 template <bool Log, class T>
-__global__ void softmax_looped_kernel(const T* x, Rows xr, T* y, Rows yr, int64_t rows, int64_t n) {
+__global__ void __launch_bounds__(kMaxGroup)
+    softmax_looped_kernel(const T* x, Rows xr, T* y, Rows yr, int64_t rows, int64_t n) {
   using C = compute_t<T>;
   const reducers::LogSumExp<T> lse;
   const int64_t row = int64_t(blockIdx.x) * blockDim.y + threadIdx.y;
@@ -193,7 +197,7 @@ template <class T, int VEC> void softmax_typed(const Tensor& x_in, bool log, Ten
   T* yp = y.data<T>();
   const bool vec = vector_rows<VEC>(x, xr, n) && vector_rows<VEC>(y, yr, n);
   const int width = vec ? VEC : 1;
-  if (xr.stride == 1 && yr.stride == 1 && n <= int64_t(kItems) * width * kWarp * kMaxGroupWarps) {
+  if (xr.stride == 1 && yr.stride == 1 && n <= int64_t(kItems) * width * kThreads) {
     const RowLaunch L = row_launch<Stats<C>>(rows, group_size(n, int64_t(kItems) * width));
     auto launch = [&](auto kernel) {
       kernel<<<L.grid, L.block, L.smem, s>>>(xp, xr, yp, yr, rows, n);
@@ -220,8 +224,9 @@ void softmax(const Tensor& x, bool log, Tensor& y) {
 // ---- softmax backward: gx = y * (g - sum(g * y)), or for log_softmax gx = g - exp(y) * sum(g)
 
 template <int VEC, bool Log, class T>
-__global__ void softmax_backward_regs_kernel(const T* g, Rows gr, const T* y, Rows yr, T* gx,
-                                             Rows gxr, int64_t rows, int64_t n) {
+__global__ void __launch_bounds__(kThreads)
+    softmax_backward_regs_kernel(const T* g, Rows gr, const T* y, Rows yr, T* gx, Rows gxr,
+                                 int64_t rows, int64_t n) {
   using C = compute_t<T>;
   const int64_t row = int64_t(blockIdx.x) * blockDim.y + threadIdx.y;
   const bool active = row < rows;
@@ -255,8 +260,9 @@ __global__ void softmax_backward_regs_kernel(const T* g, Rows gr, const T* y, Ro
 }
 
 template <bool Log, class T>
-__global__ void softmax_backward_looped_kernel(const T* g, Rows gr, const T* y, Rows yr, T* gx,
-                                               Rows gxr, int64_t rows, int64_t n) {
+__global__ void __launch_bounds__(kMaxGroup)
+    softmax_backward_looped_kernel(const T* g, Rows gr, const T* y, Rows yr, T* gx, Rows gxr,
+                                   int64_t rows, int64_t n) {
   using C = compute_t<T>;
   const int64_t row = int64_t(blockIdx.x) * blockDim.y + threadIdx.y;
   const bool active = row < rows;
@@ -289,7 +295,7 @@ void softmax_backward_typed(const Tensor& g_in, const Tensor& y_in, bool log, Te
       vector_rows<VEC>(g, gr, n) && vector_rows<VEC>(y, yr, n) && vector_rows<VEC>(gx, gxr, n);
   const int width = vec ? VEC : 1;
   const bool contiguous = gr.stride == 1 && yr.stride == 1 && gxr.stride == 1;
-  if (contiguous && n <= int64_t(kItems) * width * kWarp * kMaxGroupWarps) {
+  if (contiguous && n <= int64_t(kItems) * width * kThreads) {
     const RowLaunch L = row_launch<C>(rows, group_size(n, int64_t(kItems) * width));
     auto launch = [&](auto kernel) {
       kernel<<<L.grid, L.block, L.smem, s>>>(gp, gr, yp, yr, out, gxr, rows, n);
@@ -404,7 +410,8 @@ __device__ void row_stats(const RowArgs<T>& a, const T* xp, bool skip, Stats<com
                          group_scratch<WeightedSums<C>>());
 }
 
-template <class T> __global__ void ce_forward_kernel(RowArgs<T> a, compute_t<T>* loss) {
+template <class T>
+__global__ void __launch_bounds__(kMaxGroup) ce_forward_kernel(RowArgs<T> a, compute_t<T>* loss) {
   using C = compute_t<T>;
   const int64_t row = int64_t(blockIdx.x) * blockDim.y + threadIdx.y;
   const bool active = row < a.rows;
@@ -427,8 +434,8 @@ template <class T> __global__ void ce_forward_kernel(RowArgs<T> a, compute_t<T>*
 }
 
 template <class T>
-__global__ void ce_backward_kernel(RowArgs<T> a, const compute_t<T>* g, DeviceWalk gw, T* grad,
-                                   Rows gr) {
+__global__ void __launch_bounds__(kMaxGroup)
+    ce_backward_kernel(RowArgs<T> a, const compute_t<T>* g, DeviceWalk gw, T* grad, Rows gr) {
   using C = compute_t<T>;
   const int64_t row = int64_t(blockIdx.x) * blockDim.y + threadIdx.y;
   const bool active = row < a.rows;
