@@ -7,7 +7,8 @@
 #include <vector>
 
 #include "cpu/loops.h"
-#include "cpu/reduce_loops.h"
+#include "cpu/parallel.h"
+#include "ops/reduction_kernels.h"  // DimWalk
 #include "ops/softmax_loss_kernels.h"
 
 namespace ember::cpu {
