@@ -150,14 +150,16 @@ __global__ void __launch_bounds__(kThreads)
   // softmax: exp(x - m) * exp(m - M) / S;  log_softmax: x - M - log(S). A thread with nothing
   // writes 0 / S: 0, or NaN when the whole row is -inf (S = 0), as on the CPU.
   const C scale = any ? std::exp(m - st.max) / st.sum : C(0) / st.sum;
-  const C shift = st.max + std::log(st.sum);
+  // (x - M) - log(S), not x - (M + log(S)): with logits near 1000 the sum M + log(S) would
+  // round to float32's coarse spacing there (6e-5) and lose digits the result has.
+  const C log_sum = std::log(st.sum);
   T* yp = y + yr.walk.offset(row);
 #pragma unroll
   for (int it = 0; it < kItems; ++it) {
     const int64_t j = int64_t(it) * blockDim.x + threadIdx.x;
     if (j * VEC < n) {
 #pragma unroll
-      for (int e = 0; e < VEC; ++e) v[it][e] = Log ? v[it][e] - shift : v[it][e] * scale;
+      for (int e = 0; e < VEC; ++e) v[it][e] = Log ? (v[it][e] - st.max) - log_sum : v[it][e] * scale;
       store_vec<VEC>(yp, j, v[it]);
     }
   }
