@@ -4,7 +4,8 @@
   nox -s tests    every test suite of every package (what CI runs, with lint and asan)
   nox -s lint     clang-format (C++/CUDA) and ruff (Python), checking only
   nox -s asan     core-runtime's tests under AddressSanitizer + UBSan (CPU-only build)
-  nox -s demo     the main job: builds Ember and runs the demo program
+  nox -s demo     the main job: builds Ember and runs the demo programs
+  nox -s bench, bench_compare, bench_plot, bench_gate, bench_baseline: see benchmarks/README.md
 
 `nox` alone runs lint, tests and asan. Build trees live in build/, installs in .install/; a
 second run rebuilds only what changed (ninja, and ccache when installed).
