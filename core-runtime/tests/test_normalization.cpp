@@ -15,6 +15,7 @@ using test::random_values;
 
 class BatchNorm : public test::DeviceTest {};
 class LayerNorm : public test::DeviceTest {};
+class Dropout : public test::DeviceTest {};
 
 Tensor vec(const std::vector<double>& v, const Shape& shape, Device dev,
            DType dtype = DType::Float64) {
@@ -427,8 +428,86 @@ TEST_P(LayerNorm, Errors) {
                             "expected mean [4, 1] float32"});
 }
 
+// ---------------- dropout ----------------
+
+TEST_P(Dropout, KeepsAboutOneMinusPAndScalesTheKept) {
+  const double p = 0.3;
+  Tensor x = random_tensor({400, 250}, 91, DType::Float32, device());
+  Generator gen(1234);
+  DropoutResult r = dropout(x, p, true, &gen);
+  ASSERT_EQ(r.mask.dtype(), DType::Bool);
+  ASSERT_EQ(r.mask.shape(), x.shape());
+  std::vector<bool> mask = r.mask.to_vector<bool>();
+  std::vector<double> xv = x.to_vector<double>(), want(xv.size());
+  int64_t kept = 0;
+  for (size_t i = 0; i < xv.size(); ++i) {
+    kept += mask[i];
+    want[i] = mask[i] ? xv[i] / (1 - p) : 0.0;
+  }
+  // 100000 draws: the kept fraction is 0.7 within a few standard deviations (0.0014 each).
+  EXPECT_NEAR(double(kept) / double(xv.size()), 1 - p, 0.01);
+  expect_close(r.output, want, 1e-6, 1e-6);
+  // The mask is bernoulli's with the same generator state.
+  Generator replay(1234);
+  Tensor b = bernoulli(x.shape(), 1 - p, DType::Bool, device(), &replay);
+  EXPECT_EQ(b.to_vector<bool>(), mask);
+  // The generator advanced: the next call draws another mask.
+  EXPECT_NE(dropout(x, p, true, &gen).mask.to_vector<bool>(), mask);
+}
+
+TEST_P(Dropout, SameSeedSameMaskOnEveryDevice) {
+  Tensor x = random_tensor({1000}, 92, DType::Float64, device());
+  Generator g1(7), g2(7);
+  std::vector<bool> here = dropout(x, 0.5, true, &g1).mask.to_vector<bool>();
+  std::vector<bool> cpu = dropout(x.to(Device()), 0.5, true, &g2).mask.to_vector<bool>();
+  EXPECT_EQ(here, cpu);
+}
+
+TEST_P(Dropout, EvalZeroAndOneNonContiguousAndBackward) {
+  Tensor x = random_tensor({6, 5}, 93, DType::Float32, device()).t();  // [5, 6] view
+  DropoutResult eval = dropout(x, 0.5, false);
+  EXPECT_TRUE(eval.output.shares_storage(x));
+  EXPECT_FALSE(eval.mask.defined());
+  EXPECT_FALSE(dropout(x, 0.0).mask.defined());
+  Tensor g = random_tensor({5, 6}, 94, DType::Float32, device());
+  EXPECT_TRUE(dropout_backward(g, Tensor(), 0.5).shares_storage(g));
+  expect_close(dropout(x, 1.0).output, std::vector<double>(30, 0.0), 0);
+
+  Generator gen(5);
+  DropoutResult r = dropout(x, 0.25, true, &gen);
+  std::vector<bool> mask = r.mask.to_vector<bool>();
+  std::vector<double> xv = x.to_vector<double>(), gv = g.to_vector<double>(), out, grad;
+  for (size_t i = 0; i < 30; ++i) {
+    out.push_back(mask[i] ? xv[i] / 0.75 : 0.0);
+    grad.push_back(mask[i] ? gv[i] / 0.75 : 0.0);
+  }
+  expect_close(r.output, out, 1e-6, 1e-6);
+  expect_close(dropout_backward(g, r.mask, 0.25), grad, 1e-6, 1e-6);
+  for (DType t : {DType::Float16, DType::BFloat16}) {
+    Tensor h = x.to(t);
+    Generator again(5);
+    expect_close(dropout(h, 0.25, true, &again).output, out, 2e-2, 1e-2);
+  }
+  EXPECT_EQ(dropout(Tensor::empty({0, 3}, DType::Float32, device()), 0.5).output.shape(),
+            (Shape{0, 3}));
+}
+
+TEST_P(Dropout, Errors) {
+  Tensor x = Tensor::empty({4}, DType::Float32, device());
+  expect_error<ValueError>([&] { dropout(x, 1.5); }, {"dropout", "p is 1.5", "[0, 1]"});
+  expect_error<ValueError>([&] { dropout(x, -0.1); }, {"dropout", "[0, 1]"});
+  expect_error<DTypeError>([&] { dropout(Tensor::empty({4}, DType::Int64, device()), 0.5); },
+                           {"dropout", "x is [4] int64", "floating"});
+  Tensor mask = Tensor::empty({3}, DType::Bool, device());
+  expect_error<ShapeError>([&] { dropout_backward(x, mask, 0.5); },
+                           {"dropout_backward", "grad is [4] float32", "mask is [3] bool"});
+  expect_error<ShapeError>([&] { dropout_backward(x, x, 0.5); },
+                           {"dropout_backward", "mask is [4] float32", "bool mask"});
+}
+
 EMBER_INSTANTIATE_DEVICE_TEST(BatchNorm);
 EMBER_INSTANTIATE_DEVICE_TEST(LayerNorm);
+EMBER_INSTANTIATE_DEVICE_TEST(Dropout);
 
 }  // namespace
 }  // namespace ember

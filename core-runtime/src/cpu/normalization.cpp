@@ -1,10 +1,11 @@
-// normalization.cpp — CPU kernels of batch norm and layer norm (layouts in
+// normalization.cpp — CPU kernels of batch norm, layer norm and dropout (layouts in
 // ops/normalization_kernels.h). Batch norm is parallel over channels (or (n, c) runs for the
 // elementwise parts), layer norm over rows. Arithmetic is in compute_t<T> (float for half types).
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
+#include "cpu/loops.h"
 #include "cpu/parallel.h"
 #include "ops/normalization_kernels.h"
 
@@ -303,6 +304,18 @@ void layer_norm_backward_params(const Tensor& dy, const Tensor& x, const Tensor&
   });
 }
 
+// ---- dropout ----
+
+void dropout_apply(const Tensor& x, const Tensor& mask, double scale, Tensor& out) {
+  dispatch_floating(x.dtype(), "dropout", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using Acc = compute_t<T>;
+    const Acc s = Acc(scale);
+    cpu_map<T, T, bool>(out, {x, mask},
+                        [s](T v, bool keep) { return keep ? T(Acc(v) * s) : T(0); });
+  });
+}
+
 }  // namespace
 
 void register_normalization() {
@@ -314,6 +327,7 @@ void register_normalization() {
   layer_norm_kernel.set(DeviceType::CPU, layer_norm);
   layer_norm_backward_input_kernel.set(DeviceType::CPU, layer_norm_backward_input);
   layer_norm_backward_params_kernel.set(DeviceType::CPU, layer_norm_backward_params);
+  dropout_apply_kernel.set(DeviceType::CPU, dropout_apply);
 }
 
 }  // namespace ember::cpu

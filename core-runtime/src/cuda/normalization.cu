@@ -1,4 +1,4 @@
-// normalization.cu — CUDA kernels of batch norm and layer norm (layouts in
+// normalization.cu — CUDA kernels of batch norm, layer norm and dropout (layouts in
 // ops/normalization_kernels.h).
 //
 // Statistics are read in one pass: each thread runs Welford's update over its share of the
@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "cuda/launch.cuh"
+#include "cuda/loops.cuh"
 #include "ops/normalization_kernels.h"
 
 namespace ember::cuda {
@@ -16,7 +17,6 @@ namespace {
 constexpr int kWarp = 32;
 constexpr unsigned kFullMask = 0xffffffffu;
 constexpr int kChannelThreads = 512;  // batch norm: threads per channel block
-constexpr int kMapThreads = 256;      // elementwise kernels
 constexpr int kRowsPerBlock = 8;      // layer norm: one warp per row, 8 rows per block
 
 // ---- warp and block reductions ----
@@ -401,6 +401,21 @@ void layer_norm_backward_params(const Tensor& dy, const Tensor& x, const Tensor&
   check_launch("layer_norm_backward", {&dy, &x, &grad_weight});
 }
 
+// ---- dropout: an elementwise map ----
+
+template <class T>
+struct DropoutApply {  // a functor: gpu_map runs it inside dispatch_floating's generic lambda
+  compute_t<T> scale;
+  __device__ T operator()(T v, bool keep) const { return keep ? T(compute_t<T>(v) * scale) : T(0); }
+};
+
+void dropout_apply(const Tensor& x, const Tensor& mask, double scale, Tensor& out) {
+  dispatch_floating(x.dtype(), "dropout", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    gpu_map<T, T, bool>("dropout", out, {x, mask}, DropoutApply<T>{compute_t<T>(scale)});
+  });
+}
+
 }  // namespace
 
 void register_normalization() {
@@ -412,6 +427,7 @@ void register_normalization() {
   layer_norm_kernel.set(DeviceType::CUDA, layer_norm);
   layer_norm_backward_input_kernel.set(DeviceType::CUDA, layer_norm_backward_input);
   layer_norm_backward_params_kernel.set(DeviceType::CUDA, layer_norm_backward_params);
+  dropout_apply_kernel.set(DeviceType::CUDA, dropout_apply);
 }
 
 }  // namespace ember::cuda

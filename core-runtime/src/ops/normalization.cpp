@@ -1,6 +1,7 @@
 // normalization.cpp — front functions of batch norm and layer norm: check the operands, bring x
 // to the contiguous 3-D (batch norm) or 2-D (layer norm) layout the kernels expect, allocate the
-// outputs and call the kernels.
+// outputs and call the kernels. Dropout draws its mask with bernoulli (ops/random.h), then one
+// kernel applies it.
 #include "ember/ops/normalization.h"
 
 #include <string>
@@ -210,6 +211,44 @@ NormGrads layer_norm_backward(const Tensor& grad_out, const Tensor& x,
     layer_norm_backward_params_kernel(x.device())(dy2, x2, mean1, rstd1, gw, gb);
   }
   return {dx2.view(x.shape()), grad_weight, grad_bias};
+}
+
+namespace {
+
+void check_probability(const char* op, double p) {
+  if (!(p >= 0 && p <= 1))
+    throw ValueError(op, "p is " + std::to_string(p) + "; the drop probability must be in [0, 1]");
+}
+
+// out = mask ? x / (1 - p) : 0 (p = 1: zero).
+Tensor apply_mask(const Tensor& x, const Tensor& mask, double p) {
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+  if (out.numel() > 0) dropout_apply_kernel(x.device())(x, mask, p < 1 ? 1 / (1 - p) : 0.0, out);
+  return out;
+}
+
+}  // namespace
+
+DropoutResult dropout(const Tensor& x, double p, bool training, Generator* gen) {
+  const char* op = "dropout";
+  check_defined(op, {{"x", x}});
+  check_floating(op, {{"x", x}});
+  check_probability(op, p);
+  if (!training || p == 0) return {x, Tensor()};
+  Tensor mask = bernoulli(x.shape(), 1 - p, DType::Bool, x.device(), gen);
+  return {apply_mask(x, mask, p), mask};
+}
+
+Tensor dropout_backward(const Tensor& grad, const Tensor& mask, double p) {
+  const char* op = "dropout_backward";
+  check_defined(op, {{"grad", grad}});
+  check_probability(op, p);
+  if (!mask.defined()) return grad;
+  check_same_device(op, {{"grad", grad}, {"mask", mask}});
+  if (mask.dtype() != DType::Bool || mask.shape() != grad.shape())
+    throw ShapeError(op, operands({{"grad", grad}, {"mask", mask}}) +
+                             "; mask must be the bool mask dropout returned, of grad's shape");
+  return apply_mask(grad, mask, p);
 }
 
 }  // namespace ember

@@ -87,4 +87,9 @@ EMBER_KERNEL(layer_norm_backward_params_kernel,
              void(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& rstd,
                   Tensor& grad_weight, Tensor& grad_bias));
 
+// ---- dropout ----
+// out = mask ? x * scale : 0, with mask (bool) and out of x's shape; any strides.
+EMBER_KERNEL(dropout_apply_kernel,
+             void(const Tensor& x, const Tensor& mask, double scale, Tensor& out));
+
 }  // namespace ember

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "ember/ops/random.h"
 #include "ember/tensor.h"
 
 namespace ember {
@@ -54,5 +55,19 @@ LayerNormResult layer_norm(const Tensor& x, const std::vector<int64_t>& normaliz
 NormGrads layer_norm_backward(const Tensor& grad_out, const Tensor& x,
                               const std::vector<int64_t>& normalized_shape, const Tensor& mean,
                               const Tensor& rstd, const Tensor& weight = Tensor());
+
+struct DropoutResult {
+  Tensor output;  // x's shape and dtype
+  Tensor mask;    // bool, x's shape: true where x was kept; undefined when nothing was dropped
+};
+
+// Training: zeroes each element with probability p and scales the others by 1 / (1 - p), so
+// the expected value is unchanged (p = 1 zeroes everything). The mask is bernoulli(x.shape(),
+// 1 - p, DType::Bool, x.device(), gen): the same seed gives the same mask on every device.
+// Eval (training = false) or p = 0: output is x itself and mask undefined. x floating, p in [0, 1].
+DropoutResult dropout(const Tensor& x, double p, bool training = true, Generator* gen = nullptr);
+
+// grad * mask / (1 - p) (0 where dropped); grad itself when mask is undefined.
+Tensor dropout_backward(const Tensor& grad, const Tensor& mask, double p);
 
 }  // namespace ember
