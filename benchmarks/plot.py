@@ -4,7 +4,8 @@
 
 Reads every version of every CSV ever committed under benchmarks/results/ and benchmarks/baseline/
 (git log), and draws one PNG per (device, benchmark, metric): x is when each run was taken, one
-line per case and parameters for Ember (solid) and its reference beside it (dashed, same colour).
+line per case and parameters for Ember (solid) and its references beside it (same colour: NumPy
+dashed, PyTorch dotted).
 """
 
 import argparse
@@ -46,7 +47,7 @@ def committed_rows() -> list[dict]:
                 continue
             for row in parse_csv(io.StringIO(text), f"{commit[:12]}:{line}"):
                 key = (row["timestamp"], row["device"], row["benchmark"], row["case"],
-                       row["params"], row["metric"])
+                       row["params"], row["metric"], row["reference"])
                 if key not in seen:
                     seen.add(key)
                     rows.append(row)
@@ -61,15 +62,18 @@ def plot(rows: list[dict], out: Path) -> list[Path]:
     written = []
     for (device, benchmark, metric), cases in sorted(groups.items()):
         fig, ax = plt.subplots(figsize=(11, 5.5))
+        ax.set_prop_cycle(color=plt.get_cmap("tab20").colors)
         for (case, params), series in sorted(cases.items()):
-            series.sort(key=lambda r: r["timestamp"])
-            when = [datetime.fromisoformat(r["timestamp"]) for r in series]
-            line, = ax.plot(when, [r["value"] for r in series], "o-", label=f"{case} {params}")
-            refs = [(t, r["reference_value"]) for t, r in zip(when, series)
-                    if r["reference_value"] is not None]
-            if refs:
-                ax.plot(*zip(*refs), "s--", color=line.get_color(), alpha=0.6,
-                        label=f"  {series[-1]['reference']}")
+            # Ember's figure once per run; each reference's beside it, dashed
+            ember = dict(sorted((r["timestamp"], r["value"]) for r in series))
+            when = [datetime.fromisoformat(t) for t in ember]
+            line, = ax.plot(when, list(ember.values()), "o-", label=f"{case} {params}")
+            for ref in sorted({r["reference"] for r in series if r["reference_value"] is not None}):
+                points = sorted((r["timestamp"], r["reference_value"]) for r in series
+                                if r["reference"] == ref and r["reference_value"] is not None)
+                ax.plot([datetime.fromisoformat(t) for t, _ in points], [v for _, v in points],
+                        "s--" if ref != "torch" else "^:", color=line.get_color(), alpha=0.6,
+                        label=f"  {ref}")
         first = next(iter(cases.values()))[0]
         ax.set_title(f"{benchmark}: {metric} on {device} ({first['better']} is better)")
         ax.set_ylabel(first["unit"])
