@@ -15,6 +15,7 @@ that fails is reported and skipped; the CSV is written with the rest and the exi
 import argparse
 import datetime
 import importlib
+import os
 import pkgutil
 import subprocess
 import sys
@@ -50,6 +51,9 @@ def parse_args(argv, known):
     p.add_argument("--min-sample-ms", type=float, default=1.0)
     p.add_argument("--rounds", type=int, default=1,
                    help="time each case this many times, keep the fastest (the gate uses 3)")
+    p.add_argument("--threads", type=int,
+                   help="hold Ember (OpenMP) and the references (OpenBLAS, torch) to this many "
+                        "threads; the gate uses 1")
     p.add_argument("--build-dir", type=Path, help="default: benchmarks/out/build-DEVICE")
     p.add_argument("--ember-prefix", help="an installed core-runtime (cmake --install prefix)")
     p.add_argument("--ember-bench", type=Path, help="a built ember_bench: skip the build")
@@ -77,6 +81,9 @@ def main(argv=None) -> int:
             print(f"{name:14} {module.__doc__.strip().splitlines()[0]}")
         return 0
     selected = {name: known[name] for name in (args.families or known)}
+    if args.threads:  # before numpy loads OpenBLAS; ember_bench inherits the environment
+        os.environ.update(OMP_NUM_THREADS=str(args.threads),
+                          OPENBLAS_NUM_THREADS=str(args.threads))
 
     try:
         bench = args.ember_bench or ember.build(
@@ -94,10 +101,12 @@ def main(argv=None) -> int:
         print("run.py: --device cuda needs a GPU; PyTorch with CUDA provides the references",
               file=sys.stderr)
         return 2
+    if torch is not None and args.threads:
+        torch.set_num_threads(args.threads)
     timer = TimerOptions(args.warmup, args.repeat, args.min_sample_ms)
     ctx = Context(args.device, ember.Program(bench, args.device, timer), timer,
                   references_for(args.device, torch), args.rounds)
-    info = machine.describe(args.device, torch)
+    info = machine.describe(args.device, torch, args.threads)
 
     rows, failures = [], []
     started = datetime.datetime.now()

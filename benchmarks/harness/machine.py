@@ -9,7 +9,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 
 
-def describe(device: str, torch) -> dict:
+def describe(device: str, torch, threads: int | None) -> dict:
     """The run's shared columns. torch is the module, or None when it is not installed."""
     import numpy
 
@@ -27,6 +27,7 @@ def describe(device: str, torch) -> dict:
         "torch_version": torch.__version__ if torch is not None else "",
         "cpu": cpu_model(),
         "cores": str(os.cpu_count()),
+        "threads": str(threads or ""),
         "gpu": gpu,
         "driver": driver,
         "device": device,

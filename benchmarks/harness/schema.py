@@ -18,6 +18,8 @@ COLUMNS = {
     "torch_version": "torch.__version__, empty when not installed",
     "cpu": "CPU model",
     "cores": "logical CPUs",
+    "threads": "the thread count Ember and the references were held to (--threads), empty for "
+               "the libraries' defaults",
     "gpu": "GPU name, empty without one",
     "driver": "NVIDIA driver version, empty without one",
     "device": "cpu or cuda: where Ember and the reference ran",

@@ -6,8 +6,8 @@ import compare
 from harness.schema import COLUMNS
 
 RUN = {"timestamp": "2026-12-01T10:00:00+00:00", "commit": "abc", "core_version": "0.1.0",
-       "numpy_version": "2.4.6", "torch_version": "", "cpu": "Test CPU", "cores": "2", "gpu": "",
-       "driver": "", "device": "cpu"}
+       "numpy_version": "2.4.6", "torch_version": "", "cpu": "Test CPU", "cores": "2",
+       "threads": "", "gpu": "", "driver": "", "device": "cpu"}
 
 
 def row(case="add", metric="time", value=10.0, ref=10.0, better="lower", params="n=1024"):
