@@ -3,7 +3,8 @@
 #   ./ci/quickstart.sh demo    builds Ember and runs the demo (the main job)
 #   ./ci/quickstart.sh test    builds Ember and runs every check: lint, all test suites, asan
 # First installs whatever is missing: system packages (ci/install-system-deps.sh; root or sudo)
-# and nox, in the virtualenv .venv/. Arguments after the first go to nox (e.g. -- -k pattern).
+# and nox, in the virtualenv .venv/. Arguments after the first go to nox (e.g. -x: stop at the
+# first failing session).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -12,10 +12,10 @@ const char* version() { return EMBER_AUTODIFF_VERSION_STRING; }
 const char* core_version_built_against() { return EMBER_CORE_BUILT_AGAINST; }
 const char* core_version_loaded() { return ember::core_version(); }
 
-// "0.1.0" -> "0"; throws ValueError for text that is not a version.
+// "0.1.0" -> "0"; throws ValueError unless v starts with digits and a dot.
 static std::string major_of(const std::string& v) {
   const size_t dot = v.find('.');
-  if (dot == 0 || dot == std::string::npos)
+  if (dot == 0 || dot == std::string::npos || v.find_first_not_of("0123456789") != dot)
     throw ValueError("core_versions_compatible",
                      "'" + v + "' is not a MAJOR.MINOR.PATCH version, e.g. \"0.1.0\"");
   return v.substr(0, dot);

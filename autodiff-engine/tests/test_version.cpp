@@ -27,6 +27,7 @@ TEST(AutodiffVersion, CompatibilityIsSameMajorVersion) {
   EXPECT_FALSE(ad::core_versions_compatible("1.2.0", "10.2.0"));
   EXPECT_THROW(ad::core_versions_compatible("", "0.1.0"), ember::ValueError);
   EXPECT_THROW(ad::core_versions_compatible("0.1.0", "latest"), ember::ValueError);
+  EXPECT_THROW(ad::core_versions_compatible("v1.0.0", "1.0.0"), ember::ValueError);
 }
 
 TEST(AutodiffVersion, CoreTensorsWorkThroughTheInstalledPackage) {
