@@ -37,6 +37,8 @@ COLUMNS = {
     "ratio": "value / reference_value",
 }
 NUMERIC = ("value", "spread", "reference_value", "reference_spread", "ratio")
+# Columns added after results were committed: files without them read them as empty.
+ADDED_LATER = ("threads",)
 REQUIRED = ("device", "benchmark", "case", "metric", "better", "value")
 
 
@@ -73,7 +75,7 @@ def parse_csv(lines, path) -> list[dict]:
     header = next(reader, None)
     if header is None:
         raise SchemaError(f"{path}:1: empty file, expected the header {','.join(COLUMNS)}")
-    missing = [c for c in COLUMNS if c not in header]
+    missing = [c for c in COLUMNS if c not in header and c not in ADDED_LATER]
     if missing:
         raise SchemaError(f"{path}:1: header lacks the column(s) {', '.join(missing)}")
     rows = []
@@ -83,7 +85,7 @@ def parse_csv(lines, path) -> list[dict]:
             continue
         if len(fields) != len(header):
             raise SchemaError(f"{path}:{line}: {len(fields)} fields, the header has {len(header)}")
-        row = dict(zip(header, fields))
+        row = dict.fromkeys(ADDED_LATER, "") | dict(zip(header, fields))
         for c in REQUIRED:
             if not row[c]:
                 raise SchemaError(f"{path}:{line}: empty '{c}'")

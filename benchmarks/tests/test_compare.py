@@ -123,6 +123,17 @@ def test_every_metric_has_a_threshold_in_the_real_file():
         assert metric in thresholds
 
 
+def test_a_file_from_before_the_threads_column_still_reads(tmp_path, capsys):
+    new = write(tmp_path / "new.csv", [row()])
+    lines = open(new).read().splitlines()
+    at = lines[0].split(",").index("threads")
+    old = tmp_path / "old.csv"
+    old.write_text("".join(",".join(f for i, f in enumerate(line.split(",")) if i != at) + "\n"
+                           for line in lines))
+    assert compare.main([str(old), new]) == 0
+    assert "| ok |" in capsys.readouterr().out
+
+
 def test_metric_without_threshold_is_an_error(tmp_path, capsys):
     thresholds = tmp_path / "t.toml"
     thresholds.write_text('[bandwidth]\ncompare = "ratio"\nmax_worse = 0.3\n')
