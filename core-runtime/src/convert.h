@@ -8,8 +8,7 @@
 
 namespace ember {
 
-template <class To, class From>
-EMBER_HOST_DEVICE inline To convert(From x) {
+template <class To, class From> EMBER_HOST_DEVICE inline To convert(From x) {
   using FromC = compute_t<From>;
   if constexpr (std::is_same_v<To, bool>) {
     return static_cast<FromC>(x) != FromC(0);

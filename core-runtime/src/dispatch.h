@@ -1,7 +1,8 @@
 // dispatch.h — the two dispatch helpers every op uses (internal header).
 //
 // 1. dispatch_dtype maps a runtime DType to a C++ type, so a kernel is written once as a template:
-//      dispatch_floating(t.dtype(), "gelu", [&](auto tag) { using T = typename decltype(tag)::type; ... });
+//      dispatch_floating(t.dtype(), "gelu", [&](auto tag) { using T = typename decltype(tag)::type;
+//      ... });
 // 2. Kernel<Signature> is one op's kernel table: a slot per device type, filled by each backend's
 //    register function (cpu/register_kernels.cpp, cuda/register_kernels.cu). A front function
 //    calls `add_kernel(device)(args...)`; a new backend fills the same slots and nothing above
@@ -24,8 +25,7 @@ template <class T> struct TypeTag { using type = T; };
     return fn(TypeTag<T>{});
 
 // Every dtype.
-template <class F>
-decltype(auto) dispatch_all(DType dtype, const char* op, F&& fn) {
+template <class F> decltype(auto) dispatch_all(DType dtype, const char* op, F&& fn) {
   switch (dtype) {
     EMBER_DTYPE_CASE(Bool, bool)
     EMBER_DTYPE_CASE(UInt8, uint8_t)
@@ -42,8 +42,7 @@ decltype(auto) dispatch_all(DType dtype, const char* op, F&& fn) {
 }
 
 // Every dtype but bool (arithmetic).
-template <class F>
-decltype(auto) dispatch_numeric(DType dtype, const char* op, F&& fn) {
+template <class F> decltype(auto) dispatch_numeric(DType dtype, const char* op, F&& fn) {
   switch (dtype) {
     EMBER_DTYPE_CASE(UInt8, uint8_t)
     EMBER_DTYPE_CASE(Int8, int8_t)
@@ -62,8 +61,7 @@ decltype(auto) dispatch_numeric(DType dtype, const char* op, F&& fn) {
 }
 
 // float16, bfloat16, float32, float64.
-template <class F>
-decltype(auto) dispatch_floating(DType dtype, const char* op, F&& fn) {
+template <class F> decltype(auto) dispatch_floating(DType dtype, const char* op, F&& fn) {
   switch (dtype) {
     EMBER_DTYPE_CASE(Float16, Half)
     EMBER_DTYPE_CASE(BFloat16, BFloat16)
@@ -78,8 +76,7 @@ decltype(auto) dispatch_floating(DType dtype, const char* op, F&& fn) {
 }
 
 // Integer dtypes (for indices): int32 and int64.
-template <class F>
-decltype(auto) dispatch_index(DType dtype, const char* op, F&& fn) {
+template <class F> decltype(auto) dispatch_index(DType dtype, const char* op, F&& fn) {
   switch (dtype) {
     EMBER_DTYPE_CASE(Int32, int32_t)
     EMBER_DTYPE_CASE(Int64, int64_t)
@@ -97,8 +94,7 @@ void ensure_backend(Device device, const char* op);
 
 template <class Signature> class Kernel;
 
-template <class R, class... Args>
-class Kernel<R(Args...)> {
+template <class R, class... Args> class Kernel<R(Args...)> {
  public:
   using Fn = R (*)(Args...);
   explicit Kernel(const char* name) : name_(name) {}
@@ -121,6 +117,7 @@ class Kernel<R(Args...)> {
 
 // Declares an op's kernel table in a header shared by its front function and its backends:
 //   EMBER_KERNEL(add_kernel, void(BinaryOp, const Tensor&, const Tensor&, Tensor&));
-#define EMBER_KERNEL(name, signature) inline ::ember::Kernel<signature> name{#name}
+#define EMBER_KERNEL(name, signature) \
+  inline ::ember::Kernel<signature> name { #name }
 
 }  // namespace ember

@@ -53,9 +53,11 @@ std::vector<Case> cases() {
       {"gelu_tanh", {{31, 9}}, [](const TensorList& x) { return gelu(x[0], "tanh"); }},
       {"silu", {{31, 9}}, [](const TensorList& x) { return silu(x[0]); }},
       {"softplus", {{31, 9}}, [](const TensorList& x) { return softplus(x[0]); }},
-      {"gelu_backward", {{31, 9}, {31, 9}},
+      {"gelu_backward",
+       {{31, 9}, {31, 9}},
        [](const TensorList& x) { return gelu_backward(x[0], x[1]); }},
-      {"where_gt", {{11, 6}, {11, 6}},
+      {"where_gt",
+       {{11, 6}, {11, 6}},
        [](const TensorList& x) { return where(gt(x[0], x[1]), x[0], x[1]); }},
       {"clamp", {{11, 6}}, [](const TensorList& x) { return clamp(x[0], -0.5, 0.7); }},
       {"sum_dim0", {{129, 7}}, [](const TensorList& x) { return sum(x[0], {0}); }},
@@ -68,64 +70,89 @@ std::vector<Case> cases() {
       {"norm", {{19, 23}}, [](const TensorList& x) { return norm(x[0], 2.0, {1}); }},
       {"softmax", {{37, 1001}}, [](const TensorList& x) { return softmax(x[0], -1); }},
       {"log_softmax_dim0", {{37, 19}}, [](const TensorList& x) { return log_softmax(x[0], 0); }},
-      {"softmax_backward", {{9, 65}, {9, 65}},
+      {"softmax_backward",
+       {{9, 65}, {9, 65}},
        [](const TensorList& x) { return softmax_backward(x[0], softmax(x[1], 1), 1); }},
       {"mse_loss", {{9, 13}, {9, 13}}, [](const TensorList& x) { return mse_loss(x[0], x[1]); }},
-      {"bce_logits", {{9, 13}, {9, 13}},
-       [](const TensorList& x) {
-         return binary_cross_entropy_with_logits(x[0], sigmoid(x[1]));
-       }},
-      {"cross_entropy", {{17, 10}},
+      {"bce_logits",
+       {{9, 13}, {9, 13}},
+       [](const TensorList& x) { return binary_cross_entropy_with_logits(x[0], sigmoid(x[1])); }},
+      {"cross_entropy",
+       {{17, 10}},
        [](const TensorList& x) {
          Tensor target = argmax(x[0].slice(1, 0, 5), 1);  // a deterministic int64 target
          return cross_entropy(x[0], target, Tensor(), -100, LossReduction::Mean, 0.1);
        }},
-      {"cross_entropy_backward", {{17, 10}},
+      {"cross_entropy_backward",
+       {{17, 10}},
        [](const TensorList& x) {
          Tensor target = argmax(x[0].slice(1, 3, 9), 1);
          Tensor g = scalar_tensor(1.0, DType::Float32, x[0].device());
          return cross_entropy_backward(g, x[0], target);
        }},
       {"matmul", {{33, 65}, {65, 17}}, [](const TensorList& x) { return matmul(x[0], x[1]); }},
-      {"matmul_tiled", {{33, 65}, {65, 17}},
+      {"matmul_tiled",
+       {{33, 65}, {65, 17}},
        [](const TensorList& x) { return matmul(x[0], x[1], MatmulAlgo::Tiled); }},
-      {"matmul_batched", {{3, 9, 5}, {5, 7}},
+      {"matmul_batched",
+       {{3, 9, 5}, {5, 7}},
        [](const TensorList& x) { return matmul(x[0], x[1]); }},
-      {"conv2d", {{2, 3, 11, 9}, {4, 3, 3, 3}, {4}},
+      {"conv2d",
+       {{2, 3, 11, 9}, {4, 3, 3, 3}, {4}},
        [](const TensorList& x) { return conv2d(x[0].contiguous(), x[1], x[2], 2, 1); }},
-      {"conv2d_groups_dilation", {{2, 4, 12, 10}, {6, 2, 3, 3}},
+      {"conv2d_groups_dilation",
+       {{2, 4, 12, 10}, {6, 2, 3, 3}},
        [](const TensorList& x) { return conv2d(x[0], x[1], Tensor(), 1, 2, 2, 2); }},
-      {"conv2d_backward_input", {{2, 4, 9, 9}, {4, 3, 3, 3}},
+      {"conv2d_backward_input",
+       {{2, 4, 9, 9}, {4, 3, 3, 3}},
        [](const TensorList& x) {
          return conv2d_backward_input(x[0], x[1], {2, 3, 11, 11}, 1, 0);
        }},
-      {"conv2d_backward_weight", {{2, 4, 9, 9}, {2, 3, 11, 11}},
+      {"conv2d_backward_weight",
+       {{2, 4, 9, 9}, {2, 3, 11, 11}},
        [](const TensorList& x) {
          return conv2d_backward_weight(x[0], x[1], {4, 3, 3, 3}, 1, 0);
-       }, -2, 2, 1e-3},
-      {"max_pool2d", {{2, 3, 9, 11}}, [](const TensorList& x) { return max_pool2d(x[0], 2).values; }},
-      {"avg_pool2d", {{2, 3, 9, 11}},
+       },
+       -2,
+       2,
+       1e-3},
+      {"max_pool2d",
+       {{2, 3, 9, 11}},
+       [](const TensorList& x) { return max_pool2d(x[0], 2).values; }},
+      {"avg_pool2d",
+       {{2, 3, 9, 11}},
        [](const TensorList& x) { return avg_pool2d(x[0], 3, 2, 1, true); }},
-      {"adaptive_avg_pool2d", {{2, 3, 9, 11}},
-       [](const TensorList& x) { return adaptive_avg_pool2d(x[0], {4, 3}); }},
-      {"batch_norm_train", {{8, 3, 5, 7}, {3}, {3}},
+      {"adaptive_avg_pool2d",
+       {{2, 3, 9, 11}},
+       [](const TensorList& x) {
+         return adaptive_avg_pool2d(x[0], {4, 3});
+       }},
+      {"batch_norm_train",
+       {{8, 3, 5, 7}, {3}, {3}},
        [](const TensorList& x) {
          return batch_norm(x[0], x[1], x[2], Tensor(), Tensor(), true).output;
        }},
-      {"layer_norm", {{6, 33}, {33}, {33}},
+      {"layer_norm",
+       {{6, 33}, {33}, {33}},
        [](const TensorList& x) { return layer_norm(x[0], {33}, x[1], x[2]).output; }},
-      {"index_select", {{9, 7}},
+      {"index_select",
+       {{9, 7}},
        [](const TensorList& x) {
          Tensor idx = Tensor::from_vector(std::vector<int64_t>{4, 0, 8, 4}, {4}).to(x[0].device());
          return index_select(x[0], 0, idx);
        }},
-      {"embedding_backward", {{5, 4}},
+      {"embedding_backward",
+       {{5, 4}},
        [](const TensorList& x) {
-         Tensor idx = Tensor::from_vector(std::vector<int64_t>{1, 3, 1, 0, 1}, {5}).to(x[0].device());
+         Tensor idx =
+             Tensor::from_vector(std::vector<int64_t>{1, 3, 1, 0, 1}, {5}).to(x[0].device());
          return embedding_backward(x[0], idx, 6);
        }},
-      {"pad_reflect", {{2, 5, 6}},
-       [](const TensorList& x) { return pad(x[0], {2, 1, 1, 3}, "reflect"); }},
+      {"pad_reflect",
+       {{2, 5, 6}},
+       [](const TensorList& x) {
+         return pad(x[0], {2, 1, 1, 3}, "reflect");
+       }},
   };
 }
 

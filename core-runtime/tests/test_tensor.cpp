@@ -29,10 +29,10 @@ TEST(DType, HalfAndBFloat16RoundToNearestEven) {
   EXPECT_EQ(float(Half(1.0f)), 1.0f);
   EXPECT_EQ(float(Half(65504.0f)), 65504.0f);
   EXPECT_TRUE(std::isinf(float(Half(65520.0f))));
-  EXPECT_EQ(float(Half(1.0f + 1.0f / 2048)), 1.0f);       // tie goes to even
+  EXPECT_EQ(float(Half(1.0f + 1.0f / 2048)), 1.0f);  // tie goes to even
   EXPECT_EQ(float(Half(1.0f + 3.0f / 2048)), 1.0f + 2.0f / 1024);
-  EXPECT_EQ(float(Half(5.9604645e-8f)), 5.9604645e-8f);   // smallest subnormal
-  EXPECT_EQ(float(BFloat16(1.0f + 1.0f / 256)), 1.0f);    // tie to even
+  EXPECT_EQ(float(Half(5.9604645e-8f)), 5.9604645e-8f);  // smallest subnormal
+  EXPECT_EQ(float(BFloat16(1.0f + 1.0f / 256)), 1.0f);   // tie to even
   EXPECT_EQ(float(BFloat16(3.0f)), 3.0f);
   EXPECT_TRUE(std::isnan(float(BFloat16(NAN))));
 }
@@ -140,8 +140,11 @@ TEST(ShapeOps, CatStackSplitChunk) {
   auto chunks = chunk(Tensor::from_vector(iota(6), {6}), 4);
   ASSERT_EQ(chunks.size(), 3u);  // ceil(6/4) = 2 per chunk, like torch.chunk
   expect_close(chunks[1], {2, 3});
-  expect_error<ShapeError>([&] { cat({a, Tensor::from_vector(iota(4), {1, 4})}); },
-                           {"cat", "[1, 4] float64 cpu", "[2, 3] float64 cpu"});
+  expect_error<ShapeError>(
+      [&] {
+        cat({a, Tensor::from_vector(iota(4), {1, 4})});
+      },
+      {"cat", "[1, 4] float64 cpu", "[2, 3] float64 cpu"});
   expect_error<DTypeError>([&] { cat({a, a.to(DType::Float32)}); }, {"cat", "float32"});
 }
 

@@ -26,10 +26,9 @@ inline std::string device_name(const ::testing::TestParamInfo<Device>& info) {
   return info.param.is_cpu() ? "cpu" : "cuda" + std::to_string(info.param.index);
 }
 
-#define EMBER_INSTANTIATE_DEVICE_TEST(Suite)                                           \
-  INSTANTIATE_TEST_SUITE_P(Devices, Suite,                                             \
-                           ::testing::Values(::ember::Device("cpu"),                   \
-                                             ::ember::Device("cuda:0")),               \
+#define EMBER_INSTANTIATE_DEVICE_TEST(Suite)                                                     \
+  INSTANTIATE_TEST_SUITE_P(Devices, Suite,                                                       \
+                           ::testing::Values(::ember::Device("cpu"), ::ember::Device("cuda:0")), \
                            ::ember::test::device_name)
 
 // Uniform values in [lo, hi) from a seeded std::mt19937.
@@ -71,14 +70,14 @@ inline void expect_close(const Tensor& t, const Tensor& expected, double atol = 
 }
 
 // Runs `fn`, expects it to throw E, and checks that the message contains every string in `parts`.
-template <class E, class F>
-void expect_error(F&& fn, const std::vector<std::string>& parts) {
+template <class E, class F> void expect_error(F&& fn, const std::vector<std::string>& parts) {
   try {
     fn();
     ADD_FAILURE() << "expected an exception";
   } catch (const E& e) {
     std::string msg = e.what();
-    for (const auto& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
+    for (const auto& p : parts)
+      EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
   }
 }
 

@@ -16,12 +16,12 @@
 namespace ember {
 
 struct MemoryStats {
-  int64_t in_use = 0;       // bytes handed out to tensors now
-  int64_t peak = 0;         // highest in_use since the last reset_peak
-  int64_t reserved = 0;     // bytes obtained from the system (in use + cached)
-  int64_t allocations = 0;  // number of allocation requests served
+  int64_t in_use = 0;              // bytes handed out to tensors now
+  int64_t peak = 0;                // highest in_use since the last reset_peak
+  int64_t reserved = 0;            // bytes obtained from the system (in use + cached)
+  int64_t allocations = 0;         // number of allocation requests served
   int64_t system_allocations = 0;  // how many of those reached malloc/cudaMalloc
-  int64_t limit = 0;        // the cap in bytes; 0 = none
+  int64_t limit = 0;               // the cap in bytes; 0 = none
 };
 
 // How a device obtains and returns raw memory; the caching layer sits on top.

@@ -12,8 +12,8 @@ struct Device {
   int index = 0;
 
   Device() = default;
-  Device(DeviceType t, int i = 0) : type(t), index(i) {}  // NOLINT: Device d = DeviceType::CPU
-  Device(const char* spec);                               // NOLINT: "cpu", "cuda", "cuda:1"
+  Device(DeviceType t, int i = 0) : type(t), index(i) {}     // NOLINT: Device d = DeviceType::CPU
+  Device(const char* spec);                                  // NOLINT: "cpu", "cuda", "cuda:1"
   Device(const std::string& spec) : Device(spec.c_str()) {}  // NOLINT
 
   bool is_cpu() const { return type == DeviceType::CPU; }

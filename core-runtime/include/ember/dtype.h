@@ -9,12 +9,21 @@
 namespace ember {
 
 enum class DType : uint8_t {
-  Bool, UInt8, Int8, Int16, Int32, Int64, Float16, BFloat16, Float32, Float64
+  Bool,
+  UInt8,
+  Int8,
+  Int16,
+  Int32,
+  Int64,
+  Float16,
+  BFloat16,
+  Float32,
+  Float64
 };
 constexpr int kNumDTypes = 10;
 
 size_t itemsize(DType t);
-const char* dtype_name(DType t);  // "float32", "int64", ...
+const char* dtype_name(DType t);                 // "float32", "int64", ...
 DType dtype_from_name(const std::string& name);  // throws ValueError for unknown names
 
 inline bool is_floating(DType t) {

@@ -16,12 +16,26 @@ class Error : public std::runtime_error {
   std::string op_;
 };
 
-class ShapeError : public Error { using Error::Error; };         // incompatible shapes
-class DTypeError : public Error { using Error::Error; };         // wrong or unsupported dtype
-class DeviceError : public Error { using Error::Error; };        // mixed or unavailable devices
-class OutOfMemoryError : public Error { using Error::Error; };   // allocator cap or device full
-class NotSupportedError : public Error { using Error::Error; };  // valid request not implemented
-class ValueError : public Error { using Error::Error; };         // bad argument value
-class IndexError : public ValueError { using ValueError::ValueError; };  // index out of range
+class ShapeError : public Error {
+  using Error::Error;
+};  // incompatible shapes
+class DTypeError : public Error {
+  using Error::Error;
+};  // wrong or unsupported dtype
+class DeviceError : public Error {
+  using Error::Error;
+};  // mixed or unavailable devices
+class OutOfMemoryError : public Error {
+  using Error::Error;
+};  // allocator cap or device full
+class NotSupportedError : public Error {
+  using Error::Error;
+};  // valid request not implemented
+class ValueError : public Error {
+  using Error::Error;
+};  // bad argument value
+class IndexError : public ValueError {
+  using ValueError::ValueError;
+};  // index out of range
 
 }  // namespace ember

@@ -34,7 +34,8 @@ class Tensor {
 
   // Uninitialised contiguous tensor.
   static Tensor empty(const Shape& shape, DType dtype = DType::Float32, Device device = Device());
-  // A tensor holding `values` (row-major) with the dtype of T; numel(shape) must equal values.size().
+  // A tensor holding `values` (row-major) with the dtype of T; numel(shape) must equal
+  // values.size().
   template <class T>
   static Tensor from_vector(const std::vector<T>& values, const Shape& shape,
                             Device device = Device());
@@ -96,8 +97,8 @@ class Tensor {
   // Every element, row-major, converted to T (synchronises on CUDA). For tests and printing.
   template <class T> std::vector<T> to_vector() const;
 
-  std::string str() const;              // "[2, 3] float32 cpu", used in error messages
-  std::string to_string() const;        // values, with dtype and device, NumPy-like layout
+  std::string str() const;        // "[2, 3] float32 cpu", used in error messages
+  std::string to_string() const;  // values, with dtype and device, NumPy-like layout
 
  private:
   void check_dtype_access(DType requested) const;

@@ -25,13 +25,20 @@ std::string human_bytes(int64_t b) {
 
 int64_t parse_bytes(const std::string& text) {
   size_t i = 0;
-  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.'))
+    ++i;
   std::string num = text.substr(0, i), unit = text.substr(i);
   while (!unit.empty() && unit.front() == ' ') unit.erase(unit.begin());
-  static const std::pair<const char*, double> units[] = {
-      {"", 1},           {"B", 1},          {"KB", 1e3},         {"MB", 1e6},
-      {"GB", 1e9},       {"TB", 1e12},      {"KiB", 1024.0},     {"MiB", 1048576.0},
-      {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}};
+  static const std::pair<const char*, double> units[] = {{"", 1},
+                                                         {"B", 1},
+                                                         {"KB", 1e3},
+                                                         {"MB", 1e6},
+                                                         {"GB", 1e9},
+                                                         {"TB", 1e12},
+                                                         {"KiB", 1024.0},
+                                                         {"MiB", 1048576.0},
+                                                         {"GiB", 1073741824.0},
+                                                         {"TiB", 1099511627776.0}};
   if (!num.empty()) {
     for (const auto& [name, scale] : units) {
       if (unit == name) return int64_t(std::llround(std::atof(num.c_str()) * scale));

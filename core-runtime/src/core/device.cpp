@@ -36,9 +36,7 @@ Device::Device(const char* spec) {
   }
 }
 
-std::string Device::str() const {
-  return is_cpu() ? "cpu" : "cuda:" + std::to_string(index);
-}
+std::string Device::str() const { return is_cpu() ? "cpu" : "cuda:" + std::to_string(index); }
 
 bool cuda_compiled() {
 #ifdef EMBER_WITH_CUDA

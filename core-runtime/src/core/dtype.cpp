@@ -11,8 +11,8 @@ size_t itemsize(DType t) {
 }
 
 const char* dtype_name(DType t) {
-  static constexpr const char* names[kNumDTypes] = {"bool",    "uint8",    "int8",   "int16",
-                                                    "int32",   "int64",    "float16", "bfloat16",
+  static constexpr const char* names[kNumDTypes] = {"bool",    "uint8",  "int8",    "int16",
+                                                    "int32",   "int64",  "float16", "bfloat16",
                                                     "float32", "float64"};
   return names[int(t)];
 }

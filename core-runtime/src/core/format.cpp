@@ -11,7 +11,7 @@ std::string Tensor::str() const {
 }
 
 namespace {
-constexpr int64_t kEdgeItems = 3;    // items shown at each end of a long dim
+constexpr int64_t kEdgeItems = 3;     // items shown at each end of a long dim
 constexpr int64_t kSummarise = 1000;  // tensors larger than this are summarised with "..."
 
 void format_values(std::ostringstream& os, const std::vector<double>& v, const Shape& shape,
@@ -37,7 +37,8 @@ void format_values(std::ostringstream& os, const std::vector<double>& v, const S
     } else {
       format_values(os, v, shape, dim + 1, offset + i * inner, floating, summarise, indent + 1);
     }
-    if (i + 1 < n) os << (dim + 1 == shape.size() ? ", " : ",\n" + std::string(size_t(indent + 1), ' '));
+    if (i + 1 < n)
+      os << (dim + 1 == shape.size() ? ", " : ",\n" + std::string(size_t(indent + 1), ' '));
   }
   os << ']';
 }

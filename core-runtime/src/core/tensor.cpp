@@ -19,8 +19,8 @@ Tensor::Tensor(Storage storage, Shape shape, Strides strides, int64_t offset, DT
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   for (int64_t s : shape)
     if (s < 0)
-      throw ValueError("empty", "shape " + shape_str(shape) +
-                                    " has a negative size; sizes must be >= 0");
+      throw ValueError("empty",
+                       "shape " + shape_str(shape) + " has a negative size; sizes must be >= 0");
   backend_for(device, "empty");
   size_t nbytes = size_t(shape_numel(shape)) * ember::itemsize(dtype);
   auto storage = std::make_shared<StorageImpl>(nbytes, device, "empty");
@@ -89,8 +89,9 @@ Tensor& Tensor::copy_(const Tensor& src) {
   Tensor packed = src.contiguous();
   Tensor staged = empty(packed.shape(), packed.dtype(), device());
   Device accel = device().is_cpu() ? src.device() : device();
-  backend_for(accel, "copy_").copy_bytes(staged.data_ptr(), device(), packed.data_ptr(),
-                                          src.device(), size_t(packed.nbytes()));
+  backend_for(accel, "copy_")
+      .copy_bytes(staged.data_ptr(), device(), packed.data_ptr(), src.device(),
+                  size_t(packed.nbytes()));
   Tensor expanded = staged.expand(shape_);
   copy_kernel(device())(expanded, *this);
   return *this;
@@ -101,15 +102,13 @@ Tensor& Tensor::fill_(double value) {
   return *this;
 }
 
-template <class T>
-std::vector<T> Tensor::to_vector() const {
+template <class T> std::vector<T> Tensor::to_vector() const {
   Tensor host = to(Device(), dtype_of_v<T>).contiguous();
   const T* p = host.data<T>();
   return std::vector<T>(p, p + host.numel());
 }
 
-template <class T>
-T Tensor::item() const {
+template <class T> T Tensor::item() const {
   if (numel() != 1)
     throw ValueError("item", "tensor is " + str() +
                                  "; item() needs exactly one element (index or reduce first)");
@@ -127,9 +126,9 @@ Tensor Tensor::from_vector(const std::vector<T>& values, const Shape& shape, Dev
   return host.to(device);
 }
 
-#define EMBER_INSTANTIATE(T)                                                              \
-  template std::vector<T> Tensor::to_vector<T>() const;                                   \
-  template T Tensor::item<T>() const;                                                     \
+#define EMBER_INSTANTIATE(T)                            \
+  template std::vector<T> Tensor::to_vector<T>() const; \
+  template T Tensor::item<T>() const;                   \
   template Tensor Tensor::from_vector<T>(const std::vector<T>&, const Shape&, Device);
 EMBER_INSTANTIATE(bool)
 EMBER_INSTANTIATE(uint8_t)

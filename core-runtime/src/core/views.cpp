@@ -56,8 +56,8 @@ bool view_strides(const Shape& shape, const Strides& strides, const Shape& new_s
   int64_t tensor_numel = 1, view_numel = 1;
   for (int64_t d = int64_t(shape.size()) - 1; d >= 0; --d) {
     tensor_numel *= shape[size_t(d)];
-    if (d == 0 || (shape[size_t(d - 1)] != 1 &&
-                   strides[size_t(d - 1)] != tensor_numel * chunk_base_stride)) {
+    if (d == 0 ||
+        (shape[size_t(d - 1)] != 1 && strides[size_t(d - 1)] != tensor_numel * chunk_base_stride)) {
       while (view_d >= 0 && (view_numel < tensor_numel || new_shape[size_t(view_d)] == 1)) {
         out[size_t(view_d)] = view_numel * chunk_base_stride;
         view_numel *= new_shape[size_t(view_d)];
@@ -174,8 +174,8 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
   if (start < 0) start += n;
   if (start < 0 || length < 0 || start + length > n)
     throw IndexError("narrow", "start " + std::to_string(start) + " and length " +
-                                   std::to_string(length) + " do not fit dim " +
-                                   std::to_string(d) + " of " + str());
+                                   std::to_string(length) + " do not fit dim " + std::to_string(d) +
+                                   " of " + str());
   return slice(d, start, start + length, 1);
 }
 
@@ -189,8 +189,7 @@ Tensor Tensor::expand(const Shape& shape) const {
   for (size_t i = 0; i < shape.size(); ++i) {
     if (i < lead) {
       if (shape[i] < 0)
-        throw ShapeError("expand", "-1 is not allowed for new leading dims in " +
-                                       shape_str(shape));
+        throw ShapeError("expand", "-1 is not allowed for new leading dims in " + shape_str(shape));
       target[i] = shape[i];
       continue;
     }
@@ -202,9 +201,9 @@ Tensor Tensor::expand(const Shape& shape) const {
     } else if (have == 1) {
       target[i] = want;
     } else {
-      throw ShapeError("expand", "cannot expand " + str() + " to " + shape_str(shape) +
-                                     ": dim " + std::to_string(i) + " is " +
-                                     std::to_string(have) + ", only size-1 dims can expand");
+      throw ShapeError("expand", "cannot expand " + str() + " to " + shape_str(shape) + ": dim " +
+                                     std::to_string(i) + " is " + std::to_string(have) +
+                                     ", only size-1 dims can expand");
     }
   }
   return as_strided(target, strides, offset_);
@@ -245,8 +244,8 @@ Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
   if (dim() == 0) return reshape({1});
   int64_t s = wrap_dim(start_dim, dim(), "flatten"), e = wrap_dim(end_dim, dim(), "flatten");
   if (s > e)
-    throw ValueError("flatten", "start_dim " + std::to_string(start_dim) +
-                                    " comes after end_dim " + std::to_string(end_dim));
+    throw ValueError("flatten", "start_dim " + std::to_string(start_dim) + " comes after end_dim " +
+                                    std::to_string(end_dim));
   Shape shape(shape_.begin(), shape_.begin() + s);
   int64_t merged = 1;
   for (int64_t i = s; i <= e; ++i) merged *= shape_[size_t(i)];

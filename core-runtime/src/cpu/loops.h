@@ -20,8 +20,7 @@
 namespace ember::cpu {
 
 // Shape and per-operand byte strides after coalescing, innermost dim last.
-template <size_t N>
-struct StridedLayout {
+template <size_t N> struct StridedLayout {
   std::vector<int64_t> shape;
   std::array<std::vector<int64_t>, N> strides;  // bytes
 };
@@ -117,8 +116,8 @@ void cpu_map(Tensor& out, const std::array<Tensor, sizeof...(In)>& in, F&& fn) {
   std::array<const Tensor*, N> ops;
   ops[0] = &out;
   for (size_t k = 0; k < sizeof...(In); ++k) ops[k + 1] = &in[k];
-  strided_for_each<N>(ops, [&](const std::array<char*, N>& p,
-                                const std::array<int64_t, N>& s, int64_t n) {
+  strided_for_each<N>(ops, [&](const std::array<char*, N>& p, const std::array<int64_t, N>& s,
+                               int64_t n) {
     run_map<Out, In...>(p, s, n, fn, std::index_sequence_for<In...>{});
   });
 }

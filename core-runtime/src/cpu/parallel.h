@@ -23,8 +23,7 @@ inline int num_threads() {
 
 // Calls fn(begin, end) on disjoint chunks covering [0, n). `cost` is the work per index (in
 // elements) so that few but heavy indices still spread over threads.
-template <class F>
-void parallel_for(int64_t n, int64_t cost, F&& fn) {
+template <class F> void parallel_for(int64_t n, int64_t cost, F&& fn) {
   if (n <= 0) return;
   int threads = num_threads();
   if (threads <= 1 || n == 1 || n * std::max<int64_t>(cost, 1) < kParallelGrain) {

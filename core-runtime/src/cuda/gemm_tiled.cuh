@@ -85,7 +85,7 @@ __device__ __forceinline__ void store_c(const GemmArgs<T>& g, int64_t z, int m, 
 // ================================================================================================
 constexpr int kV1Rows = 8, kV1Cols = 32;
 
-__global__ void __launch_bounds__(kV1Rows * kV1Cols) gemm_v1_naive(GemmArgs<float> g) {
+__global__ void __launch_bounds__(kV1Rows* kV1Cols) gemm_v1_naive(GemmArgs<float> g) {
   const TileOrigin t = tile_origin(g.n, kV1Rows, kV1Cols);
   const int m = t.m0 + int(threadIdx.y), n = t.n0 + int(threadIdx.x);
   if (m >= g.m || n >= g.n) return;
@@ -117,8 +117,7 @@ constexpr int kV2Tile = 32;
 
 template <class T> using acc_t = std::conditional_t<std::is_integral_v<T>, int64_t, compute_t<T>>;
 
-template <class T>
-__global__ void __launch_bounds__(kV2Tile * kV2Tile) gemm_v2_smem(GemmArgs<T> g) {
+template <class T> __global__ void __launch_bounds__(kV2Tile* kV2Tile) gemm_v2_smem(GemmArgs<T> g) {
   using Acc = acc_t<T>;
   __shared__ Acc as[kV2Tile][kV2Tile];  // as[y][kk] = A[m0 + y][k0 + kk]
   __shared__ Acc bs[kV2Tile][kV2Tile];  // bs[kk][x] = B[k0 + kk][n0 + x]

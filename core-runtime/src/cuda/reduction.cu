@@ -111,13 +111,13 @@ __global__ void __launch_bounds__(kBlock)
 // would lose ~1e-5 of a float32 total; the tree's error grows with log2(splits) instead.
 template <class R, class Store>
 __global__ void __launch_bounds__(kBlock)
-    reduce_finish_kernel(typename R::acc_t* partial, int64_t outer, int splits, R r,
-                         Store store) {
+    reduce_finish_kernel(typename R::acc_t* partial, int64_t outer, int splits, R r, Store store) {
   const int64_t o = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (o >= outer) return;
   typename R::acc_t* mine = partial + o * splits;
   for (int width = 1; width < splits; width *= 2)
-    for (int s = 0; s + width < splits; s += 2 * width) mine[s] = r.combine(mine[s], mine[s + width]);
+    for (int s = 0; s + width < splits; s += 2 * width)
+      mine[s] = r.combine(mine[s], mine[s + width]);
   store(o, mine[0]);
 }
 

@@ -159,7 +159,8 @@ __global__ void __launch_bounds__(kThreads)
     const int64_t j = int64_t(it) * blockDim.x + threadIdx.x;
     if (j * VEC < n) {
 #pragma unroll
-      for (int e = 0; e < VEC; ++e) v[it][e] = Log ? (v[it][e] - st.max) - log_sum : v[it][e] * scale;
+      for (int e = 0; e < VEC; ++e)
+        v[it][e] = Log ? (v[it][e] - st.max) - log_sum : v[it][e] * scale;
       store_vec<VEC>(yp, j, v[it]);
     }
   }

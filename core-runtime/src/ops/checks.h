@@ -37,8 +37,9 @@ inline void check_same_device(const char* op, std::initializer_list<Named> args)
   const Device d = args.begin()->tensor.device();
   for (const Named& a : args)
     if (a.tensor.device() != d)
-      throw DeviceError(op, operands(args) + "; all operands must be on one device, move them "
-                                             "with .to(device) first");
+      throw DeviceError(op, operands(args) +
+                                "; all operands must be on one device, move them "
+                                "with .to(device) first");
 }
 
 // All operands of one dtype.
@@ -46,8 +47,9 @@ inline void check_same_dtype(const char* op, std::initializer_list<Named> args) 
   const DType t = args.begin()->tensor.dtype();
   for (const Named& a : args)
     if (a.tensor.dtype() != t)
-      throw DTypeError(op, operands(args) + "; all operands must have one dtype, cast them "
-                                            "with .to(dtype) first");
+      throw DTypeError(op, operands(args) +
+                               "; all operands must have one dtype, cast them "
+                               "with .to(dtype) first");
 }
 
 inline void check_floating(const char* op, std::initializer_list<Named> args) {

@@ -12,18 +12,16 @@ Tensor cat(const TensorList& tensors, int64_t dim) {
   out_shape[size_t(d)] = 0;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const Tensor& t = tensors[i];
-    std::string which = "tensors[" + std::to_string(i) + "] is " + describe(t) + ", tensors[0] is " +
-                        describe(first);
+    std::string which = "tensors[" + std::to_string(i) + "] is " + describe(t) +
+                        ", tensors[0] is " + describe(first);
     if (t.device() != first.device())
       throw DeviceError("cat", which + "; move all inputs to one device first");
     if (t.dtype() != first.dtype())
       throw DTypeError("cat", which + "; cast all inputs to one dtype first");
     bool same = t.dim() == first.dim();
-    for (int64_t k = 0; same && k < t.dim(); ++k)
-      same = k == d || t.size(k) == first.size(k);
+    for (int64_t k = 0; same && k < t.dim(); ++k) same = k == d || t.size(k) == first.size(k);
     if (!same)
-      throw ShapeError("cat", which + "; all dims except dim " + std::to_string(d) +
-                                  " must match");
+      throw ShapeError("cat", which + "; all dims except dim " + std::to_string(d) + " must match");
     out_shape[size_t(d)] += t.size(d);
   }
   Tensor out = Tensor::empty(out_shape, first.dtype(), first.device());
@@ -81,7 +79,8 @@ TensorList split(const Tensor& t, int64_t split_size, int64_t dim) {
 }
 
 TensorList chunk(const Tensor& t, int64_t chunks, int64_t dim) {
-  if (chunks <= 0) throw ValueError("chunk", "chunks must be positive, got " + std::to_string(chunks));
+  if (chunks <= 0)
+    throw ValueError("chunk", "chunks must be positive, got " + std::to_string(chunks));
   int64_t d = wrap_dim(dim, t.dim(), "chunk");
   int64_t size = (t.size(d) + chunks - 1) / chunks;
   return split(t, std::max<int64_t>(size, 1), d);

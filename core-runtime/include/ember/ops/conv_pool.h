@@ -26,8 +26,8 @@ struct Size2 {
 //   "same":  the output has the input's size (stride 1 only); when dilation * (kernel - 1) is
 //            odd the extra row/column of padding goes at the bottom/right.
 struct Padding2 {
-  Size2 size;        // explicit padding when mode is empty
-  std::string mode;  // "", "same" or "valid"
+  Size2 size;                             // explicit padding when mode is empty
+  std::string mode;                       // "", "same" or "valid"
   Padding2(int both) : size(both) {}      // NOLINT: `padding = 1`
   Padding2(int64_t both) : size(both) {}  // NOLINT
   Padding2(int64_t h, int64_t w) : size(h, w) {}
