@@ -132,8 +132,8 @@ def tests(session):
     build_cpp_examples(session, static_prefix, BUILD / "examples-static")
     ctest(session, BUILD / "examples-static")
 
-    # python-bindings, built against .install/ without build isolation, so that the build tree
-    # and ccache are reused from one run to the next.
+    # python-bindings, built against .install/ without build isolation, so that its compiler
+    # command stays the same from one run to the next and ccache can serve it.
     pyproject = nox.project.load_toml(ROOT / "python-bindings/pyproject.toml")
     session.install(*pyproject["build-system"]["requires"])
     env = {"CMAKE_PREFIX_PATH": str(PREFIX)}
