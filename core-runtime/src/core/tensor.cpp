@@ -86,12 +86,16 @@ Tensor& Tensor::copy_(const Tensor& src) {
     return *this;
   }
   // Across devices: make src contiguous where it is, move the bytes, then cast/scatter here.
+  // When this tensor already has src's shape, dtype and a dense layout (the common .to(device)),
+  // the bytes go straight into it: no staging tensor, no second copy.
   Tensor packed = src.contiguous();
-  Tensor staged = empty(packed.shape(), packed.dtype(), device());
+  const bool direct = is_contiguous() && packed.dtype() == dtype_ && packed.shape() == shape_;
+  Tensor staged = direct ? *this : empty(packed.shape(), packed.dtype(), device());
   Device accel = device().is_cpu() ? src.device() : device();
   backend_for(accel, "copy_")
       .copy_bytes(staged.data_ptr(), device(), packed.data_ptr(), src.device(),
                   size_t(packed.nbytes()));
+  if (direct) return *this;
   Tensor expanded = staged.expand(shape_);
   copy_kernel(device())(expanded, *this);
   return *this;
