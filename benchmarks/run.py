@@ -6,6 +6,7 @@ the schema of benchmarks/README.md.
   python3 benchmarks/run.py --quick --out q.csv      the quick CI subset
   python3 benchmarks/run.py --device cuda --out benchmarks/results    on a GPU machine
   python3 benchmarks/run.py --list                   the families
+  python3 benchmarks/run.py --case "matmul/matmul/m=256 n=256 k=256 algo=tiled"   one case
 
 It first builds benchmarks/cpp (ember_bench) in --build-dir, building core-runtime from this
 checkout, or linking an installed one with --ember-prefix; --ember-bench skips the build. A case
@@ -43,6 +44,9 @@ def parse_args(argv, known):
     p.add_argument("--list", action="store_true", help="list the families and exit")
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     p.add_argument("--quick", action="store_true", help="only the cases marked quick (CI gate)")
+    p.add_argument("--case", action="append", default=[], metavar="FAMILY/OP/PARAMS",
+                   help="only this case (repeatable), named by the CSV's benchmark, case and "
+                        "params columns")
     p.add_argument("--out", type=Path, default=HERE / "out",
                    help="a .csv file, or a folder to write DATE_MACHINE_DEVICE.csv in "
                         "(default: %(default)s)")
@@ -64,6 +68,11 @@ def parse_args(argv, known):
     if unknown:
         p.error(f"unknown family {', '.join(unknown)}; known: {', '.join(known)}")
     return args
+
+
+def case_name(family: str, case) -> str:
+    """FAMILY/OP/PARAMS, as --case takes it and gate.py writes it from a CSV row."""
+    return f"{family}/{case.op}/{params_text(case.params, ' ')}"
 
 
 def output_path(out: Path, info: dict, quick: bool) -> Path:
@@ -113,6 +122,8 @@ def main(argv=None) -> int:
     for name, family in selected.items():
         for case in family.cases(args.device):
             if args.quick and not case.quick:
+                continue
+            if args.case and case_name(name, case) not in args.case:
                 continue
             label = f"{name} {case.op} {params_text(case.params, ' ')}"
             try:
