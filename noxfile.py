@@ -47,11 +47,24 @@ def find_nvcc() -> str | None:
     return nvcc
 
 
+def scipy_openblas() -> str | None:
+    """The folder of the scipy-openblas32 package that ci/requirements.txt installed beside nox:
+    core-runtime links its OpenBLAS (see EMBER_SCIPY_OPENBLAS in core-runtime/CMakeLists.txt)."""
+    try:
+        import scipy_openblas32
+    except ImportError:
+        return None
+    return scipy_openblas32.__path__[0]
+
+
 def cmake_args(cuda: bool = True, build_type: str = "Release") -> list[str]:
-    """Options every configure gets: the build type, ninja and ccache when present, and the CUDA
-    compiler with one architecture when nvcc is found (cuda=False builds for the CPU only). One
-    set serves every project, so options a project does not use are not warned about."""
+    """Options every configure gets: the build type, ninja and ccache when present, the BLAS, and
+    the CUDA compiler with one architecture when nvcc is found (cuda=False builds for the CPU
+    only). One set serves every project, so options a project does not use are not warned
+    about."""
     args = [f"-DCMAKE_BUILD_TYPE={build_type}", "--no-warn-unused-cli"]
+    if scipy_openblas():
+        args.append(f"-DEMBER_SCIPY_OPENBLAS={scipy_openblas()}")
     if shutil.which("ninja"):
         args += ["-G", "Ninja"]
     launchers = ["CXX"]

@@ -1,6 +1,7 @@
 // blas.h — row-major GEMM on top of the Fortran BLAS symbols sgemm_/dgemm_ (internal header).
 // Every BLAS (OpenBLAS, MKL, the reference one) exports these, so no cblas.h is needed; the
-// build links BLAS::BLAS.
+// build links the system's BLAS, or the OpenBLAS of scipy-openblas32 (EMBER_SCIPY_OPENBLAS in
+// CMakeLists.txt), whose every symbol carries the prefix EMBER_BLAS_PREFIX (scipy_).
 #pragma once
 #include <algorithm>
 #include <climits>
@@ -11,19 +12,30 @@
 
 #include "ember/error.h"
 
+// EMBER_BLAS(sgemm_) is the BLAS's name for sgemm_.
+#define EMBER_BLAS_JOIN(prefix, name) prefix##name
+#define EMBER_BLAS_EXPAND(prefix, name) EMBER_BLAS_JOIN(prefix, name)
+#ifdef EMBER_BLAS_PREFIX
+#define EMBER_BLAS(name) EMBER_BLAS_EXPAND(EMBER_BLAS_PREFIX, name)
+#else
+#define EMBER_BLAS(name) name
+#endif
+
 extern "C" {
 // Column-major C = alpha * op(A) @ op(B) + beta * C. Fortran passes everything by pointer; the
 // two trailing lengths are the hidden lengths of the character arguments (gfortran's ABI).
-void sgemm_(const char* trans_a, const char* trans_b, const int* m, const int* n, const int* k,
-            const float* alpha, const float* a, const int* lda, const float* b, const int* ldb,
-            const float* beta, float* c, const int* ldc, size_t trans_a_len, size_t trans_b_len);
-void dgemm_(const char* trans_a, const char* trans_b, const int* m, const int* n, const int* k,
-            const double* alpha, const double* a, const int* lda, const double* b, const int* ldb,
-            const double* beta, double* c, const int* ldc, size_t trans_a_len, size_t trans_b_len);
+void EMBER_BLAS(sgemm_)(const char* trans_a, const char* trans_b, const int* m, const int* n,
+                        const int* k, const float* alpha, const float* a, const int* lda,
+                        const float* b, const int* ldb, const float* beta, float* c, const int* ldc,
+                        size_t trans_a_len, size_t trans_b_len);
+void EMBER_BLAS(dgemm_)(const char* trans_a, const char* trans_b, const int* m, const int* n,
+                        const int* k, const double* alpha, const double* a, const int* lda,
+                        const double* b, const int* ldb, const double* beta, double* c,
+                        const int* ldc, size_t trans_a_len, size_t trans_b_len);
 
 // OpenBLAS-only thread controls, declared weak: null when the BLAS linked is another one.
-void openblas_set_num_threads(int threads) __attribute__((weak));
-int openblas_get_num_threads() __attribute__((weak));
+void EMBER_BLAS(openblas_set_num_threads)(int threads) __attribute__((weak));
+int EMBER_BLAS(openblas_get_num_threads)() __attribute__((weak));
 }
 
 namespace ember::cpu {
@@ -34,11 +46,12 @@ namespace ember::cpu {
 // single-threaded until it goes out of scope. With other BLAS libraries it does nothing.
 class BlasSingleThreaded {
  public:
-  BlasSingleThreaded() : saved_(openblas_get_num_threads ? openblas_get_num_threads() : 1) {
-    if (saved_ > 1) openblas_set_num_threads(1);
+  BlasSingleThreaded()
+      : saved_(EMBER_BLAS(openblas_get_num_threads) ? EMBER_BLAS(openblas_get_num_threads)() : 1) {
+    if (saved_ > 1) EMBER_BLAS(openblas_set_num_threads)(1);
   }
   ~BlasSingleThreaded() {
-    if (saved_ > 1) openblas_set_num_threads(saved_);
+    if (saved_ > 1) EMBER_BLAS(openblas_set_num_threads)(saved_);
   }
   BlasSingleThreaded(const BlasSingleThreaded&) = delete;
   BlasSingleThreaded& operator=(const BlasSingleThreaded&) = delete;
@@ -74,8 +87,8 @@ void gemm_row_major(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
   const int LDA = blas_int(ldb), LDB = blas_int(lda), LDC = blas_int(ldc);
   const T one = 1;
   if constexpr (std::is_same_v<T, float>)
-    sgemm_(&ta, &tb, &M, &N, &K, &one, b, &LDA, a, &LDB, &beta, c, &LDC, 1, 1);
-  else dgemm_(&ta, &tb, &M, &N, &K, &one, b, &LDA, a, &LDB, &beta, c, &LDC, 1, 1);
+    EMBER_BLAS(sgemm_)(&ta, &tb, &M, &N, &K, &one, b, &LDA, a, &LDB, &beta, c, &LDC, 1, 1);
+  else EMBER_BLAS(dgemm_)(&ta, &tb, &M, &N, &K, &one, b, &LDA, a, &LDB, &beta, c, &LDC, 1, 1);
 }
 
 }  // namespace ember::cpu
