@@ -388,79 +388,80 @@ template <class T> struct RowArgs {  // what the cross entropy kernels share
   compute_t<T> eps;
 };
 
-// The row's log-sum-exp statistics and, when eps != 0, its weighted sums (every thread gets
-// them). `skip` rows (ignored or inactive) still take part in the group reductions.
-template <class T>
-__device__ void row_stats(const RowArgs<T>& a, const T* xp, bool skip, Stats<compute_t<T>>& st,
-                          WeightedSums<compute_t<T>>& ws) {
+// One row of the cross entropy, as every thread of its group sees it: which row, its target,
+// whether it is skipped (ignored, out of range or past the last row), and the row's log-sum-exp
+// statistics with, when eps != 0, its weighted sums. Skipped rows still take part in the group
+// reductions, so every thread of the block reaches them.
+template <class T> struct CeRow {
+  int64_t row, target;
+  bool active, skip;
+  const T* x;
+  Stats<compute_t<T>> st;
+  WeightedSums<compute_t<T>> ws;
+};
+
+template <class T> __device__ CeRow<T> load_row(const RowArgs<T>& a) {
   using C = compute_t<T>;
+  CeRow<T> r;
+  r.row = int64_t(blockIdx.x) * blockDim.y + threadIdx.y;
+  r.active = r.row < a.rows;
+  r.target = r.active ? a.target[a.tw.offset(r.row)] : a.ignore_index;
+  r.skip = r.target == a.ignore_index || r.target < 0 || r.target >= a.n;
+  r.x = a.x + (r.active ? a.xr.walk.offset(r.row) : 0);
   const reducers::LogSumExp<T> lse;
-  st = no_stats<C>();
-  ws = {C(0), C(0)};
-  for (int64_t k = threadIdx.x; !skip && k < a.n; k += blockDim.x) {
-    const T raw = xp[k * a.xr.stride];
+  r.st = no_stats<C>();
+  r.ws = {C(0), C(0)};
+  for (int64_t k = threadIdx.x; !r.skip && k < a.n; k += blockDim.x) {
+    const T raw = r.x[k * a.xr.stride];
     const C v = C(raw);
-    st = lse.step(st, raw, k);
+    r.st = lse.step(r.st, raw, k);
     if (a.eps != C(0)) {
       const C w = a.weight ? a.weight[k] : C(1);
-      ws.wx += w * v;
-      ws.w += w;
+      r.ws.wx += w * v;
+      r.ws.w += w;
     }
   }
-  st = group_allreduce(st, LseCombine<T>{}, no_stats<C>(), group_scratch<Stats<C>>());
+  r.st = group_allreduce(r.st, LseCombine<T>{}, no_stats<C>(), group_scratch<Stats<C>>());
   if (a.eps != C(0))
-    ws = group_allreduce(ws, PlusSums<C>{}, WeightedSums<C>{C(0), C(0)},
-                         group_scratch<WeightedSums<C>>());
+    r.ws = group_allreduce(r.ws, PlusSums<C>{}, WeightedSums<C>{C(0), C(0)},
+                           group_scratch<WeightedSums<C>>());
+  return r;
 }
 
 template <class T>
 __global__ void __launch_bounds__(kMaxGroup) ce_forward_kernel(RowArgs<T> a, compute_t<T>* loss) {
   using C = compute_t<T>;
-  const int64_t row = int64_t(blockIdx.x) * blockDim.y + threadIdx.y;
-  const bool active = row < a.rows;
-  const int64_t t = active ? a.target[a.tw.offset(row)] : a.ignore_index;
-  const bool skip = t == a.ignore_index || t < 0 || t >= a.n;
-  const T* xp = a.x + (active ? a.xr.walk.offset(row) : 0);
-  Stats<C> st;
-  WeightedSums<C> ws;
-  row_stats(a, xp, skip, st, ws);
-  if (!active || threadIdx.x != 0) return;
-  if (skip) {
-    loss[row] = C(0);
+  const CeRow<T> r = load_row(a);
+  if (!r.active || threadIdx.x != 0) return;
+  if (r.skip) {
+    loss[r.row] = C(0);
     return;
   }
   // -log_softmax(x)[k] = (M - x[k]) + log(S)
-  const C log_sum = std::log(st.sum), w_t = a.weight ? a.weight[t] : C(1);
-  C l = (C(1) - a.eps) * w_t * (st.max - C(xp[t * a.xr.stride]) + log_sum);
-  if (a.eps != C(0)) l += a.eps / C(a.n) * (ws.w * (st.max + log_sum) - ws.wx);
-  loss[row] = l;
+  const C log_sum = std::log(r.st.sum), w_t = a.weight ? a.weight[r.target] : C(1);
+  C l = (C(1) - a.eps) * w_t * (r.st.max - C(r.x[r.target * a.xr.stride]) + log_sum);
+  if (a.eps != C(0)) l += a.eps / C(a.n) * (r.ws.w * (r.st.max + log_sum) - r.ws.wx);
+  loss[r.row] = l;
 }
 
 template <class T>
 __global__ void __launch_bounds__(kMaxGroup)
     ce_backward_kernel(RowArgs<T> a, const compute_t<T>* g, DeviceWalk gw, T* grad, Rows gr) {
   using C = compute_t<T>;
-  const int64_t row = int64_t(blockIdx.x) * blockDim.y + threadIdx.y;
-  const bool active = row < a.rows;
-  const int64_t t = active ? a.target[a.tw.offset(row)] : a.ignore_index;
-  const bool skip = t == a.ignore_index || t < 0 || t >= a.n;
-  const T* xp = a.x + (active ? a.xr.walk.offset(row) : 0);
-  Stats<C> st;
-  WeightedSums<C> ws;
-  row_stats(a, xp, skip, st, ws);
-  if (!active) return;
-  T* out = grad + gr.walk.offset(row);
-  if (skip) {
+  const CeRow<T> r = load_row(a);
+  if (!r.active) return;
+  T* out = grad + gr.walk.offset(r.row);
+  if (r.skip) {
     for (int64_t k = threadIdx.x; k < a.n; k += blockDim.x) out[k * gr.stride] = T(0);
     return;
   }
   // grad[k] = g * ((1 - eps) w[t] (p[k] - [k == t]) + eps / C (p[k] sum(w) - w[k]))
-  const C scale = g[gw.offset(row)], inv_sum = C(1) / st.sum;
-  const C hard = (C(1) - a.eps) * (a.weight ? a.weight[t] : C(1)), smooth = a.eps / C(a.n);
+  const C scale = g[gw.offset(r.row)], inv_sum = C(1) / r.st.sum;
+  const C hard = (C(1) - a.eps) * (a.weight ? a.weight[r.target] : C(1)), smooth = a.eps / C(a.n);
   for (int64_t k = threadIdx.x; k < a.n; k += blockDim.x) {
-    const C p = std::exp(C(xp[k * a.xr.stride]) - st.max) * inv_sum;
-    C d = hard * (p - C(k == t));
-    if (a.eps != C(0)) d += smooth * (p * ws.w - (a.weight ? a.weight[k] : C(1)));
+    const C p = std::exp(C(r.x[k * a.xr.stride]) - r.st.max) * inv_sum;
+    C d = hard * (p - C(k == r.target));
+    if (a.eps != C(0)) d += smooth * (p * r.ws.w - (a.weight ? a.weight[k] : C(1)));
     out[k * gr.stride] = T(scale * d);
   }
 }
@@ -485,7 +486,7 @@ RowArgs<T> row_args(Tensor& x, Tensor& target, const Tensor& weight, int64_t ign
   return a;
 }
 
-size_t ce_scratch(int per_block) {  // both accumulator types of row_stats share the scratch
+size_t ce_scratch(int per_block) {  // both accumulator types of load_row share the scratch
   return std::max(group_scratch_bytes<Stats<double>>(per_block),
                   group_scratch_bytes<WeightedSums<double>>(per_block));
 }
