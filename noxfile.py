@@ -250,6 +250,9 @@ def bench_gate(session):
 
 @nox.session
 def bench_baseline(session):
-    """Rewrites benchmarks/baseline/cpu-quick.csv from a quick run; committing it is a decision."""
+    """Rewrites benchmarks/baseline/cpu-quick.csv, each row the median of three quick runs
+    (baseline.py); committing it is a decision."""
     install_for_benchmarks(session)
-    run_benchmarks(session, *GATE_OPTIONS, "--out", str(BENCH_BASELINE), *session.posargs)
+    session.run("python", str(BENCH / "baseline.py"), str(BENCH_BASELINE), *session.posargs,
+                "--", "--ember-prefix", str(PREFIX), "--build-dir", str(BUILD / "bench"),
+                *GATE_OPTIONS)
