@@ -388,6 +388,60 @@ TEST_P(Pad, NegativeConstantPadsCropAndBackward) {
   expect_close(pad_backward(g2, {3, 5}, {2, 1, 0, 1}), g2.narrow(0, 0, 3).narrow(1, 2, 5), 0);
 }
 
+// Brute-force backward of a reflect/replicate pad of [A, B, C] by {cl, cr, bl, br}: every output
+// position adds its gradient to the input element it copied.
+std::vector<double> pad_backward_reference(const std::vector<double>& g, const Shape& s,
+                                           const std::vector<int64_t>& p, const std::string& mode) {
+  auto source = [&](int64_t o, int64_t l, int64_t n) {
+    const int64_t i = o - l;
+    if (mode == "reflect") return i < 0 ? -i : (i >= n ? 2 * (n - 1) - i : i);
+    return std::clamp<int64_t>(i, 0, n - 1);
+  };
+  std::vector<double> grad(size_t(s[0] * s[1] * s[2]), 0.0);
+  size_t k = 0;
+  for (int64_t a = 0; a < s[0]; ++a)
+    for (int64_t b = 0; b < s[1] + p[2] + p[3]; ++b)
+      for (int64_t c = 0; c < s[2] + p[0] + p[1]; ++c)
+        grad[at(s, a, source(b, p[2], s[1]), source(c, p[0], s[2]))] += g[k++];
+  return grad;
+}
+
+TEST_P(Pad, ReflectAndReplicateBackwardSumEveryCopy) {
+  const Shape s{2, 3, 4};
+  for (const char* mode : {"reflect", "replicate"}) {
+    for (const std::vector<int64_t>& p :
+         std::vector<std::vector<int64_t>>{{1, 2, 2, 0}, {3, 3, 1, 1}, {0, 0, 0, 2}, {2, 1}}) {
+      const std::vector<int64_t> p4{p[0], p[1], p.size() > 2 ? p[2] : 0, p.size() > 2 ? p[3] : 0};
+      const Shape padded{2, 3 + p4[2] + p4[3], 4 + p4[0] + p4[1]};
+      for (DType dt : {DType::Float64, DType::Float32}) {
+        Tensor g = random_tensor(padded, 40, dt, device());
+        const std::vector<double> want = pad_backward_reference(g.to_vector<double>(), s, p4, mode);
+        expect_close(pad_backward(g, s, p, mode), want, dt == DType::Float64 ? 1e-12 : 1e-5);
+      }
+      // The adjoint identity <pad(x), g> = <x, pad_backward(g)>, with a transposed grad_out.
+      Tensor x = random_tensor(s, 41, DType::Float64, device());
+      Tensor gt = random_tensor({padded[0], padded[2], padded[1]}, 42, DType::Float64, device())
+                      .transpose(1, 2);
+      const double lhs = sum(mul(pad(x, p, mode), gt)).item<double>();
+      const double rhs = sum(mul(x, pad_backward(gt, s, p, mode))).item<double>();
+      EXPECT_NEAR(lhs, rhs, 1e-10) << mode;
+    }
+  }
+  // No pads: the gradient passes through as a copy.
+  Tensor g = random_tensor({2, 3}, 43, DType::Float32, device());
+  expect_close(pad_backward(g, {2, 3}, {0, 0}, "reflect"), g, 0);
+  expect_error<ValueError>(
+      [&] {
+        pad_backward(g, {1, 3}, {0, 0, 1, 0}, "reflect");
+      },
+      {"pad_backward", "input shape [1, 3]", "reflect pads (1, 0)", "dim 0"});
+  expect_error<ValueError>(
+      [&] {
+        pad_backward(g, {2, 3}, {0, 0}, "circular");
+      },
+      {"unknown mode 'circular'"});
+}
+
 TEST_P(Pad, Errors) {
   Tensor x = Tensor::empty({2, 3}, DType::Float32, device());
   expect_error<ValueError>([&] { pad(x, {1}); }, {"pad", "1 values", "even"});

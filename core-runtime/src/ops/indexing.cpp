@@ -1,13 +1,16 @@
 // indexing.cpp — front functions of the indexing family. Each checks its operands, turns the
 // index into contiguous int64, checks every index value against the valid range
 // (index_range_kernel), then calls its kernel. embedding and one_hot are compositions of the
-// others' kernels; constant padding is a fill and a copy into a narrowed view.
+// others' kernels; constant padding is a fill and a copy into a narrowed view, and the backward
+// of reflect/replicate padding is index_add along each padded dim.
 #include "ember/ops/indexing.h"
 
 #include <algorithm>
 #include <string>
 #include <utility>
+#include <vector>
 
+#include "ember/ops/creation.h"
 #include "ops/checks.h"
 #include "ops/indexing_kernels.h"
 
@@ -294,6 +297,23 @@ std::pair<Tensor, Tensor> overlap(Tensor in, Tensor out, const std::vector<int64
   return {in, out};
 }
 
+// Reflect and replicate pads must stay within what the unpadded dims can supply.
+void check_pads_fit(const char* op, const std::string& operand, const Shape& shape,
+                    const std::vector<int64_t>& left, const std::vector<int64_t>& right, PadMode m,
+                    const std::string& mode) {
+  for (size_t d = 0; d < shape.size(); ++d) {
+    const int64_t l = left[d], r = right[d], n = shape[d];
+    const bool ok =
+        l >= 0 && r >= 0 && (l + r == 0 || (m == PadMode::Reflect ? l < n && r < n : n > 0));
+    if (!ok)
+      throw ValueError(op, operand + "; " + mode + " pads (" + str(l) + ", " + str(r) +
+                               ") do not fit dim " + str(int64_t(d)) + " of size " + str(n) +
+                               (m == PadMode::Reflect
+                                    ? ": reflect pads must be >= 0 and < the dim's size"
+                                    : ": replicate pads must be >= 0 and the dim non-empty"));
+  }
+}
+
 }  // namespace
 
 Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, const std::string& mode,
@@ -309,17 +329,7 @@ Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, const std::string&
     if (in_part.defined()) out_part.copy_(in_part);
     return out;
   }
-  for (int64_t d = 0; d < x.dim(); ++d) {
-    const int64_t l = left[size_t(d)], r = right[size_t(d)], n = x.size(d);
-    const bool ok =
-        l >= 0 && r >= 0 && (l + r == 0 || (m == PadMode::Reflect ? l < n && r < n : n > 0));
-    if (!ok)
-      throw ValueError(op, operands({{"x", x}}) + "; " + mode + " pads (" + str(l) + ", " + str(r) +
-                               ") do not fit dim " + str(d) + " of size " + str(n) +
-                               (m == PadMode::Reflect
-                                    ? ": reflect pads must be >= 0 and < the dim's size"
-                                    : ": replicate pads must be >= 0 and the dim non-empty"));
-  }
+  check_pads_fit(op, operands({{"x", x}}), x.shape(), left, right, m, mode);
   if (pads.size() / 2 > 7)
     throw NotSupportedError(op, mode + " mode pads at most 7 dims, got " +
                                     str(int64_t(pads.size() / 2)));
@@ -343,19 +353,41 @@ Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, const std::string&
 }
 
 Tensor pad_backward(const Tensor& grad_out, const Shape& input_shape,
-                    const std::vector<int64_t>& pads) {
+                    const std::vector<int64_t>& pads, const std::string& mode) {
   const char* op = "pad_backward";
   check_defined(op, {{"grad_out", grad_out}});
+  const PadMode m = parse_pad_mode(mode);
   auto [left, right] = split_pads(op, input_shape, pads);
   Shape padded = padded_shape(op, input_shape, left, right);
   if (grad_out.shape() != padded)
     throw ShapeError(op, operands({{"grad_out", grad_out}}) + "; expected the padded shape " +
                              shape_str(padded) + " of input shape " + shape_str(input_shape));
-  Tensor grad_in = Tensor::empty(input_shape, grad_out.dtype(), grad_out.device());
-  grad_in.zero_();  // elements cropped away by negative pads get no gradient
-  auto [in_part, out_part] = overlap(grad_in, grad_out, left, right);
-  if (in_part.defined()) in_part.copy_(out_part);
-  return grad_in;
+  if (m == PadMode::Constant) {
+    Tensor grad_in = zeros(input_shape, grad_out.dtype(), grad_out.device());
+    // elements cropped away by negative pads get no gradient
+    auto [in_part, out_part] = overlap(grad_in, grad_out, left, right);
+    if (in_part.defined()) in_part.copy_(out_part);
+    return grad_in;
+  }
+  check_pads_fit(op, "input shape " + shape_str(input_shape), input_shape, left, right, m, mode);
+  // A reflect or replicate pad is an index_select along each padded dim, output position o
+  // reading input position pad_source(o); its adjoint is index_add along each dim in turn, which
+  // sums the gradient of every copy of an element back into it.
+  if (std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; }))
+    return grad_out.clone();
+  Tensor grad = grad_out;
+  for (size_t d = 0; d < input_shape.size(); ++d) {
+    if (left[d] == 0 && right[d] == 0) continue;
+    std::vector<int64_t> source(size_t(padded[d]));
+    for (int64_t o = 0; o < padded[d]; ++o)
+      source[size_t(o)] = pad_source(o, left[d], input_shape[d], m);
+    Shape shape = grad.shape();
+    shape[d] = input_shape[d];
+    Tensor summed = zeros(shape, grad.dtype(), grad.device());
+    index_add_(summed, int64_t(d), Tensor::from_vector(source, {padded[d]}, grad.device()), grad);
+    grad = summed;
+  }
+  return grad;
 }
 
 }  // namespace ember

@@ -55,8 +55,10 @@ Tensor one_hot(const Tensor& indices, int64_t num_classes = -1);
 //   "replicate" repeats the edge value (size of that dim > 0): [a b c] -> a [a b c] c.
 Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, const std::string& mode = "constant",
            double value = 0.0);
-// Gradient of a constant-mode pad: grad_out: the padded shape -> input_shape.
+// Gradient of pad: grad_out: the padded shape -> input_shape. Constant: the kept elements'
+// gradient (zero where a negative pad cropped); reflect, replicate: each input element gets the
+// sum of the gradients of all its copies.
 Tensor pad_backward(const Tensor& grad_out, const Shape& input_shape,
-                    const std::vector<int64_t>& pads);
+                    const std::vector<int64_t>& pads, const std::string& mode = "constant");
 
 }  // namespace ember
