@@ -4,7 +4,7 @@ show again when it is measured again before it fails the gate.
   python3 benchmarks/gate.py BASE.csv NEW.csv [--confirm N] [-- run.py options]
 
 Runs `run.py --quick` into NEW.csv and compares it with BASE.csv (compare.py). Every case with a
-regressed row is then measured again, alone, up to N times (default 2); each row keeps the best
+regressed row is then measured again, alone, up to N times (default 3); each row keeps the best
 figure any attempt gave it, NEW.csv is rewritten with those, and the final comparison decides.
 A kernel that really got slower is slow in every attempt and fails; a case that a burst of other
 load on the machine slowed once passes on its next attempt. Deterministic rows (instruction
@@ -47,7 +47,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("base", type=Path)
     p.add_argument("new", type=Path)
-    p.add_argument("--confirm", type=int, default=2,
+    p.add_argument("--confirm", type=int, default=3,
                    help="how many times a regressed case is measured again (default: %(default)s)")
     p.add_argument("--thresholds", type=Path, default=compare.DEFAULT_THRESHOLDS)
     argv = sys.argv[1:] if argv is None else argv

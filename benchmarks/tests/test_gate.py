@@ -43,10 +43,11 @@ def test_a_regression_that_does_not_show_again_passes(tmp_path, capsys, monkeypa
 
 
 def test_a_regression_that_persists_fails_with_the_table(tmp_path, capsys, monkeypatch):
-    calls = fake_runs(monkeypatch, [[row(value=25.0)], [row(value=24.0)], [row(value=26.0)]])
+    calls = fake_runs(monkeypatch, [[row(value=25.0)], [row(value=24.0)], [row(value=26.0)],
+                                    [row(value=27.0)]])
     code, out, rows = gate_main(tmp_path, [row()], capsys)
     assert code == 1
-    assert len(calls) == 3                                  # the run and two confirmations
+    assert len(calls) == 4                                  # the run and three confirmations
     assert ("| **regressed** | cpu | elementwise | add | n=1024 | time | numpy | ratio | 1 | 2.4 "
             in out)
     assert rows[0]["value"] == 24.0
