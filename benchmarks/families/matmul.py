@@ -19,8 +19,11 @@ def cases(device):
     algos = [{"algo": "default"}, {"algo": "tiled"}]
     if device == "cuda":
         algos += [{"algo": "tiled", "version": v} for v in TILED_VERSIONS]
+    # The quick (CI gate) subset times only the BLAS GEMM: the hand-tiled CPU kernel's time ratio
+    # to NumPy swung 3.3x between runs of one binary on the 2-core VM (benchmarks/README.md,
+    # "Comparing runs"), more than a timing gate can absorb; its instruction count stays gated.
     return [
         KernelCase("matmul", {"m": s, "n": s, "k": s, **algo}, matmul, matmul, flops=2 * s**3,
-                   quick=s == sizes[1] and "version" not in algo)
+                   quick=s == sizes[1] and algo["algo"] == "default")
         for s in sizes for algo in algos
     ]
