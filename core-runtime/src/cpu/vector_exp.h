@@ -20,7 +20,7 @@ namespace ember::cpu {
 // Always inlined: a loop that calls it out of line cannot be vectorised.
 [[gnu::always_inline]] inline float exp_vectorisable(float x) {
   constexpr float kLog2e = 1.44269504088896341f;
-  constexpr float kLn2Hi = 0.693145751953125f;  // 13 significant bits: n * kLn2Hi is exact
+  constexpr float kLn2Hi = 0.693145751953125f;  // 15 significant bits: n * kLn2Hi is exact
   constexpr float kLn2Lo = 1.42860682030941723e-6f;
   constexpr float kMaxArg = 88.7228317f;      // exp(x) overflows float above this
   constexpr float kMinArg = -103.972076f;     // and rounds to 0 below this
