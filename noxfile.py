@@ -63,8 +63,9 @@ def cmake_args(cuda: bool = True, build_type: str = "Release") -> list[str]:
     only). One set serves every project, so options a project does not use are not warned
     about."""
     args = [f"-DCMAKE_BUILD_TYPE={build_type}", "--no-warn-unused-cli"]
-    if scipy_openblas():
-        args.append(f"-DEMBER_SCIPY_OPENBLAS={scipy_openblas()}")
+    openblas = scipy_openblas()
+    if openblas:
+        args.append(f"-DEMBER_SCIPY_OPENBLAS={openblas}")
     if shutil.which("ninja"):
         args += ["-G", "Ninja"]
     launchers = ["CXX"]

@@ -24,7 +24,7 @@ def figure(row: dict) -> float:
 def median_rows(runs: list[list[dict]]) -> list[dict]:
     """The rows of runs[0], each replaced by the run of that row whose figure is the median
     (the lower median for an even count); rows missing from a run are judged on the others."""
-    by_key = [{tuple(r[c] for c in compare.KEY): r for r in rows} for rows in runs]
+    by_key = [{compare.row_key(r): r for r in rows} for rows in runs]
     result = []
     for key in by_key[0]:
         candidates = sorted((rows[key] for rows in by_key if key in rows), key=figure)
@@ -34,16 +34,15 @@ def median_rows(runs: list[list[dict]]) -> list[dict]:
 
 
 def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    split = argv.index("--") if "--" in argv else len(argv)
+    own, run_options = run.split_run_options(sys.argv[1:] if argv is None else argv)
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("out", type=Path)
     p.add_argument("--runs", type=int, default=3, help="default: %(default)s")
-    args = p.parse_args(argv[:split])
+    args = p.parse_args(own)
     runs = []
     for i in range(1, args.runs + 1):
         path = args.out.with_suffix(f".run{i}.csv")
-        code = run.main(["--quick", *argv[split + 1:], "--out", str(path)])
+        code = run.main(["--quick", *run_options, "--out", str(path)])
         if code:
             return code
         runs.append(read_csv(path))

@@ -45,10 +45,15 @@ def load_thresholds(path: Path) -> dict:
     return table
 
 
+def row_key(row: dict) -> tuple:
+    """What matches a row of one CSV with its row in another."""
+    return tuple(row[c] for c in KEY)
+
+
 def index(rows: list[dict], path) -> dict:
     by_key = {}
     for row in rows:
-        key = tuple(row[c] for c in KEY)
+        key = row_key(row)
         if key in by_key:
             raise SchemaError(f"{path}: two rows for {' / '.join(key)}")
         by_key[key] = row
@@ -69,7 +74,7 @@ def judge(base: dict, new: dict, threshold: dict) -> Change:
     worse = worse_factor(base[basis], new[basis], new["better"])
     limit = 1 + threshold["max_worse"]
     status = "regressed" if worse > limit else "improved" if worse < 1 / limit else "ok"
-    key = tuple(new[c] for c in KEY)
+    key = row_key(new)
     return Change(key, status, basis, base[basis], new[basis], worse, limit)
 
 

@@ -39,8 +39,8 @@ def better_of(a: dict, b: dict) -> dict:
 
 def keep_best(rows: list[dict], again: list[dict]) -> list[dict]:
     """rows with each row that `again` measured too replaced by the better of the two."""
-    remeasured = {tuple(r[c] for c in compare.KEY): r for r in again}
-    return [better_of(r, remeasured.get(tuple(r[c] for c in compare.KEY), r)) for r in rows]
+    remeasured = {compare.row_key(r): r for r in again}
+    return [better_of(r, remeasured.get(compare.row_key(r), r)) for r in rows]
 
 
 def main(argv=None) -> int:
@@ -50,12 +50,10 @@ def main(argv=None) -> int:
     p.add_argument("--confirm", type=int, default=3,
                    help="how many times a regressed case is measured again (default: %(default)s)")
     p.add_argument("--thresholds", type=Path, default=compare.DEFAULT_THRESHOLDS)
-    argv = sys.argv[1:] if argv is None else argv
-    split = argv.index("--") if "--" in argv else len(argv)
-    args = p.parse_args(argv[:split])
-    args.run_options = argv[split + 1:]  # everything after --, for run.py
+    own, run_options = run.split_run_options(sys.argv[1:] if argv is None else argv)
+    args = p.parse_args(own)
 
-    code = run.main(["--quick", *args.run_options, "--out", str(args.new)])
+    code = run.main(["--quick", *run_options, "--out", str(args.new)])
     if code:
         return code
     try:
@@ -69,7 +67,7 @@ def main(argv=None) -> int:
             print(f"gate.py: measuring again ({attempt} of {args.confirm}): {'; '.join(names)}",
                   file=sys.stderr)
             again = args.new.with_suffix(f".again{attempt}.csv")
-            code = run.main([*args.run_options, *(f"--case={n}" for n in names),
+            code = run.main([*run_options, *(f"--case={n}" for n in names),
                              "--out", str(again)])
             if code:
                 return code

@@ -70,6 +70,14 @@ def parse_args(argv, known):
     return args
 
 
+def split_run_options(argv: list[str]) -> tuple[list[str], list[str]]:
+    """A wrapper's own arguments (gate.py, baseline.py) and those after --, which are run.py's."""
+    if "--" not in argv:
+        return argv, []
+    split = argv.index("--")
+    return argv[:split], argv[split + 1:]
+
+
 def case_name(family: str, case) -> str:
     """FAMILY/OP/PARAMS, as --case takes it and gate.py writes it from a CSV row."""
     return f"{family}/{case.op}/{params_text(case.params, ' ')}"

@@ -27,3 +27,20 @@ def test_rows_without_a_ratio_use_the_value_and_missing_rows_are_skipped(tmp_pat
     runs.append([])  # a run that lacks the row
     (only,) = baseline.median_rows(runs)
     assert only["value"] == 90.0  # the lower median of 90 and 100
+
+
+def test_main_runs_the_quick_subset_n_times_and_writes_the_medians(tmp_path, monkeypatch):
+    values = iter([30.0, 10.0, 12.0])
+    calls = []
+
+    def fake_main(argv):
+        calls.append(argv)
+        write(argv[argv.index("--out") + 1], [row(value=next(values))])
+        return 0
+
+    monkeypatch.setattr(baseline.run, "main", fake_main)
+    out = tmp_path / "baseline.csv"
+    assert baseline.main([str(out), "--runs", "3", "--", "--threads", "1"]) == 0
+    assert all(c[:1] == ["--quick"] and "--threads" in c for c in calls) and len(calls) == 3
+    assert [r["value"] for r in read_csv(out)] == [12.0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["baseline.csv"]  # run files removed
