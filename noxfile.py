@@ -5,10 +5,11 @@
   nox -s lint     clang-format (C++/CUDA) and ruff (Python), checking only
   nox -s asan     core-runtime's tests under AddressSanitizer + UBSan (CPU-only build)
   nox -s demo     the main job: builds Ember and runs the demo programs
-  nox -s bench, bench_compare, bench_plot, bench_gate, bench_baseline: see benchmarks/README.md
+  nox -s bench_gate   the benchmark gate: this checkout against a base commit, side by side
+  nox -s bench, bench_compare, bench_plot, bench_baseline: see benchmarks/README.md
 
-`nox` alone runs lint, tests and asan. Build trees live in build/, installs in .install/; a
-second run rebuilds only what changed (ninja, and ccache when installed).
+`nox` alone runs lint, tests, asan and bench_gate. Build trees live in build/, installs in
+.install/; a second run rebuilds only what changed (ninja, and ccache when installed).
 
 The C++ packages are built as an outside user would build them: core-runtime is installed, and
 everything above it (autodiff-engine, python-bindings, the examples) finds that installed copy
@@ -31,7 +32,7 @@ ROOT = Path(__file__).resolve().parent
 BUILD = ROOT / "build"  # every build tree
 PREFIX = ROOT / ".install"  # where `build` installs core-runtime and autodiff-engine
 
-nox.options.sessions = ["lint", "tests", "asan"]
+nox.options.sessions = ["lint", "tests", "asan", "bench_gate"]
 nox.options.reuse_venv = "yes"  # keep each session's virtualenv between runs
 nox.options.error_on_external_run = True
 
@@ -156,10 +157,9 @@ def tests(session):
     session.install("--no-build-isolation", f"{ROOT / 'python-bindings'}[test]", env=env)
     session.run("pytest", str(ROOT / "python-bindings/tests"))
 
-    # The benchmark harness's own tests (benchmarks/, helper h6).
+    # The benchmark harness's own tests; the gate itself is the bench_gate session.
     session.install("-r", str(ROOT / "benchmarks/requirements.txt"))
     session.run("pytest", str(ROOT / "benchmarks/tests"))
-    benchmark_gate(session)
 
 
 @nox.session
@@ -192,14 +192,15 @@ def demo(session):
         session.run(str(BUILD / "examples-shared" / program), external=True)
 
 
-# ---------------------------------------------------------------- benchmarks (helper h6)
-# The harness in benchmarks/ (see its README) runs against the core-runtime installed in PREFIX;
-# its C++ program, ember_bench, is built in build/bench.
+# ---------------------------------------------------------------- benchmarks
+# The harness in benchmarks/ (see its README). bench and bench_baseline run against the
+# core-runtime installed in PREFIX, with ember_bench built in build/bench; the gate builds both of
+# its sides from source (gate.py).
 BENCH = ROOT / "benchmarks"
 BENCH_BASELINE = BENCH / "baseline/cpu-quick.csv"
-# The quick subset, fastest of 3 rounds, one thread on both sides: a 2-core machine's timings
-# of multithreaded code swing with any other load, single-threaded ones far less.
-GATE_OPTIONS = ("--quick", "--rounds", "3", "--threads", "1")
+# The quick subset, 3 rounds, one thread on both sides: a 2-core machine's timings of
+# multithreaded code swing with any other load, single-threaded ones far less.
+BASELINE_OPTIONS = ("--quick", "--rounds", "3", "--threads", "1")
 
 
 def install_for_benchmarks(session) -> None:
@@ -211,14 +212,6 @@ def install_for_benchmarks(session) -> None:
 def run_benchmarks(session, *args: str) -> None:
     session.run("python", str(BENCH / "run.py"), "--ember-prefix", str(PREFIX), "--build-dir",
                 str(BUILD / "bench"), *args)
-
-
-def benchmark_gate(session) -> None:
-    """The quick CPU subset against the committed baseline; a regression that shows again when
-    measured again (gate.py) fails with the table."""
-    session.run("python", str(BENCH / "gate.py"), str(BENCH_BASELINE),
-                str(BUILD / "bench/cpu-quick.csv"), "--", "--ember-prefix", str(PREFIX),
-                "--build-dir", str(BUILD / "bench"), *GATE_OPTIONS)
 
 
 @nox.session
@@ -244,16 +237,21 @@ def bench_plot(session):
 
 @nox.session
 def bench_gate(session):
-    """The CI gate alone: the quick CPU subset against benchmarks/baseline/cpu-quick.csv."""
-    install_for_benchmarks(session)
-    benchmark_gate(session)
+    """The benchmark gate (gate.py): this checkout against a base commit (-- --base REV; default:
+    the commit of benchmarks/baseline/cpu-quick.csv), built and measured side by side on this
+    machine; the table goes to build/gate/gate.md. Fails on a confirmed regression."""
+    session.install("-r", str(BENCH / "requirements.txt"))
+    openblas = scipy_openblas()
+    blas = [f"--cmake-arg=-DEMBER_SCIPY_OPENBLAS={openblas}"] if openblas else []
+    session.run("python", str(BENCH / "gate.py"), *blas, *session.posargs)
 
 
 @nox.session
 def bench_baseline(session):
     """Rewrites benchmarks/baseline/cpu-quick.csv, each row the median of three quick runs
-    (baseline.py); committing it is a decision."""
+    (baseline.py): the record of what was measured where, and the gate's default base commit;
+    committing it is a decision."""
     install_for_benchmarks(session)
     session.run("python", str(BENCH / "baseline.py"), str(BENCH_BASELINE), *session.posargs,
                 "--", "--ember-prefix", str(PREFIX), "--build-dir", str(BUILD / "bench"),
-                *GATE_OPTIONS)
+                *BASELINE_OPTIONS)

@@ -54,7 +54,8 @@ def parse_args(argv, known):
     p.add_argument("--repeat", type=int, default=20)
     p.add_argument("--min-sample-ms", type=float, default=1.0)
     p.add_argument("--rounds", type=int, default=1,
-                   help="time each case this many times, keep the fastest (the gate uses 3)")
+                   help="time each case this many times, Ember and references in turn; report "
+                        "the median of the rounds and their spread")
     p.add_argument("--threads", type=int,
                    help="hold Ember (OpenMP) and the references (OpenBLAS, torch) to this many "
                         "threads; the gate uses 1")
@@ -81,6 +82,23 @@ def split_run_options(argv: list[str]) -> tuple[list[str], list[str]]:
 def case_name(family: str, case) -> str:
     """FAMILY/OP/PARAMS, as --case takes it and gate.py writes it from a CSV row."""
     return f"{family}/{case.op}/{params_text(case.params, ' ')}"
+
+
+def select_cases(selected: dict, device: str, quick: bool, names: list[str]):
+    """(family name, case) for every case of the selected families on device, only the quick
+    ones with quick, only those named (FAMILY/OP/PARAMS) when names are given."""
+    for name, family in selected.items():
+        for case in family.cases(device):
+            if (not quick or case.quick) and (not names or case_name(name, case) in names):
+                yield name, case
+
+
+def row(info: dict, family: str, case, m) -> dict:
+    """A CSV row: the run's shared columns, then one Measurement of one case."""
+    return {**info, "benchmark": family, "case": case.op, "params": params_text(case.params, " "),
+            "metric": m.metric, "unit": m.unit, "better": m.better, "value": m.value,
+            "spread": m.spread, "reference": m.reference, "reference_value": m.reference_value,
+            "reference_spread": m.reference_spread, "ratio": m.ratio}
 
 
 def output_path(out: Path, info: dict, quick: bool) -> Path:
@@ -127,29 +145,19 @@ def main(argv=None) -> int:
 
     rows, failures = [], []
     started = datetime.datetime.now()
-    for name, family in selected.items():
-        for case in family.cases(args.device):
-            if args.quick and not case.quick:
-                continue
-            if args.case and case_name(name, case) not in args.case:
-                continue
-            label = f"{name} {case.op} {params_text(case.params, ' ')}"
-            try:
-                measurements = case.measure(ctx)
-            except ember.BenchError as e:
-                failures.append(label)
-                print(f"FAILED {label}: {e}", file=sys.stderr)
-                continue
-            for m in measurements:
-                rows.append({**info, "benchmark": name, "case": case.op,
-                             "params": params_text(case.params, " "), "metric": m.metric,
-                             "unit": m.unit, "better": m.better, "value": m.value,
-                             "spread": m.spread, "reference": m.reference,
-                             "reference_value": m.reference_value,
-                             "reference_spread": m.reference_spread, "ratio": m.ratio})
-                versus = (f" | {m.reference} {m.reference_value:.4g} {m.unit}, ratio {m.ratio:.3f}"
-                          if m.ratio is not None else "")
-                print(f"{label}: {m.metric} {m.value:.4g} {m.unit}{versus}", flush=True)
+    for name, case in select_cases(selected, args.device, args.quick, args.case):
+        label = f"{name} {case.op} {params_text(case.params, ' ')}"
+        try:
+            measurements = case.measure(ctx)
+        except ember.BenchError as e:
+            failures.append(label)
+            print(f"FAILED {label}: {e}", file=sys.stderr)
+            continue
+        rows += [row(info, name, case, m) for m in measurements]
+        for m in measurements:
+            versus = (f" | {m.reference} {m.reference_value:.4g} {m.unit}, ratio {m.ratio:.3f}"
+                      if m.ratio is not None else "")
+            print(f"{label}: {m.metric} {m.value:.4g} {m.unit}{versus}", flush=True)
 
     path = output_path(args.out, info, args.quick)
     write_csv(path, rows)

@@ -1,14 +1,15 @@
 """Instructions per call of small CPU cases, counted by valgrind's callgrind.
 
 A deterministic figure (the same on every run of the same binary, however busy the machine), so
-a gate on it catches a kernel that does more work even where timings are too noisy to. CPU only;
-skipped with a message when valgrind is not installed."""
+a gate on it catches a kernel that does more work even where timings are too noisy to. CPU only.
+Without valgrind every case fails, saying so: a gate that silently lost these rows would pass
+changes it exists to catch."""
 
 import shutil
-import sys
 from dataclasses import dataclass
 
 from harness.case import Context, Measurement, params_text
+from harness.ember import BenchError
 
 CASES = [  # op, params: small enough for valgrind's ~50x slowdown
     ("add", {"n": 1 << 16}),
@@ -25,16 +26,17 @@ class InstructionCase:
     op: str
     params: dict
     quick: bool = True
+    deterministic = True  # the same count every run: gate.py measures it once per side
 
     def measure(self, ctx: Context) -> list[Measurement]:
+        if shutil.which("valgrind") is None:
+            raise BenchError("valgrind not found: instruction counts need valgrind's callgrind "
+                             "(ci/install-system-deps.sh installs it; apt-get install valgrind)")
         count = ctx.ember.instructions(f"{self.op}:{params_text(self.params, ',')}")
         return [Measurement("instructions", "count", "lower", float(count))]
 
 
 def cases(device):
     if device != "cpu":
-        return []
-    if shutil.which("valgrind") is None:
-        print("instructions: valgrind not found, family skipped", file=sys.stderr)
         return []
     return [InstructionCase(op, params) for op, params in CASES]

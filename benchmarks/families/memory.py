@@ -77,6 +77,7 @@ class SequenceCase:
     params: dict
     reference: Callable  # (r, params) -> the sequence as a call
     quick: bool = False
+    deterministic = True  # allocator figures: the same every run (gate.py measures them once)
 
     def measure(self, ctx: Context) -> list[Measurement]:
         ours = ctx.ember.run(f"{self.op}:{params_text(self.params, ',')}")
@@ -97,6 +98,7 @@ class CapCase:
     op: str
     params: dict
     quick: bool = False
+    deterministic = True
 
     def measure(self, ctx: Context) -> list[Measurement]:
         ours = ctx.ember.run(f"{self.op}:{params_text(self.params, ',')}")

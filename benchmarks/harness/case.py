@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from harness.ember import Program
-from harness.timer import TimerOptions, TimeStats, time_calls
+from harness.timer import TimerOptions, TimeStats, quantile, time_calls
 
 
 @dataclass
@@ -14,7 +14,7 @@ class Context:
     ember: Program        # Ember's side
     timer: TimerOptions   # the reference side's timer, the same options ember_bench gets
     references: list      # harness.references objects for this device
-    rounds: int = 1       # timed cases: measure both sides this many times, keep each's fastest
+    rounds: int = 1       # timed cases: measure both sides this many times, in turn
 
 
 @dataclass
@@ -36,8 +36,15 @@ class Measurement:
         return self.value / self.reference_value
 
 
-def fastest(a: TimeStats | None, b: TimeStats) -> TimeStats:
-    return b if a is None or b.median_ms < a.median_ms else a
+def over_rounds(rounds: list[TimeStats]) -> TimeStats:
+    """One figure from several rounds of the same measurement: the median of the rounds' medians,
+    and as spread the quartiles of those medians, so that the spread says how much a figure moved
+    between rounds, not only within one. One round is returned as it is."""
+    if len(rounds) == 1:
+        return rounds[0]
+    medians = sorted(r.median_ms for r in rounds)
+    return TimeStats(quantile(medians, 0.5), quantile(medians, 0.25), quantile(medians, 0.75),
+                     min(r.min_ms for r in rounds))
 
 
 def params_text(params: dict, sep: str) -> str:
@@ -54,9 +61,10 @@ class KernelCase:
     (no reference at all: rows without one). bytes (read + written per call) adds a bandwidth
     row, flops a throughput row, both derived from the median time.
 
-    With ctx.rounds > 1, Ember and the references are measured in turn that many times and each
-    side keeps its fastest median: a slow kernel is slow every round, a round disturbed by the
-    rest of the machine is not kept."""
+    With ctx.rounds > 1, Ember and the references are measured in turn that many times (Ember,
+    references, Ember, ...) and each side reports the median of its rounds, with the spread
+    across rounds (over_rounds): a figure and its reference then span the same minutes of the
+    machine's life, and a ratio whose sides moved a lot between rounds shows it."""
     op: str
     params: dict
     numpy: Callable | None = None
@@ -68,12 +76,13 @@ class KernelCase:
     def measure(self, ctx: Context) -> list[Measurement]:
         refs = [r for r in ctx.references if getattr(self, r.name) is not None]
         calls = [getattr(self, r.name)(r, self.params) for r in refs]  # inputs built once
-        ember, theirs = None, [None] * len(refs)
+        ours, theirs = [], [[] for _ in refs]
         for _ in range(ctx.rounds):
-            ember = fastest(ember, ctx.ember.time(f"{self.op}:{params_text(self.params, ',')}"))
-            theirs = [fastest(t, time_calls(call, r.sync, ctx.timer))
-                      for t, call, r in zip(theirs, calls, refs)]
-        timed = [(r.name, t) for r, t in zip(refs, theirs)]
+            ours.append(ctx.ember.time(f"{self.op}:{params_text(self.params, ',')}"))
+            for rounds, call, r in zip(theirs, calls, refs):
+                rounds.append(time_calls(call, r.sync, ctx.timer))
+        ember = over_rounds(ours)
+        timed = [(r.name, over_rounds(t)) for r, t in zip(refs, theirs)]
         metrics = [("time", "ms", "lower", lambda ms: ms)]
         if self.bytes:
             metrics.append(("bandwidth", "GB/s", "higher", lambda ms: self.bytes / ms / 1e6))

@@ -18,11 +18,13 @@ class BenchError(RuntimeError):
     """ember_bench failed on a case; the message carries its stderr."""
 
 
-def build(build_dir: Path, device: str, ember_prefix: str | None, cmake_args: list[str]) -> Path:
+def build(build_dir: Path, device: str, ember_prefix: str | None, cmake_args: list[str],
+          cpp_dir: Path = CPP_DIR, env: dict | None = None) -> Path:
     """Configures and builds ember_bench (Release) in build_dir and returns its path. With
-    ember_prefix it links the core-runtime installed there, else it builds core-runtime from this
-    checkout (see cpp/CMakeLists.txt). An existing build_dir is reused incrementally."""
-    args = ["cmake", "-S", str(CPP_DIR), "-B", str(build_dir), "-DCMAKE_BUILD_TYPE=Release",
+    ember_prefix it links the core-runtime installed there, else it builds core-runtime from the
+    checkout cpp_dir belongs to (see cpp/CMakeLists.txt); gate.py passes another checkout's.
+    An existing build_dir is reused incrementally. env: the build's environment."""
+    args = ["cmake", "-S", str(cpp_dir), "-B", str(build_dir), "-DCMAKE_BUILD_TYPE=Release",
             "--no-warn-unused-cli"]  # EMBER_ENABLE_CUDA is unused with an installed core
     if shutil.which("ninja"):
         args += ["-G", "Ninja"]
@@ -34,8 +36,9 @@ def build(build_dir: Path, device: str, ember_prefix: str | None, cmake_args: li
         args.append("-DEMBER_ENABLE_CUDA=OFF")
     elif not any(a.startswith("-DCMAKE_CUDA_ARCHITECTURES") for a in cmake_args):
         args.append("-DCMAKE_CUDA_ARCHITECTURES=native")  # this machine's GPU only: a short build
-    subprocess.run(args + cmake_args, check=True, stdout=subprocess.DEVNULL)
-    subprocess.run(["cmake", "--build", str(build_dir), "--target", "ember_bench"], check=True)
+    subprocess.run(args + cmake_args, check=True, stdout=subprocess.DEVNULL, env=env)
+    subprocess.run(["cmake", "--build", str(build_dir), "--target", "ember_bench"], check=True,
+                   env=env)
     return build_dir / "ember_bench"
 
 
