@@ -1,7 +1,12 @@
 """Creation and random ops (full, arange, rand, randn): a new float32 vector, write bandwidth.
 
 The random references are NumPy's default generator (PCG64) and PyTorch's (Philox on CUDA,
-Mersenne Twister on the CPU); Ember's is Philox, on both devices."""
+Mersenne Twister on the CPU); Ember's is Philox, on both devices.
+
+Every reference writes the vector where Ember's goes, into memory no call has to fault in
+(harness.references, `out`): NumPy and PyTorch on the CPU into an array allocated once (out=,
+or fill for numpy.full), PyTorch on CUDA into the block its caching allocator hands back. The
+exception is numpy.arange, which has no out=: its rows include an allocation Ember's do not."""
 
 from harness.case import KernelCase
 
@@ -9,26 +14,31 @@ F32 = 4
 
 
 def full(r, p):
+    out = r.out(p["n"])
     if r.name == "torch":
-        return lambda: r.xp.full((p["n"],), 1.5, device=r.device)
-    return lambda: r.xp.full(p["n"], 1.5, dtype=r.xp.float32)
+        return lambda: r.xp.full((p["n"],), 1.5, device=r.device, out=out)
+    return lambda: out.fill(1.5)  # numpy.full has no out=
 
 
 def arange(r, p):
-    placement = {"device": r.device} if r.name == "torch" else {}
-    return lambda: r.xp.arange(0, p["n"], dtype=r.xp.float32, **placement)
+    if r.name == "torch":
+        out = r.out(p["n"])
+        return lambda: r.xp.arange(0, p["n"], dtype=r.xp.float32, device=r.device, out=out)
+    return lambda: r.xp.arange(0, p["n"], dtype=r.xp.float32)  # no out=: it allocates
 
 
 def rand(r, p):
+    out = r.out(p["n"])
     if r.name == "torch":
-        return lambda: r.xp.rand(p["n"], device=r.device)
-    return lambda: r.rng.random(p["n"], dtype=r.xp.float32)
+        return lambda: r.xp.rand(p["n"], device=r.device, out=out)
+    return lambda: r.rng.random(dtype=r.xp.float32, out=out)
 
 
 def randn(r, p):
+    out = r.out(p["n"])
     if r.name == "torch":
-        return lambda: r.xp.randn(p["n"], device=r.device)
-    return lambda: r.rng.standard_normal(p["n"], dtype=r.xp.float32)
+        return lambda: r.xp.randn(p["n"], device=r.device, out=out)
+    return lambda: r.rng.standard_normal(dtype=r.xp.float32, out=out)
 
 
 def cases(device):

@@ -28,10 +28,24 @@ def describe(device: str, torch, threads: int | None) -> dict:
         "cpu": cpu_model(),
         "cores": str(os.cpu_count()),
         "threads": str(threads or ""),
+        "settings": torch_settings(device, torch),
         "gpu": gpu,
         "driver": driver,
         "device": device,
     }
+
+
+def torch_settings(device: str, torch) -> str:
+    """The PyTorch settings its figures depend on, as harness.references left them: on CUDA TF32
+    and cuDNN's algorithm search, on the CPU its thread count; '' without torch."""
+    if torch is None:
+        return ""
+    if device == "cpu":
+        return f"torch.threads={torch.get_num_threads()}"
+    cuda, cudnn = torch.backends.cuda, torch.backends.cudnn
+    flags = {"matmul.tf32": cuda.matmul.allow_tf32, "cudnn.tf32": cudnn.allow_tf32,
+             "cudnn.benchmark": cudnn.benchmark}
+    return " ".join(f"{name}={'on' if on else 'off'}" for name, on in flags.items())
 
 
 def git_commit() -> str:

@@ -20,6 +20,9 @@ COLUMNS = {
     "cores": "logical CPUs",
     "threads": "the thread count Ember and the references were held to (--threads), empty for "
                "the libraries' defaults",
+    "settings": "the PyTorch settings the reference ran with, 'key=value' separated by spaces: on "
+                "CUDA TF32 (matmul.tf32, cudnn.tf32) and cudnn.benchmark, on the CPU "
+                "torch.threads; empty without torch",
     "gpu": "GPU name, empty without one",
     "driver": "NVIDIA driver version, empty without one",
     "device": "cpu or cuda: where Ember and the reference ran",
@@ -31,14 +34,15 @@ COLUMNS = {
     "better": "lower or higher: which direction is an improvement for this metric",
     "value": "Ember's figure (for timings the median over the repeats)",
     "spread": "Ember's interquartile range over the repeats divided by the median; 0 for counts",
-    "reference": "what Ember is compared with (numpy, torch, limit), empty for none",
+    "reference": "what Ember is compared with (numpy, numpy-im2col, torch, limit), empty for "
+                 "none",
     "reference_value": "the reference's figure, measured in the same run",
     "reference_spread": "the reference's spread, as spread",
     "ratio": "value / reference_value",
 }
 NUMERIC = ("value", "spread", "reference_value", "reference_spread", "ratio")
 # Columns added after results were committed: files without them read them as empty.
-ADDED_LATER = ("threads",)
+ADDED_LATER = ("threads", "settings")
 REQUIRED = ("device", "benchmark", "case", "metric", "better", "value")
 
 
