@@ -1,6 +1,7 @@
 """The base side of the gate: another commit of this repository, checked out beside it in a git
 worktree, so that it can be built and measured in the same run as the code under test."""
 
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -44,6 +45,7 @@ def checkout(repo: Path, commit: str, where: Path) -> Path:
     if (where / ".git").exists() and git(where, "rev-parse", "HEAD", check=False).returncode == 0:
         git(where, "checkout", "--quiet", "--detach", "--force", commit)
         return where
+    shutil.rmtree(where, ignore_errors=True)  # not a worktree (any more): start afresh
     git(repo, "worktree", "prune")
     try:
         git(repo, "worktree", "add", "--quiet", "--detach", "--force", str(where), commit)
