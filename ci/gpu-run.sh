@@ -22,7 +22,7 @@ for algo in implicit im2col; do
 done
 
 cmake --install "$build" --prefix "$root/.devbuild/prefix" >/dev/null
-PYTHONUNBUFFERED=1 python3 "$root/benchmarks/run.py" --device cuda "$@" \
+PYTHONUNBUFFERED=1 python3 "$root/benchmarks/run.py" --device cuda --rounds 3 "$@" \
   --ember-prefix "$root/.devbuild/prefix" --build-dir "$root/.devbuild/bench" \
   --out "$out/bench-cuda.csv" >"$work/bench.log" 2>&1
 echo "benchmarks: exit $?" | tee -a "$out/summary.txt"
