@@ -135,6 +135,18 @@ TEST_P(VersionCounter, OptimizerStepsBumpParamsAndStateButNotGrads) {
   EXPECT_EQ(versions(grads), grads_before);
 }
 
+TEST_P(VersionCounter, BatchNormUpdateStatsBumpsTheRunningStats) {
+  Tensor x = floats({8, 3}), rm = zeros({3}, DType::Float32, device());
+  Tensor rv = ones({3}, DType::Float32, device());
+  const int64_t rm0 = rm.version(), rv0 = rv.version();
+  BatchNormResult r = batch_norm(x, Tensor(), Tensor(), rm, rv, true);
+  EXPECT_EQ(rm.version(), rm0);  // the forward does not write them
+  EXPECT_EQ(rv.version(), rv0);
+  batch_norm_update_stats(rm, rv, r.save_mean, r.batch_var, 0.1, 8);
+  EXPECT_GT(rm.version(), rm0);
+  EXPECT_GT(rv.version(), rv0);
+}
+
 TEST_P(VersionCounter, OutOfPlaceOpsLeaveTheirInputsAlone) {
   Tensor a = floats({4, 4}, 1), b = floats({4, 4}, 2);
   Tensor idx = indices({3, 0}, {2});
@@ -156,6 +168,7 @@ TEST_P(VersionCounter, OutOfPlaceOpsLeaveTheirInputsAlone) {
   gather(a, 1, indices({0, 1, 2, 3}, {4, 1}));
   scatter_add(a, 1, indices({0, 1, 2, 3}, {4, 1}), b);
   masked_fill(a, mask, 0.0);
+  batch_norm(a, Tensor(), Tensor(), Tensor(), Tensor(), true);
   layer_norm(a, {4});
   dropout(a, 0.5);
   a.clone();
