@@ -158,7 +158,7 @@ Call max_pool2d_fwd_bwd(const Spec& p, Device d) {
 }
 
 // ---- normalization ----
-// x [n, c, h, w], training mode with affine weight/bias and running statistics.
+// x [n, c, h, w], training mode with affine weight/bias and the running statistics' update.
 Call batch_norm_fwd_bwd(const Spec& p, Device d) {
   int64_t c = p.i("c");
   Tensor x = random_input({p.i("n"), c, p.i("h"), p.i("w")}, d, 1);
@@ -168,6 +168,8 @@ Call batch_norm_fwd_bwd(const Spec& p, Device d) {
   return [=] {
     ember::BatchNormResult r =
         ember::batch_norm(x, weight, bias, running_mean, running_var, /*training=*/true);
+    ember::batch_norm_update_stats(running_mean, running_var, r.save_mean, r.batch_var,
+                                   /*momentum=*/0.1, x.numel() / c);
     ember::batch_norm_backward(grad_out, x, weight, r.save_mean, r.save_invstd, true);
   };
 }

@@ -86,33 +86,46 @@ double dot(const Tensor& t, const std::vector<double>& r) {
 
 // ---------------- batch norm ----------------
 
+// PyTorch's update of running statistics, in double: r = (1 - momentum) * r + momentum * stat,
+// with the unbiased variance var * count / (count - 1).
+ChannelStats updated_running_stats(const ChannelStats& running, const ChannelStats& batch,
+                                   double momentum, int64_t count) {
+  ChannelStats out = running;
+  for (size_t k = 0; k < running.mean.size(); ++k) {
+    out.mean[k] = (1 - momentum) * running.mean[k] + momentum * batch.mean[k];
+    out.var[k] = (1 - momentum) * running.var[k] +
+                 momentum * batch.var[k] * double(count) / double(count - 1);
+  }
+  return out;
+}
+
 void check_batch_norm_training(Device dev, const Shape& shape, DType dtype, double tol) {
   const int64_t n = shape[0], c = shape[1], s = shape_numel(shape) / (n * c);
   std::vector<double> xv = random_values(shape_numel(shape), 1, -2, 3);
   std::vector<double> w = random_values(c, 2, 0.5, 1.5), b = random_values(c, 3);
-  std::vector<double> rm = random_values(c, 4), rv = random_values(c, 5, 0.5, 2);
-  Tensor running_mean = vec(rm, {c}, dev, dtype), running_var = vec(rv, {c}, dev, dtype);
+  ChannelStats running{random_values(c, 4), random_values(c, 5, 0.5, 2)};
+  Tensor running_mean = vec(running.mean, {c}, dev, dtype);
+  Tensor running_var = vec(running.var, {c}, dev, dtype);
   const double momentum = 0.3, eps = 1e-3;
-  BatchNormResult r =
-      batch_norm(vec(xv, shape, dev, dtype), vec(w, {c}, dev, dtype), vec(b, {c}, dev, dtype),
-                 running_mean, running_var, true, momentum, eps);
+  BatchNormResult r = batch_norm(vec(xv, shape, dev, dtype), vec(w, {c}, dev, dtype),
+                                 vec(b, {c}, dev, dtype), running_mean, running_var, true, eps);
   ChannelStats st = channel_stats(xv, n, c, s);
   EXPECT_EQ(r.output.shape(), shape);
   EXPECT_EQ(r.output.dtype(), dtype);
   expect_close(r.output, normalise(xv, n, c, s, st, w, b, eps), tol, tol);
   expect_close(r.save_mean, st.mean, tol, tol);
   expect_close(r.save_invstd, inverse_std(st.var, eps), tol, tol);
-  // PyTorch's update: r = (1 - momentum) * r + momentum * stat, unbiased variance.
-  std::vector<double> new_rm(static_cast<size_t>(c)), new_rv(static_cast<size_t>(c));
-  for (size_t k = 0; k < size_t(c); ++k) {
-    new_rm[k] = (1 - momentum) * rm[k] + momentum * st.mean[k];
-    new_rv[k] = (1 - momentum) * rv[k] + momentum * st.var[k] * double(n * s) / double(n * s - 1);
-  }
-  expect_close(running_mean, new_rm, tol, tol);
-  expect_close(running_var, new_rv, tol, tol);
+  expect_close(r.batch_var, st.var, tol, tol);
+  expect_close(running_mean, vec(running.mean, {c}, dev, dtype), 0);  // the forward only reads x
+  expect_close(running_var, vec(running.var, {c}, dev, dtype), 0);
+
+  batch_norm_update_stats(running_mean, running_var, r.save_mean, r.batch_var, momentum, n * s);
+  ChannelStats want = updated_running_stats(running, st, momentum, n * s);
+  expect_close(running_mean, want.mean, tol, tol);
+  expect_close(running_var, want.var, tol, tol);
 }
 
-TEST_P(BatchNorm, Training2DMatchesReferenceAndUpdatesRunningStats) {
+TEST_P(BatchNorm, Training2DMatchesReferenceAndUpdateStatsAppliesMomentum) {
   check_batch_norm_training(device(), {7, 5}, DType::Float64, 1e-12);
   check_batch_norm_training(device(), {16, 3}, DType::Float32, 1e-5);
 }
@@ -125,12 +138,64 @@ TEST_P(BatchNorm, Training4DMatchesReference) {
   check_batch_norm_training(device(), {3, 2, 4, 4}, DType::BFloat16, 5e-2);
 }
 
+// Checkpointing recomputes a forward: however often it runs, the running statistics stay put.
+TEST_P(BatchNorm, ForwardNeverWritesRunningStats) {
+  const int64_t c = 3;
+  Tensor x = random_tensor({8, c, 2}, 51, DType::Float32, device());
+  Tensor rm = random_tensor({c}, 52, DType::Float32, device());
+  Tensor rv = random_tensor({c}, 53, DType::Float32, device(), 0.5, 2);
+  const std::vector<double> rm0 = rm.to_vector<double>(), rv0 = rv.to_vector<double>();
+  const int64_t rm_version = rm.version(), rv_version = rv.version();
+  BatchNormResult first = batch_norm(x, Tensor(), Tensor(), rm, rv, true);
+  BatchNormResult again = batch_norm(x, Tensor(), Tensor(), rm, rv, true);
+  expect_close(again.output, first.output, 0);
+  expect_close(rm, rm0, 0);
+  expect_close(rv, rv0, 0);
+  EXPECT_EQ(rm.version(), rm_version);
+  EXPECT_EQ(rv.version(), rv_version);
+}
+
+// The update against statistics computed here by brute force from x, in float64, with
+// momentum 1 (the batch alone), 0 (the running value alone) and between.
+TEST_P(BatchNorm, UpdateStatsMatchesBruteForceWithUnbiasedVariance) {
+  const int64_t n = 5, c = 2, s = 3;
+  std::vector<double> xv = random_values(n * c * s, 61, -1, 4);
+  BatchNormResult r =
+      batch_norm(vec(xv, {n, c, s}, device()), Tensor(), Tensor(), Tensor(), Tensor(), true);
+  ChannelStats batch = channel_stats(xv, n, c, s);
+  for (double momentum : {0.0, 0.1, 1.0}) {
+    ChannelStats running{{0.5, -2.0}, {1.5, 3.0}};
+    Tensor rm = vec(running.mean, {c}, device()), rv = vec(running.var, {c}, device());
+    batch_norm_update_stats(rm, rv, r.save_mean, r.batch_var, momentum, n * s);
+    ChannelStats want = updated_running_stats(running, batch, momentum, n * s);
+    expect_close(rm, want.mean, 1e-12);
+    expect_close(rv, want.var, 1e-12);
+  }
+}
+
+TEST_P(BatchNorm, UpdateStatsErrors) {
+  Tensor c3 = zeros({3}, DType::Float32, device());
+  Tensor c4 = zeros({4}, DType::Float32, device());
+  expect_error<ShapeError>([&] { batch_norm_update_stats(c3, c3, c4, c3, 0.1, 8); },
+                           {"batch_norm_update_stats", "batch_mean is [4] float32", "[C]"});
+  expect_error<DTypeError>(
+      [&] { batch_norm_update_stats(c3, c3.to(DType::Float64), c3, c3, 0.1, 8); },
+      {"batch_norm_update_stats", "running_var is [3] float64"});
+  expect_error<DTypeError>(
+      [&] { batch_norm_update_stats(c3.to(DType::Int64), c3, c3, c3, 0.1, 8); },
+      {"batch_norm_update_stats", "running_mean", "floating"});
+  expect_error<ValueError>([&] { batch_norm_update_stats(c3, c3, c3, c3, 0.1, 1); },
+                           {"batch_norm_update_stats", "count is 1"});
+  expect_error<ValueError>([&] { batch_norm_update_stats(c3, Tensor(), c3, c3, 0.1, 8); },
+                           {"batch_norm_update_stats", "running_var is an undefined tensor"});
+}
+
 TEST_P(BatchNorm, StatisticsAreAccurateForALargeOffset) {
   // Values near 1000 with spread 1: a naive sum-of-squares variance in float32 would lose it.
   Shape shape{64, 2, 33};
   std::vector<double> xv = random_values(shape_numel(shape), 7, 999, 1001);
   BatchNormResult r = batch_norm(vec(xv, shape, device(), DType::Float32), Tensor(), Tensor(),
-                                 Tensor(), Tensor(), true, 0.1, 0.0);
+                                 Tensor(), Tensor(), true, 0.0);
   ChannelStats st = channel_stats(xv, 64, 2, 33);
   expect_close(r.save_mean, st.mean, 1e-4, 1e-6);
   expect_close(r.save_invstd, inverse_std(st.var, 0.0), 0, 1e-3);
@@ -154,7 +219,7 @@ TEST_P(BatchNorm, EvalUsesRunningStats) {
 
 TEST_P(BatchNorm, NonContiguousInputAndParams) {
   // x is a permuted view [N, C, H, W] of a [N, H, W, C] buffer (channels-last); weight is a
-  // strided slice, running stats strided views that must be updated in place.
+  // strided slice, running stats strided views that batch_norm_update_stats updates in place.
   const int64_t n = 3, c = 4, h = 2, w = 5;
   Tensor nhwc = random_tensor({n, h, w, c}, 21, DType::Float64, device());
   Tensor x = nhwc.permute({0, 3, 1, 2});
@@ -162,19 +227,17 @@ TEST_P(BatchNorm, NonContiguousInputAndParams) {
   Tensor weight = random_tensor({2 * c}, 22, DType::Float64, device()).slice(0, 0, 2 * c, 2);
   Tensor stats = Tensor::from_vector(std::vector<double>(size_t(2 * c), 1.0), {c, 2}).to(device());
   Tensor rm = stats.select(1, 0), rv = stats.select(1, 1);
-  BatchNormResult r = batch_norm(x, weight, Tensor(), rm, rv, true, 0.5);
+  BatchNormResult r = batch_norm(x, weight, Tensor(), rm, rv, true);
+  batch_norm_update_stats(rm, rv, r.save_mean, r.batch_var, 0.5, n * h * w);
   std::vector<double> xv = x.contiguous().to_vector<double>();
   ChannelStats st = channel_stats(xv, n, c, h * w);
   std::vector<double> zeros(size_t(c), 0.0);
   expect_close(r.output, normalise(xv, n, c, h * w, st, weight.to_vector<double>(), zeros, 1e-5),
                1e-12);
-  std::vector<double> new_rm, new_rv;
-  for (size_t k = 0; k < size_t(c); ++k) {
-    new_rm.push_back(0.5 + 0.5 * st.mean[k]);
-    new_rv.push_back(0.5 + 0.5 * st.var[k] * double(n * h * w) / double(n * h * w - 1));
-  }
-  expect_close(rm, new_rm, 1e-12);
-  expect_close(rv, new_rv, 1e-12);
+  ChannelStats ones{std::vector<double>(size_t(c), 1.0), std::vector<double>(size_t(c), 1.0)};
+  ChannelStats want = updated_running_stats(ones, st, 0.5, n * h * w);
+  expect_close(rm, want.mean, 1e-12);
+  expect_close(rv, want.var, 1e-12);
 }
 
 TEST_P(BatchNorm, EmptyAndSizeOneDims) {
@@ -189,7 +252,7 @@ TEST_P(BatchNorm, EmptyAndSizeOneDims) {
   EXPECT_EQ(no_channels.save_mean.shape(), (Shape{0}));
   // N = 1 with 2 spatial values per channel is a valid training batch.
   Tensor x = Tensor::from_vector(std::vector<double>{1, 3, 10, 20}, {1, 2, 2, 1}).to(device());
-  BatchNormResult r = batch_norm(x, Tensor(), Tensor(), Tensor(), Tensor(), true, 0.1, 0.0);
+  BatchNormResult r = batch_norm(x, Tensor(), Tensor(), Tensor(), Tensor(), true, 0.0);
   expect_close(r.output, {-1, 1, -1, 1}, 1e-12);
   expect_close(r.save_mean, {2, 15}, 1e-12);
 }
@@ -203,7 +266,7 @@ void check_batch_norm_backward(Device dev, bool training) {
                       rv = random_values(c, 36, 0.5, 2);
   auto run = [&](const std::vector<double>& x, const std::vector<double>& wt,
                  const std::vector<double>& bs) {
-    // Fresh running stats each time: the training forward updates them in place.
+    // Running stats are read in eval and ignored in training.
     return batch_norm(vec(x, shape, dev), vec(wt, {c}, dev), vec(bs, {c}, dev), vec(rm, {c}, dev),
                       vec(rv, {c}, dev), training);
   };

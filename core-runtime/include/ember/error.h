@@ -1,12 +1,19 @@
 // error.h — the typed errors every public entry throws. Messages name the op, every operand's
 // shape/dtype/device, what was expected and how to fix it.
+//
+// The Python package raises each as a subclass of the built-in exception named beside it, so that
+// `except ValueError:` or `except TypeError:` works as a Python user expects. The C++ hierarchy
+// follows Python's: IndexError is not a ValueError (Python's IndexError is a LookupError).
 #pragma once
 #include <stdexcept>
 #include <string>
 
+#include "ember/export.h"
+
 namespace ember {
 
-class Error : public std::runtime_error {
+// Python: RuntimeError. The base of every Ember error; catch it to catch them all.
+class EMBER_API Error : public std::runtime_error {
  public:
   Error(const std::string& op, const std::string& message)
       : std::runtime_error(op.empty() ? message : op + ": " + message), op_(op) {}
@@ -16,26 +23,33 @@ class Error : public std::runtime_error {
   std::string op_;
 };
 
-class ShapeError : public Error {
+// Python: ValueError. Incompatible shapes.
+class EMBER_API ShapeError : public Error {
   using Error::Error;
-};  // incompatible shapes
-class DTypeError : public Error {
+};
+// Python: TypeError. A wrong or unsupported dtype (as PyTorch and NumPy raise TypeError for one).
+class EMBER_API DTypeError : public Error {
   using Error::Error;
-};  // wrong or unsupported dtype
-class DeviceError : public Error {
+};
+// Python: RuntimeError. Mixed or unavailable devices, and a failed CUDA call or kernel fault.
+class EMBER_API DeviceError : public Error {
   using Error::Error;
-};  // mixed or unavailable devices
-class OutOfMemoryError : public Error {
+};
+// Python: MemoryError. The allocator's cap was reached or the device is full.
+class EMBER_API OutOfMemoryError : public Error {
   using Error::Error;
-};  // allocator cap or device full
-class NotSupportedError : public Error {
+};
+// Python: NotImplementedError. A valid request that is not implemented (for this device).
+class EMBER_API NotSupportedError : public Error {
   using Error::Error;
-};  // valid request not implemented
-class ValueError : public Error {
+};
+// Python: ValueError. A bad argument value.
+class EMBER_API ValueError : public Error {
   using Error::Error;
-};  // bad argument value
-class IndexError : public ValueError {
-  using ValueError::ValueError;
-};  // index out of range
+};
+// Python: IndexError. An index or dim out of range.
+class EMBER_API IndexError : public Error {
+  using Error::Error;
+};
 
 }  // namespace ember

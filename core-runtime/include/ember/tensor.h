@@ -56,6 +56,14 @@ class Tensor {
   const Storage& storage() const { return storage_; }
   bool shares_storage(const Tensor& other) const { return storage_ == other.storage_; }
 
+  // The storage's version counter (see storage.h), shared by every view: every in-place op,
+  // copy_ and fill_ bumps it; out-of-place ops leave their inputs' alone. Code that writes
+  // through data_ptr() itself calls bump_version() after.
+  int64_t version() const { return storage_ ? storage_->version() : 0; }
+  void bump_version() const {
+    if (storage_) storage_->bump_version();
+  }
+
   // Address of element 0 (storage start + offset). data<T>() checks that T matches dtype().
   void* data_ptr() const;
   template <class T> T* data() const {

@@ -1,7 +1,11 @@
-// storage.cpp — storage owns one allocator block and returns it when the last tensor lets go.
+// storage.cpp — storage owns one allocator block, or wraps external memory with its deleter, and
+// gives it back when the last tensor lets go.
 #include "ember/storage.h"
 
+#include <utility>
+
 #include "ember/allocator.h"
+#include "ember/backend.h"
 
 namespace ember {
 
@@ -10,8 +14,29 @@ StorageImpl::StorageImpl(size_t nbytes, Device device, const char* op)
   if (nbytes > 0) data_ = allocator_for(device).allocate(nbytes, op);
 }
 
+StorageImpl::StorageImpl(void* data, size_t nbytes, Device device, Deleter deleter)
+    : data_(data),
+      nbytes_(nbytes),
+      device_(device),
+      external_(true),
+      deleter_(std::move(deleter)) {}
+
 StorageImpl::~StorageImpl() {
-  if (data_) allocator_for(device_).deallocate(data_);
+  if (!external_) {
+    if (data_) allocator_for(device_).deallocate(data_);
+    return;
+  }
+  if (!deleter_) return;
+  // Ember's kernels run asynchronously on an accelerator, and the owner may reuse the memory as
+  // soon as it has it back: wait for the work queued on it first. (Own blocks need no wait: the
+  // caching allocator hands them only to later work on the same stream.)
+  if (!device_.is_cpu()) {
+    try {
+      backend_for(device_, "free external memory").synchronize(device_.index);
+    } catch (...) {  // a destructor must not throw; a failed device cannot use the memory anyway
+    }
+  }
+  deleter_(data_);
 }
 
 }  // namespace ember

@@ -79,6 +79,7 @@ Tensor& Tensor::copy_(const Tensor& src) {
   if (!fits)
     throw ShapeError("copy_", "src " + src.str() + " cannot be broadcast to dst " + str() +
                                   "; src must broadcast to dst's shape");
+  bump_version();
   if (numel() == 0) return *this;
   if (src.device() == device()) {
     Tensor expanded = src.expand(shape_);
@@ -102,6 +103,7 @@ Tensor& Tensor::copy_(const Tensor& src) {
 }
 
 Tensor& Tensor::fill_(double value) {
+  bump_version();
   if (numel() > 0) fill_kernel(device())(*this, value);
   return *this;
 }

@@ -55,8 +55,8 @@ template <class T> const T* data_or_null(const Tensor& t) {
 
 // ---- batch norm: x [N, C, S] ----
 
-void batch_norm_stats(const Tensor& x, double momentum, double eps, Tensor& save_mean,
-                      Tensor& save_invstd, const Tensor& running_mean, const Tensor& running_var) {
+void batch_norm_stats(const Tensor& x, double eps, Tensor& save_mean, Tensor& save_invstd,
+                      Tensor& batch_var) {
   dispatch_floating(x.dtype(), "batch_norm", [&](auto tag) {
     using T = typename decltype(tag)::type;
     using Acc = compute_t<T>;
@@ -64,25 +64,35 @@ void batch_norm_stats(const Tensor& x, double momentum, double eps, Tensor& save
     const T* px = x.data<T>();
     Acc* mean = save_mean.data<Acc>();
     Acc* invstd = save_invstd.data<Acc>();
-    T* rmean = running_mean.defined() ? running_mean.data<T>() : nullptr;
-    T* rvar = running_var.defined() ? running_var.data<T>() : nullptr;
-    const int64_t rmean_stride = rmean ? running_mean.stride(0) : 0;
-    const int64_t rvar_stride = rvar ? running_var.stride(0) : 0;
-    const Acc keep = Acc(1 - momentum), take = Acc(momentum);
+    Acc* var = batch_var.data<Acc>();
     parallel_for(c, n * s, [&](int64_t c0, int64_t c1) {
       for (int64_t ch = c0; ch < c1; ++ch) {
         MeanM2<Acc> st;
         for (int64_t i = 0; i < n; ++i) accumulate(st, px + (i * c + ch) * s, s);
         mean[ch] = st.mean;
-        invstd[ch] = Acc(1) / std::sqrt(st.m2 / st.n + Acc(eps));
-        if (rmean) {
-          T& rm = rmean[ch * rmean_stride];
-          T& rv = rvar[ch * rvar_stride];
-          rm = T(keep * Acc(rm) + take * st.mean);
-          rv = T(keep * Acc(rv) + take * (st.m2 / (st.n - 1)));  // unbiased, as PyTorch
-        }
+        var[ch] = st.m2 / st.n;
+        invstd[ch] = Acc(1) / std::sqrt(var[ch] + Acc(eps));
       }
     });
+  });
+}
+
+void batch_norm_update_stats(const Tensor& batch_mean, const Tensor& batch_var, double momentum,
+                             double unbias, const Tensor& running_mean, const Tensor& running_var) {
+  dispatch_floating(running_mean.dtype(), "batch_norm_update_stats", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using Acc = compute_t<T>;
+    const Acc* mean = batch_mean.data<Acc>();
+    const Acc* var = batch_var.data<Acc>();
+    T* rmean = running_mean.data<T>();
+    T* rvar = running_var.data<T>();
+    const Acc keep = Acc(1 - momentum), take = Acc(momentum);
+    for (int64_t ch = 0; ch < running_mean.size(0); ++ch) {
+      T& rm = rmean[ch * running_mean.stride(0)];
+      T& rv = rvar[ch * running_var.stride(0)];
+      rm = T(keep * Acc(rm) + take * mean[ch]);
+      rv = T(keep * Acc(rv) + take * var[ch] * Acc(unbias));
+    }
   });
 }
 
@@ -320,6 +330,7 @@ void dropout_apply(const Tensor& x, const Tensor& mask, double scale, Tensor& ou
 
 void register_normalization() {
   batch_norm_stats_kernel.set(DeviceType::CPU, batch_norm_stats);
+  batch_norm_update_stats_kernel.set(DeviceType::CPU, batch_norm_update_stats);
   batch_norm_eval_stats_kernel.set(DeviceType::CPU, batch_norm_eval_stats);
   batch_norm_apply_kernel.set(DeviceType::CPU, batch_norm_apply);
   batch_norm_backward_reduce_kernel.set(DeviceType::CPU, batch_norm_backward_reduce);

@@ -22,7 +22,7 @@ namespace {
     throw OutOfMemoryError(op, "cuBLAS could not allocate GPU memory: " + what);
   if (status == CUBLAS_STATUS_NOT_SUPPORTED || status == CUBLAS_STATUS_ARCH_MISMATCH)
     throw NotSupportedError(op, "cuBLAS does not support this on this GPU: " + what);
-  throw Error(op, "cuBLAS error " + what);
+  throw DeviceError(op, "cuBLAS error " + what);
 }
 
 #define EMBER_CUBLAS_CHECK(expr, op)                         \

@@ -26,7 +26,7 @@ namespace ember::cuda {
           ". Kernels run asynchronously, so an earlier op may have caused this: rerun with "
           "EMBER_CUDA_SYNC=1 to name it";
   }
-  throw Error(op, "CUDA error " + what + hint);
+  throw DeviceError(op, "CUDA error " + what + hint);
 }
 
 void check_launch(const char* op, const Tensor* const* operands, size_t count) {

@@ -23,7 +23,7 @@
 namespace ember::cuda {
 
 // Throws the Ember error for a failed CUDA call: OutOfMemoryError for cudaErrorMemoryAllocation,
-// Error otherwise, naming `op`, the call that failed and CUDA's own description.
+// DeviceError otherwise, naming `op`, the call that failed and CUDA's own description.
 [[noreturn]] void throw_cuda_error(cudaError_t err, const char* op, const char* call);
 
 // EMBER_CUDA_CHECK(cudaMemcpyAsync(...), "copy_") — throws unless the call returned cudaSuccess.

@@ -89,11 +89,10 @@ template <class F> void with_index_type(int64_t n, F&& fn) {
 
 // ---- batch norm: x [N, C, S] ----
 
-// Block ch: the statistics of channel ch over its N * S values, then the running-stat update.
+// Block ch: the statistics of channel ch over its N * S values.
 template <class T, class Acc, class Index>
 __global__ void __launch_bounds__(kChannelThreads)
-    bn_stats(const T* x, Index n, Index c, Index s, Acc momentum, Acc eps, Acc* mean, Acc* invstd,
-             T* rmean, int64_t rmean_stride, T* rvar, int64_t rvar_stride) {
+    bn_stats(const T* x, Index n, Index c, Index s, Acc eps, Acc* mean, Acc* invstd, Acc* var) {
   const Index ch = blockIdx.x;
   MeanM2<Acc> st;
   for (Index m = threadIdx.x; m < n * s; m += blockDim.x) {
@@ -103,32 +102,54 @@ __global__ void __launch_bounds__(kChannelThreads)
   st = block_combine(st);
   if (threadIdx.x != 0) return;
   mean[ch] = st.mean;
-  invstd[ch] = Acc(1) / sqrt(st.m2 / st.n + eps);
-  if (rmean) {
-    T& rm = rmean[ch * rmean_stride];
-    T& rv = rvar[ch * rvar_stride];
-    rm = T((Acc(1) - momentum) * Acc(rm) + momentum * st.mean);
-    rv = T((Acc(1) - momentum) * Acc(rv) + momentum * (st.m2 / (st.n - 1)));  // unbiased
-  }
+  var[ch] = st.m2 / st.n;
+  invstd[ch] = Acc(1) / sqrt(var[ch] + eps);
 }
 
-void batch_norm_stats(const Tensor& x, double momentum, double eps, Tensor& save_mean,
-                      Tensor& save_invstd, const Tensor& running_mean, const Tensor& running_var) {
+void batch_norm_stats(const Tensor& x, double eps, Tensor& save_mean, Tensor& save_invstd,
+                      Tensor& batch_var) {
   DeviceGuard guard(x.device());
   dispatch_floating(x.dtype(), "batch_norm", [&](auto tag) {
     using T = typename decltype(tag)::type;
     using Acc = compute_t<T>;
-    T* rmean = running_mean.defined() ? running_mean.data<T>() : nullptr;
-    T* rvar = running_var.defined() ? running_var.data<T>() : nullptr;
     with_index_type(x.numel(), [&](auto index) {
       using Index = decltype(index);
       bn_stats<T, Acc, Index><<<unsigned(x.size(1)), kChannelThreads, 0, stream(x.device())>>>(
-          x.data<T>(), Index(x.size(0)), Index(x.size(1)), Index(x.size(2)), Acc(momentum),
-          Acc(eps), save_mean.data<Acc>(), save_invstd.data<Acc>(), rmean,
-          rmean ? running_mean.stride(0) : 0, rvar, rvar ? running_var.stride(0) : 0);
+          x.data<T>(), Index(x.size(0)), Index(x.size(1)), Index(x.size(2)), Acc(eps),
+          save_mean.data<Acc>(), save_invstd.data<Acc>(), batch_var.data<Acc>());
     });
   });
   check_launch("batch_norm", {&x, &save_mean});
+}
+
+// Thread ch: channel ch's running statistics, updated in place.
+template <class T, class Acc>
+__global__ void bn_update_stats(const Acc* mean, const Acc* var, int64_t c, Acc momentum,
+                                Acc unbias, T* rmean, int64_t rmean_stride, T* rvar,
+                                int64_t rvar_stride) {
+  const int64_t ch = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (ch >= c) return;
+  T& rm = rmean[ch * rmean_stride];
+  T& rv = rvar[ch * rvar_stride];
+  rm = T((Acc(1) - momentum) * Acc(rm) + momentum * mean[ch]);
+  rv = T((Acc(1) - momentum) * Acc(rv) + momentum * var[ch] * unbias);
+}
+
+void batch_norm_update_stats(const Tensor& batch_mean, const Tensor& batch_var, double momentum,
+                             double unbias, const Tensor& running_mean, const Tensor& running_var) {
+  DeviceGuard guard(running_mean.device());
+  const int64_t c = running_mean.size(0);
+  dispatch_floating(running_mean.dtype(), "batch_norm_update_stats", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using Acc = compute_t<T>;
+    bn_update_stats<T, Acc>
+        <<<unsigned((c + kMapThreads - 1) / kMapThreads), kMapThreads, 0,
+           stream(running_mean.device())>>>(batch_mean.data<Acc>(), batch_var.data<Acc>(), c,
+                                            Acc(momentum), Acc(unbias), running_mean.data<T>(),
+                                            running_mean.stride(0), running_var.data<T>(),
+                                            running_var.stride(0));
+  });
+  check_launch("batch_norm_update_stats", {&running_mean, &running_var});
 }
 
 template <class T, class Acc>
@@ -420,6 +441,7 @@ void dropout_apply(const Tensor& x, const Tensor& mask, double scale, Tensor& ou
 
 void register_normalization() {
   batch_norm_stats_kernel.set(DeviceType::CUDA, batch_norm_stats);
+  batch_norm_update_stats_kernel.set(DeviceType::CUDA, batch_norm_update_stats);
   batch_norm_eval_stats_kernel.set(DeviceType::CUDA, batch_norm_eval_stats);
   batch_norm_apply_kernel.set(DeviceType::CUDA, batch_norm_apply);
   batch_norm_backward_reduce_kernel.set(DeviceType::CUDA, batch_norm_backward_reduce);

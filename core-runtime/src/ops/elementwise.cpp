@@ -237,6 +237,7 @@ const Tensor& binary_inplace(BinaryOp op, const Tensor& self, const Tensor& othe
   // The kernel reads element i of both operands before writing element i of out, so out may be
   // self itself, but not another view of self's memory: copy such an `other` first.
   Tensor safe_other = other.shares_storage(self) && !same_view(other, self) ? other.clone() : other;
+  self.bump_version();
   if (t == self.dtype()) {
     Tensor out = self;
     run_binary(op, self, safe_other, out);

@@ -103,6 +103,7 @@ Tensor& index_add_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& sr
                              "; expected a 1-D index and src of shape " + shape_str(want) +
                              " (x's shape with index's length at dim " + str(d) + ")");
   check_range(op, idx, x.size(d), "dim " + str(d) + " of x (" + describe(x) + ")");
+  x.bump_version();
   add_slices(x, d, idx.view({idx.numel()}), src);
   return x;
 }
@@ -193,6 +194,7 @@ Tensor& scatter_add_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& 
   const int64_t d = wrap_dim(dim, x.dim(), op);
   check_index_fits(op, x, index, &src, d);
   check_range(op, idx, x.size(d), "dim " + str(d) + " of x (" + describe(x) + ")");
+  x.bump_version();
   if (idx.numel() > 0) scatter_add_kernel(x.device())(x, d, idx, src);
   return x;
 }

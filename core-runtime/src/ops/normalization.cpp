@@ -72,7 +72,7 @@ void check_batch_norm_input(const char* op, const Tensor& x) {
 
 BatchNormResult batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias,
                            const Tensor& running_mean, const Tensor& running_var, bool training,
-                           double momentum, double eps) {
+                           double eps) {
   const char* op = "batch_norm";
   check_batch_norm_input(op, x);
   const int64_t c = x.size(1);
@@ -100,16 +100,42 @@ BatchNormResult batch_norm(const Tensor& x, const Tensor& weight, const Tensor& 
   Tensor y3 = Tensor::empty(x3.shape(), x.dtype(), x.device());
   Tensor mean = Tensor::empty(channels, compute_dtype(x.dtype()), x.device());
   Tensor invstd = Tensor::empty(channels, compute_dtype(x.dtype()), x.device());
+  Tensor var = training ? Tensor::empty(channels, compute_dtype(x.dtype()), x.device()) : Tensor();
   Tensor w = weight.defined() ? weight.contiguous() : Tensor();
   Tensor b = bias.defined() ? bias.contiguous() : Tensor();
   if (c > 0) {
-    if (training)
-      batch_norm_stats_kernel(x.device())(x3, momentum, eps, mean, invstd, running_mean,
-                                          running_var);
+    if (training) batch_norm_stats_kernel(x.device())(x3, eps, mean, invstd, var);
     else batch_norm_eval_stats_kernel(x.device())(running_mean, running_var, eps, mean, invstd);
   }
   if (x.numel() > 0) batch_norm_apply_kernel(x.device())(x3, mean, invstd, w, b, y3);
-  return {y3.view(x.shape()), mean, invstd};
+  return {y3.view(x.shape()), mean, invstd, var};
+}
+
+void batch_norm_update_stats(const Tensor& running_mean, const Tensor& running_var,
+                             const Tensor& batch_mean, const Tensor& batch_var, double momentum,
+                             int64_t count) {
+  const char* op = "batch_norm_update_stats";
+  const auto all = {Named{"running_mean", running_mean}, Named{"running_var", running_var},
+                    Named{"batch_mean", batch_mean}, Named{"batch_var", batch_var}};
+  check_same_device(op, all);
+  check_floating(op, all);
+  check_same_dtype(op, {{"running_mean", running_mean}, {"running_var", running_var}});
+  const Shape channels = running_mean.shape();
+  for (const Named& t : all)
+    if (t.tensor.dim() != 1 || t.tensor.shape() != channels)
+      throw ShapeError(op, operands(all) + "; all four must be [C], one value per channel");
+  if (count <= 1)
+    throw ValueError(op, "count is " + str(count) +
+                             "; the unbiased variance needs more than 1 value per channel");
+  // The batch statistics in the compute dtype, as batch_norm returns them (a no-op then).
+  const DType acc = compute_dtype(running_mean.dtype());
+  Tensor mean = batch_mean.to(acc).contiguous(), var = batch_var.to(acc).contiguous();
+  running_mean.bump_version();
+  running_var.bump_version();
+  if (channels[0] > 0)
+    batch_norm_update_stats_kernel(running_mean.device())(mean, var, momentum,
+                                                          double(count) / double(count - 1),
+                                                          running_mean, running_var);
 }
 
 NormGrads batch_norm_backward(const Tensor& grad_out, const Tensor& x, const Tensor& weight,

@@ -46,11 +46,16 @@ template <class Acc> struct MeanM2 {
 };
 
 // ---- batch norm ----
-// Training statistics per channel: save_mean, save_invstd [C] from x [N, C, S]; running_mean and
-// running_var ([C], any stride, x's dtype, or both undefined) are updated in place.
-EMBER_KERNEL(batch_norm_stats_kernel,
-             void(const Tensor& x, double momentum, double eps, Tensor& save_mean,
-                  Tensor& save_invstd, const Tensor& running_mean, const Tensor& running_var));
+// Training statistics per channel of x [N, C, S]: save_mean, save_invstd and batch_var (the
+// biased variance), all [C].
+EMBER_KERNEL(batch_norm_stats_kernel, void(const Tensor& x, double eps, Tensor& save_mean,
+                                           Tensor& save_invstd, Tensor& batch_var));
+// In place, per channel: running_mean = (1 - momentum) * running_mean + momentum * batch_mean,
+// running_var = (1 - momentum) * running_var + momentum * batch_var * unbias. running_mean,
+// running_var: [C] of one dtype, any stride; batch_mean, batch_var: [C] in its compute dtype.
+EMBER_KERNEL(batch_norm_update_stats_kernel,
+             void(const Tensor& batch_mean, const Tensor& batch_var, double momentum, double unbias,
+                  const Tensor& running_mean, const Tensor& running_var));
 // Eval statistics: save_mean = running_mean, save_invstd = 1 / sqrt(running_var + eps), all [C].
 EMBER_KERNEL(batch_norm_eval_stats_kernel,
              void(const Tensor& running_mean, const Tensor& running_var, double eps,

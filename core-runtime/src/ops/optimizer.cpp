@@ -54,8 +54,8 @@ void check_lists(const char* op, const std::vector<NamedList>& lists) {
 }
 
 // Runs kernel once per (device, dtype) group of parameters. Kernels take contiguous tensors:
-// a non-contiguous one is replaced by a contiguous copy, written back afterwards (except grads,
-// which are only read).
+// a non-contiguous one is replaced by a contiguous copy, written back afterwards. Every list but
+// grads (lists[1], only read) is updated in place, so its tensors' versions are bumped.
 template <class Hyper>
 void run_grouped(const Kernel<void(const std::vector<TensorList>&, const Hyper&)>& kernel,
                  const std::vector<NamedList>& lists, const Hyper& h) {
@@ -74,6 +74,7 @@ void run_grouped(const Kernel<void(const std::vector<TensorList>&, const Hyper&)
       if (k == 1) continue;
       for (size_t j = 0; j < work[k].size(); ++j) {
         Tensor original = lists[k].tensors[members[j]];
+        original.bump_version();
         if (!work[k][j].shares_storage(original)) original.copy_(work[k][j]);
       }
     }

@@ -14,19 +14,32 @@ struct BatchNormResult {
   Tensor output;       // x's shape and dtype
   Tensor save_mean;    // [C] the mean used to normalise
   Tensor save_invstd;  // [C] 1 / sqrt(var + eps) used to normalise
+  Tensor batch_var;    // [C] training: the batch's biased variance (for batch_norm_update_stats);
+                       // undefined in eval
 };
 
 // x: [N, C, *] normalised per channel c over N and every trailing dim (M = N * prod(*) values);
 // weight, bias, running_mean, running_var: [C] of x's dtype, each optional (undefined Tensor).
-//   training: mean/var from the batch (biased var normalises); running stats, when given, are
-//             updated in place as in PyTorch: r = (1 - momentum) * r + momentum * batch_stat, with
-//             the unbiased variance (var * M / (M - 1)) for running_var. Needs M > 1.
+//   training: mean/var from the batch (biased var normalises). Needs M > 1. The running
+//             statistics are neither read nor written: the forward is a pure function of its
+//             inputs, so recomputing it (checkpointing) changes nothing. Update them with
+//             batch_norm_update_stats(running_mean, running_var, r.save_mean, r.batch_var, ...).
 //   eval:     normalises with running_mean/running_var (both required); save_mean/save_invstd are
 //             then running_mean and 1 / sqrt(running_var + eps), so backward works in both modes.
 // y = (x - mean) * invstd * weight + bias.
 BatchNormResult batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias,
                            const Tensor& running_mean, const Tensor& running_var, bool training,
-                           double momentum = 0.1, double eps = 1e-5);
+                           double eps = 1e-5);
+
+// The running statistics' update of a training step, in place, as PyTorch's BatchNorm does it:
+//   running_mean = (1 - momentum) * running_mean + momentum * batch_mean
+//   running_var  = (1 - momentum) * running_var  + momentum * batch_var * count / (count - 1)
+// i.e. with the unbiased variance. batch_mean, batch_var: [C] floating, as batch_norm returns
+// them (save_mean, batch_var); count: the values per channel the batch had (M, > 1);
+// running_mean, running_var: [C] of one floating dtype, any strides, on the batch's device.
+void batch_norm_update_stats(const Tensor& running_mean, const Tensor& running_var,
+                             const Tensor& batch_mean, const Tensor& batch_var, double momentum,
+                             int64_t count);
 
 struct NormGrads {
   Tensor grad_input;   // x's shape and dtype
