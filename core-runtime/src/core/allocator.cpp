@@ -25,9 +25,7 @@ std::string human_bytes(int64_t b) {
   else os << b << " B";
   return os.str();
 }
-}  // namespace
 
-namespace {
 struct Unit {
   const char* name;
   int64_t scale;
