@@ -7,7 +7,7 @@ packages=(
   cmake ninja-build g++ ccache            # build
   git python3 python3-venv python3-dev    # nox and its virtualenvs; Python.h for python-bindings
   libopenblas-dev                         # a real, multithreaded BLAS for CPU matmul/conv
-  libgtest-dev                            # C++ tests
+  libgtest-dev libgmock-dev               # C++ tests (gmock: the bad-input suite's matchers)
   clang-format                            # lint
   valgrind                                # instruction-count benchmarks (callgrind)
 )

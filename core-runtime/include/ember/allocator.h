@@ -67,7 +67,9 @@ void reset_peak_memory(Device device = Device());
 void set_memory_limit(int64_t bytes, Device device = Device());
 void empty_cache(Device device = Device());
 
-// Parses "2GiB", "512MiB", "1.5GB", "1000000" into bytes; throws ValueError otherwise.
-int64_t parse_bytes(const std::string& text);
+// Parses "2GiB", "512MiB", "1.5 GB", "1000000" into bytes: digits, an optional fraction, an
+// optional unit (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB). Anything else, or more than 2^63 - 1
+// bytes, throws ValueError naming `source` (the variable or option the text came from).
+int64_t parse_bytes(const std::string& text, const char* source = "parse_bytes");
 
 }  // namespace ember

@@ -33,6 +33,12 @@ inline bool is_integral(DType t, bool include_bool = false) {
   return (t >= DType::UInt8 && t <= DType::Int64) || (include_bool && t == DType::Bool);
 }
 
+// Whether `value` converts to dtype without overflow (PyTorch's checked scalar conversion): an
+// integer dtype needs a finite value whose truncation toward zero it holds (300 does not fit
+// uint8, NaN fits no integer dtype); a floating dtype takes NaN, the infinities and finite values
+// up to its largest magnitude (1e5 does not fit float16); bool takes any value (non-zero: true).
+bool dtype_holds(DType dtype, double value);
+
 // Result type of a binary op on operands of these types (PyTorch's rules for tensors:
 // bool < integers < floats; uint8 with a signed int widens; float16 with bfloat16 gives float32).
 DType promote_types(DType a, DType b);

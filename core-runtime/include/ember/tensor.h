@@ -30,10 +30,13 @@ struct Slice {
 class Tensor {
  public:
   Tensor() = default;  // an undefined tensor (defined() is false)
+  // A view of `storage`: throws (see as_strided) unless every element it reaches lies inside it.
   Tensor(Storage storage, Shape shape, Strides strides, int64_t offset, DType dtype);
 
-  // Uninitialised contiguous tensor.
-  static Tensor empty(const Shape& shape, DType dtype = DType::Float32, Device device = Device());
+  // Uninitialised contiguous tensor. `op` is the op named in errors: a negative size
+  // (ValueError), a size that overflows (ShapeError), a missing device, an out-of-memory.
+  static Tensor empty(const Shape& shape, DType dtype = DType::Float32, Device device = Device(),
+                      const char* op = "empty");
   // A tensor holding `values` (row-major) with the dtype of T; numel(shape) must equal
   // values.size().
   template <class T>
@@ -72,7 +75,10 @@ class Tensor {
   }
 
   // ---- views (no copy) ----
-  Tensor as_strided(const Shape& shape, const Strides& strides, int64_t offset) const;
+  // Throws, naming `op`, unless sizes, strides and offset are >= 0 (Ember has no negative
+  // strides) and the last element reached lies inside the storage (ShapeError).
+  Tensor as_strided(const Shape& shape, const Strides& strides, int64_t offset,
+                    const char* op = "as_strided") const;
   Tensor view(const Shape& shape) const;     // throws ShapeError if strides forbid a view
   Tensor reshape(const Shape& shape) const;  // a view when possible, else a contiguous copy
   Tensor transpose(int64_t dim0, int64_t dim1) const;
@@ -97,7 +103,7 @@ class Tensor {
   Tensor to(DType dtype) const;
   Tensor to(Device device, DType dtype) const;
   Tensor& copy_(const Tensor& src);  // src broadcast to this shape, cast, any devices
-  Tensor& fill_(double value);
+  Tensor& fill_(double value);       // ValueError when dtype cannot hold value (see dtype_holds)
   Tensor& zero_() { return fill_(0.0); }
 
   // The single element of a 1-element tensor, converted to T (synchronises on CUDA).
@@ -110,6 +116,8 @@ class Tensor {
 
  private:
   void check_dtype_access(DType requested) const;
+  void check_layout(const char* op) const;
+  int64_t wrap(int64_t d, const char* op) const;  // wrap_dim naming this tensor in the error
   Storage storage_;
   Shape shape_;
   Strides strides_;

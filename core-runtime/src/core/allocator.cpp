@@ -4,14 +4,18 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 #include <sstream>
 
+#include "core/parse.h"
 #include "ember/backend.h"
 #include "ember/error.h"
 
 namespace ember {
 
 namespace {
+constexpr size_t kLargestRequest = size_t(1) << 62;
+
 std::string human_bytes(int64_t b) {
   std::ostringstream os;
   os.precision(3);
@@ -21,36 +25,70 @@ std::string human_bytes(int64_t b) {
   else os << b << " B";
   return os.str();
 }
+
+struct Unit {
+  const char* name;
+  int64_t scale;
+};
+constexpr Unit kUnits[] = {{"", 1},
+                           {"B", 1},
+                           {"KB", 1000},
+                           {"MB", 1000 * 1000},
+                           {"GB", 1000 * 1000 * 1000},
+                           {"TB", int64_t(1000) * 1000 * 1000 * 1000},
+                           {"KiB", int64_t(1) << 10},
+                           {"MiB", int64_t(1) << 20},
+                           {"GiB", int64_t(1) << 30},
+                           {"TiB", int64_t(1) << 40}};
+
+std::optional<int64_t> unit_scale(const std::string& unit) {
+  for (const Unit& u : kUnits)
+    if (unit == u.name) return u.scale;
+  return std::nullopt;
+}
+
+// whole.fraction * scale in bytes, rounded; nullopt when it does not fit int64.
+std::optional<int64_t> scaled_bytes(int64_t whole, const std::string& fraction, int64_t scale) {
+  int64_t bytes = 0;
+  if (__builtin_mul_overflow(whole, scale, &bytes)) return std::nullopt;
+  if (fraction.empty()) return bytes;
+  // A fraction of one unit is below 2^40 bytes: long double rounds it exactly enough.
+  const long double part = std::stold("0." + fraction) * static_cast<long double>(scale);
+  if (__builtin_add_overflow(bytes, std::llround(part), &bytes)) return std::nullopt;
+  return bytes;
+}
 }  // namespace
 
-int64_t parse_bytes(const std::string& text) {
-  size_t i = 0;
-  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.'))
-    ++i;
-  std::string num = text.substr(0, i), unit = text.substr(i);
-  while (!unit.empty() && unit.front() == ' ') unit.erase(unit.begin());
-  static const std::pair<const char*, double> units[] = {{"", 1},
-                                                         {"B", 1},
-                                                         {"KB", 1e3},
-                                                         {"MB", 1e6},
-                                                         {"GB", 1e9},
-                                                         {"TB", 1e12},
-                                                         {"KiB", 1024.0},
-                                                         {"MiB", 1048576.0},
-                                                         {"GiB", 1073741824.0},
-                                                         {"TiB", 1099511627776.0}};
-  if (!num.empty()) {
-    for (const auto& [name, scale] : units) {
-      if (unit == name) return int64_t(std::llround(std::atof(num.c_str()) * scale));
-    }
+int64_t parse_bytes(const std::string& text, const char* source) {
+  const std::string forms =
+      "; expected digits, an optional fraction and an optional unit (B, KB, MB, GB, TB, KiB, MiB, "
+      "GiB, TiB), e.g. '2GiB', '512MiB', '1.5GB' or '1000000'";
+  size_t digits_end = 0;
+  while (digits_end < text.size() && std::isdigit(static_cast<unsigned char>(text[digits_end])))
+    ++digits_end;
+  size_t fraction_end = digits_end;
+  if (fraction_end < text.size() && text[fraction_end] == '.') {
+    ++fraction_end;
+    while (fraction_end < text.size() &&
+           std::isdigit(static_cast<unsigned char>(text[fraction_end])))
+      ++fraction_end;
   }
-  throw ValueError("memory limit", "cannot parse '" + text +
-                                       "' as a size; expected e.g. '2GiB', '512MiB', '1.5GB' "
-                                       "or a number of bytes");
+  const std::optional<int64_t> whole = parse_decimal(text.substr(0, digits_end));
+  const std::string fraction =
+      fraction_end > digits_end ? text.substr(digits_end + 1, fraction_end - digits_end - 1) : "";
+  size_t unit_begin = fraction_end;
+  while (unit_begin < text.size() && text[unit_begin] == ' ') ++unit_begin;  // "1.5 MB"
+  const std::optional<int64_t> scale = unit_scale(text.substr(unit_begin));
+  if (digits_end == 0 || !scale || (fraction_end > digits_end && fraction.empty()))
+    throw ValueError(source, "cannot parse '" + text + "' as a size" + forms);
+  const std::optional<int64_t> bytes = whole ? scaled_bytes(*whole, fraction, *scale) : whole;
+  if (!bytes) throw ValueError(source, "'" + text + "' is more than 2^63 - 1 bytes" + forms);
+  return *bytes;
 }
 
 CachingAllocator::CachingAllocator(Device device, RawAllocator* raw) : device_(device), raw_(raw) {
-  if (const char* env = std::getenv("EMBER_MEMORY_LIMIT")) stats_.limit = parse_bytes(env);
+  if (const char* env = std::getenv("EMBER_MEMORY_LIMIT"))
+    stats_.limit = parse_bytes(env, "EMBER_MEMORY_LIMIT");
 }
 
 CachingAllocator::~CachingAllocator() {
@@ -70,7 +108,6 @@ size_t CachingAllocator::round_size(size_t nbytes) {
 }
 
 void* CachingAllocator::allocate(size_t nbytes, const char* op) {
-  size_t size = round_size(nbytes);
   std::lock_guard<std::mutex> lock(mutex_);
   auto fail = [&](const std::string& why) -> void* {
     throw OutOfMemoryError(op, "cannot allocate " + human_bytes(int64_t(nbytes)) + " on " +
@@ -82,6 +119,10 @@ void* CachingAllocator::allocate(size_t nbytes, const char* op) {
                                    ". Reduce the batch size, free tensors, or raise the cap "
                                    "(EMBER_MEMORY_LIMIT / set_memory_limit)");
   };
+  // No device holds 2^62 bytes; refusing more up front also keeps round_size and the byte counts
+  // below far from overflowing.
+  if (nbytes > kLargestRequest) return fail("more than any device holds");
+  size_t size = round_size(nbytes);
   if (stats_.limit && stats_.in_use + int64_t(size) > stats_.limit) return fail("over the cap");
 
   void* ptr = nullptr;

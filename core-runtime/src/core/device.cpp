@@ -1,9 +1,11 @@
 // device.cpp — parsing and printing devices; the backend registry.
 #include "ember/device.h"
 
-#include <cstdlib>
+#include <climits>
+#include <optional>
 #include <string>
 
+#include "core/parse.h"
 #include "dispatch.h"
 #include "ember/backend.h"
 #include "ember/error.h"
@@ -27,12 +29,13 @@ Device::Device(const char* spec) {
   }
   index = 0;
   if (s.find(':') != std::string::npos) {
-    std::string num = s.substr(s.find(':') + 1);
-    char* end = nullptr;
-    long v = std::strtol(num.c_str(), &end, 10);
-    if (num.empty() || *end != '\0' || v < 0)
-      throw ValueError("device", "bad device index in '" + s + "'; expected e.g. 'cuda:0'");
-    index = int(v);
+    std::optional<int64_t> v = parse_decimal(s.substr(s.find(':') + 1), INT_MAX);
+    if (!v)
+      throw ValueError("device", "bad device index in '" + s +
+                                     "'; expected 'cpu', 'cuda' or 'cuda:N' with N digits from 0 "
+                                     "to " +
+                                     std::to_string(INT_MAX) + ", e.g. 'cuda:0'");
+    index = int(*v);
   }
 }
 

@@ -1,6 +1,9 @@
 // dtype.cpp — sizes, names and type promotion.
 #include "ember/dtype.h"
 
+#include <cfloat>
+#include <cmath>
+
 #include "ember/error.h"
 
 namespace ember {
@@ -28,6 +31,29 @@ DType dtype_from_name(const std::string& name) {
   throw ValueError("dtype", "unknown dtype '" + name +
                                 "'; expected one of bool, uint8, int8, int16, int32, int64, "
                                 "float16, bfloat16, float32, float64");
+}
+
+bool dtype_holds(DType dtype, double value) {
+  // Per dtype the finite values it holds: [lowest, highest] for floating dtypes, and for integer
+  // dtypes [lowest, bound) with bound = max + 1, a power of two that a double holds exactly.
+  struct Range {
+    double lowest, bound;
+  };
+  static constexpr Range ranges[kNumDTypes] = {{0, 0},                     // bool: any value
+                                               {0, 0x1p8},                 // uint8
+                                               {-0x1p7, 0x1p7},            // int8
+                                               {-0x1p15, 0x1p15},          // int16
+                                               {-0x1p31, 0x1p31},          // int32
+                                               {-0x1p63, 0x1p63},          // int64
+                                               {-65504.0, 65504.0},        // float16
+                                               {-0x1.fep127, 0x1.fep127},  // bfloat16
+                                               {-FLT_MAX, FLT_MAX},        // float32
+                                               {-DBL_MAX, DBL_MAX}};       // float64
+  const Range r = ranges[int(dtype)];
+  if (dtype == DType::Bool) return true;
+  if (is_floating(dtype)) return !std::isfinite(value) || (value >= r.lowest && value <= r.bound);
+  const double truncated = std::trunc(value);  // NaN and the infinities fail both comparisons
+  return truncated >= r.lowest && truncated < r.bound;
 }
 
 DType promote_types(DType a, DType b) {

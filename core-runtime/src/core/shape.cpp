@@ -7,10 +7,70 @@
 
 namespace ember {
 
-int64_t shape_numel(const Shape& shape) {
+namespace {
+[[noreturn]] void throw_overflow(const char* op, const std::string& what) {
+  throw ShapeError(op, what + " overflows int64 (more than 2^63 - 1); use smaller sizes");
+}
+
+void check_sizes(const Shape& shape, const char* op) {
+  for (int64_t s : shape)
+    if (s < 0)
+      throw ValueError(op,
+                       "shape " + shape_str(shape) + " has a negative size; sizes must be >= 0");
+}
+}  // namespace
+
+int64_t checked_size_mul(int64_t a, int64_t b, const char* op, const char* what) {
+  int64_t product = 0;
+  if (__builtin_mul_overflow(a, b, &product))
+    throw_overflow(op,
+                   std::string(what) + " (" + std::to_string(a) + " * " + std::to_string(b) + ")");
+  return product;
+}
+
+int64_t shape_numel(const Shape& shape, const char* op) {
+  check_sizes(shape, op);
+  // Zero sizes count as 1 in the overflow check: contiguous strides multiply the other sizes.
   int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  return n;
+  bool empty = false;
+  for (int64_t s : shape) {
+    empty |= s == 0;
+    if (__builtin_mul_overflow(n, s == 0 ? 1 : s, &n))
+      throw_overflow(op, "the number of elements of shape " + shape_str(shape));
+  }
+  return empty ? 0 : n;
+}
+
+int64_t shape_nbytes(const Shape& shape, size_t itemsize, const char* op) {
+  int64_t nbytes = 0;
+  if (__builtin_mul_overflow(shape_numel(shape, op), int64_t(itemsize), &nbytes))
+    throw_overflow(op, "the byte size of shape " + shape_str(shape) + " with " +
+                           std::to_string(itemsize) + "-byte elements");
+  return nbytes;
+}
+
+int64_t storage_extent(const Shape& shape, const Strides& strides, int64_t offset, const char* op) {
+  if (shape.size() != strides.size())
+    throw ShapeError(op, "shape " + shape_str(shape) + " and strides " + shape_str(strides) +
+                             " differ in length");
+  for (int64_t s : strides)
+    if (s < 0)
+      throw ValueError(op, "strides " + shape_str(strides) +
+                               " have a negative stride; Ember has no negative strides (copy "
+                               "the data in the order you need instead)");
+  if (offset < 0)
+    throw ValueError(op, "storage offset " + std::to_string(offset) + " must be >= 0");
+  if (shape_numel(shape, op) == 0) return 0;
+  int64_t last = offset, step = 0;
+  bool overflow = false;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    overflow |= __builtin_mul_overflow(shape[i] - 1, strides[i], &step);
+    overflow |= __builtin_add_overflow(last, step, &last);
+  }
+  if (overflow || last == INT64_MAX)
+    throw_overflow(op, "the storage reached by shape " + shape_str(shape) + " with strides " +
+                           shape_str(strides) + " and offset " + std::to_string(offset));
+  return last + 1;
 }
 
 Strides contiguous_strides(const Shape& shape) {
@@ -31,13 +91,21 @@ std::string shape_str(const Shape& shape) {
   return os.str();
 }
 
-int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op) {
-  int64_t lo = ndim > 0 ? -ndim : -1, hi = ndim > 0 ? ndim - 1 : 0;  // scalars accept 0 / -1
-  if (dim < lo || dim > hi)
-    throw IndexError(op, "dim " + std::to_string(dim) + " is out of range for a tensor of " +
+int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op, const std::string& operand) {
+  const std::string who = operand.empty() ? "" : operand + "; ";
+  if (ndim == 0)
+    throw IndexError(op, who + "dimension specified as " + std::to_string(dim) +
+                             " but tensor has no dimensions (it is 0-d); unsqueeze(0) or "
+                             "reshape({1}) it first");
+  if (dim < -ndim || dim >= ndim)
+    throw IndexError(op, who + "dim " + std::to_string(dim) + " is out of range for a tensor of " +
                              std::to_string(ndim) + " dims; expected a dim in [" +
-                             std::to_string(lo) + ", " + std::to_string(hi) + "]");
-  return dim < 0 ? dim + (ndim > 0 ? ndim : 1) : dim;
+                             std::to_string(-ndim) + ", " + std::to_string(ndim - 1) + "]");
+  return dim < 0 ? dim + ndim : dim;
+}
+
+int64_t wrap_dim_or_scalar(int64_t dim, int64_t ndim, const char* op, const std::string& operand) {
+  return wrap_dim(dim, ndim == 0 ? 1 : ndim, op, operand);
 }
 
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {

@@ -6,6 +6,7 @@
 
 #include "core/core_kernels.h"
 #include "ember/backend.h"
+#include "ops/checks.h"
 
 namespace ember {
 
@@ -14,25 +15,44 @@ Tensor::Tensor(Storage storage, Shape shape, Strides strides, int64_t offset, DT
       shape_(std::move(shape)),
       strides_(std::move(strides)),
       offset_(offset),
-      dtype_(dtype) {}
+      dtype_(dtype) {
+  check_layout("Tensor");
+}
 
-Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
-  for (int64_t s : shape)
-    if (s < 0)
-      throw ValueError("empty",
-                       "shape " + shape_str(shape) + " has a negative size; sizes must be >= 0");
-  backend_for(device, "empty");
-  size_t nbytes = size_t(shape_numel(shape)) * ember::itemsize(dtype);
-  auto storage = std::make_shared<StorageImpl>(nbytes, device, "empty");
+void Tensor::check_layout(const char* op) const {
+  if (!storage_) throw ValueError(op, "the storage is null; views need a defined tensor");
+  const int64_t reached = storage_extent(shape_, strides_, offset_, op);
+  shape_nbytes(shape_, itemsize(), op);  // nbytes() must not overflow either, even for a view
+  const int64_t held = int64_t(storage_->nbytes() / itemsize());
+  if (reached > held)
+    throw ShapeError(op, "shape " + shape_str(shape_) + " with strides " + shape_str(strides_) +
+                             " and offset " + std::to_string(offset_) + " reaches element " +
+                             std::to_string(reached - 1) + " of a storage holding " +
+                             std::to_string(held) + " " + dtype_name(dtype_) + " elements on " +
+                             device().str() + "; keep offset + sum((size - 1) * stride) below " +
+                             std::to_string(held));
+}
+
+Tensor Tensor::empty(const Shape& shape, DType dtype, Device device, const char* op) {
+  const int64_t nbytes = shape_nbytes(shape, ember::itemsize(dtype), op);
+  backend_for(device, op);
+  auto storage = std::make_shared<StorageImpl>(size_t(nbytes), device, op);
   return Tensor(storage, shape, contiguous_strides(shape), 0, dtype);
 }
 
 Device Tensor::device() const { return storage_ ? storage_->device() : Device(); }
 
-int64_t Tensor::size(int64_t d) const { return shape_[size_t(wrap_dim(d, dim(), "size"))]; }
-int64_t Tensor::stride(int64_t d) const { return strides_[size_t(wrap_dim(d, dim(), "stride"))]; }
+int64_t Tensor::wrap(int64_t d, const char* op) const {
+  // The message (with str()) is built only on failure: size() and stride() are on hot paths.
+  if (d >= -dim() && d < dim()) return d < 0 ? d + dim() : d;
+  return wrap_dim(d, dim(), op, str());
+}
+
+int64_t Tensor::size(int64_t d) const { return shape_[size_t(wrap(d, "size"))]; }
+int64_t Tensor::stride(int64_t d) const { return strides_[size_t(wrap(d, "stride"))]; }
 
 bool Tensor::is_contiguous() const {
+  if (numel() == 0) return true;  // as PyTorch: no element is out of place
   int64_t expected = 1;
   for (size_t i = shape_.size(); i-- > 0;) {
     if (shape_[i] == 1) continue;
@@ -56,7 +76,7 @@ void Tensor::check_dtype_access(DType requested) const {
 Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
 
 Tensor Tensor::clone() const {
-  Tensor out = empty(shape_, dtype_, device());
+  Tensor out = empty(shape_, dtype_, device(), "clone");
   out.copy_(*this);
   return out;
 }
@@ -65,7 +85,7 @@ Tensor Tensor::to(Device device) const { return to(device, dtype_); }
 Tensor Tensor::to(DType dtype) const { return to(device(), dtype); }
 Tensor Tensor::to(Device device, DType dtype) const {
   if (device == this->device() && dtype == dtype_) return *this;
-  Tensor out = empty(shape_, dtype, device);
+  Tensor out = empty(shape_, dtype, device, "to");
   out.copy_(*this);
   return out;
 }
@@ -91,7 +111,7 @@ Tensor& Tensor::copy_(const Tensor& src) {
   // the bytes go straight into it: no staging tensor, no second copy.
   Tensor packed = src.contiguous();
   const bool direct = is_contiguous() && packed.dtype() == dtype_ && packed.shape() == shape_;
-  Tensor staged = direct ? *this : empty(packed.shape(), packed.dtype(), device());
+  Tensor staged = direct ? *this : empty(packed.shape(), packed.dtype(), device(), "copy_");
   Device accel = device().is_cpu() ? src.device() : device();
   backend_for(accel, "copy_")
       .copy_bytes(staged.data_ptr(), device(), packed.data_ptr(), src.device(),
@@ -103,6 +123,7 @@ Tensor& Tensor::copy_(const Tensor& src) {
 }
 
 Tensor& Tensor::fill_(double value) {
+  check_value_fits("fill_", value, dtype_);
   bump_version();
   if (numel() > 0) fill_kernel(device())(*this, value);
   return *this;
@@ -123,11 +144,13 @@ template <class T> T Tensor::item() const {
 
 template <class T>
 Tensor Tensor::from_vector(const std::vector<T>& values, const Shape& shape, Device device) {
-  if (int64_t(values.size()) != shape_numel(shape))
+  const int64_t numel = shape_numel(shape, "from_vector");
+  backend_for(device, "from_vector");
+  if (int64_t(values.size()) != numel)
     throw ShapeError("from_vector", std::to_string(values.size()) + " values cannot fill shape " +
-                                        shape_str(shape) + " (" +
-                                        std::to_string(shape_numel(shape)) + " elements)");
-  Tensor host = empty(shape, dtype_of_v<T>, Device());
+                                        shape_str(shape) + " (" + std::to_string(numel) +
+                                        " elements)");
+  Tensor host = empty(shape, dtype_of_v<T>, Device(), "from_vector");
   std::copy(values.begin(), values.end(), static_cast<T*>(host.data_ptr()));
   return host.to(device);
 }

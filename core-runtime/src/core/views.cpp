@@ -6,11 +6,14 @@
 
 namespace ember {
 
-Tensor Tensor::as_strided(const Shape& shape, const Strides& strides, int64_t offset) const {
-  if (shape.size() != strides.size())
-    throw ShapeError("as_strided", "shape " + shape_str(shape) + " and strides " +
-                                       shape_str(strides) + " differ in length");
-  return Tensor(storage_, shape, strides, offset, dtype_);
+Tensor Tensor::as_strided(const Shape& shape, const Strides& strides, int64_t offset,
+                          const char* op) const {
+  Tensor view = *this;
+  view.shape_ = shape;
+  view.strides_ = strides;
+  view.offset_ = offset;
+  view.check_layout(op);
+  return view;
 }
 
 namespace {
@@ -25,7 +28,7 @@ Shape infer_shape(const Shape& shape, int64_t numel, const Tensor& t, const char
     } else if (out[i] < 0) {
       throw ShapeError(op, "invalid size in " + shape_str(shape) + "; sizes must be >= 0 or -1");
     } else {
-      known *= out[i];
+      known = checked_size_mul(known, out[i], op, "the number of elements of the new shape");
     }
   }
   if (infer >= 0) {
@@ -83,24 +86,26 @@ Tensor Tensor::view(const Shape& shape) const {
                                  " as " + shape_str(target) +
                                  " without copying; use reshape() (which copies) or "
                                  "contiguous() first");
-  return as_strided(target, strides, offset_);
+  return as_strided(target, strides, offset_, "view");
 }
 
 Tensor Tensor::reshape(const Shape& shape) const {
   Shape target = infer_shape(shape, numel(), *this, "reshape");
   Strides strides;
-  if (view_strides(shape_, strides_, target, strides)) return as_strided(target, strides, offset_);
+  if (view_strides(shape_, strides_, target, strides))
+    return as_strided(target, strides, offset_, "reshape");
   return clone().view(target);
 }
 
 Tensor Tensor::transpose(int64_t dim0, int64_t dim1) const {
-  int64_t a = wrap_dim(dim0, dim(), "transpose"), b = wrap_dim(dim1, dim(), "transpose");
+  int64_t a = wrap_dim_or_scalar(dim0, dim(), "transpose"),
+          b = wrap_dim_or_scalar(dim1, dim(), "transpose");
   if (dim() == 0) return *this;
   Shape shape = shape_;
   Strides strides = strides_;
   std::swap(shape[size_t(a)], shape[size_t(b)]);
   std::swap(strides[size_t(a)], strides[size_t(b)]);
-  return as_strided(shape, strides, offset_);
+  return as_strided(shape, strides, offset_, "transpose");
 }
 
 Tensor Tensor::t() const {
@@ -119,7 +124,7 @@ Tensor Tensor::permute(const std::vector<int64_t>& dims) const {
   Strides strides(dims.size());
   std::vector<bool> seen(dims.size(), false);
   for (size_t i = 0; i < dims.size(); ++i) {
-    int64_t d = wrap_dim(dims[i], dim(), "permute");
+    int64_t d = wrap(dims[i], "permute");
     if (seen[size_t(d)])
       throw ValueError("permute", "dim " + std::to_string(d) + " repeated in " + shape_str(dims) +
                                       "; each dim must appear exactly once");
@@ -127,11 +132,11 @@ Tensor Tensor::permute(const std::vector<int64_t>& dims) const {
     shape[i] = shape_[size_t(d)];
     strides[i] = strides_[size_t(d)];
   }
-  return as_strided(shape, strides, offset_);
+  return as_strided(shape, strides, offset_, "permute");
 }
 
 Tensor Tensor::slice(int64_t d, Slice s) const {
-  d = wrap_dim(d, dim(), "slice");
+  d = wrap(d, "slice");
   if (s.step <= 0)
     throw ValueError("slice", "step " + std::to_string(s.step) +
                                   " must be positive; for reversal use flip (not a view)");
@@ -146,7 +151,7 @@ Tensor Tensor::slice(int64_t d, Slice s) const {
   Strides strides = strides_;
   shape[size_t(d)] = len;
   strides[size_t(d)] *= s.step;
-  return as_strided(shape, strides, offset_ + start * strides_[size_t(d)]);
+  return as_strided(shape, strides, offset_ + start * strides_[size_t(d)], "slice");
 }
 
 Tensor Tensor::slice(int64_t d, int64_t start, int64_t stop, int64_t step) const {
@@ -154,7 +159,7 @@ Tensor Tensor::slice(int64_t d, int64_t start, int64_t stop, int64_t step) const
 }
 
 Tensor Tensor::select(int64_t d, int64_t index) const {
-  d = wrap_dim(d, dim(), "select");
+  d = wrap(d, "select");
   int64_t n = shape_[size_t(d)];
   if (index < -n || index >= n)
     throw IndexError("select", "index " + std::to_string(index) + " is out of range for dim " +
@@ -165,11 +170,11 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
   Strides strides = strides_;
   shape.erase(shape.begin() + d);
   strides.erase(strides.begin() + d);
-  return as_strided(shape, strides, offset_ + index * strides_[size_t(d)]);
+  return as_strided(shape, strides, offset_ + index * strides_[size_t(d)], "select");
 }
 
 Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
-  d = wrap_dim(d, dim(), "narrow");
+  d = wrap(d, "narrow");
   int64_t n = shape_[size_t(d)];
   if (start < 0) start += n;
   if (start < 0 || length < 0 || start + length > n)
@@ -206,7 +211,7 @@ Tensor Tensor::expand(const Shape& shape) const {
                                      ", only size-1 dims can expand");
     }
   }
-  return as_strided(target, strides, offset_);
+  return as_strided(target, strides, offset_, "expand");
 }
 
 Tensor Tensor::squeeze() const {
@@ -217,17 +222,17 @@ Tensor Tensor::squeeze() const {
       shape.push_back(shape_[i]);
       strides.push_back(strides_[i]);
     }
-  return as_strided(shape, strides, offset_);
+  return as_strided(shape, strides, offset_, "squeeze");
 }
 
 Tensor Tensor::squeeze(int64_t d) const {
-  d = wrap_dim(d, dim(), "squeeze");
+  d = wrap_dim_or_scalar(d, dim(), "squeeze");
   if (dim() == 0 || shape_[size_t(d)] != 1) return *this;  // like PyTorch: a no-op otherwise
   Shape shape = shape_;
   Strides strides = strides_;
   shape.erase(shape.begin() + d);
   strides.erase(strides.begin() + d);
-  return as_strided(shape, strides, offset_);
+  return as_strided(shape, strides, offset_, "squeeze");
 }
 
 Tensor Tensor::unsqueeze(int64_t d) const {
@@ -237,12 +242,13 @@ Tensor Tensor::unsqueeze(int64_t d) const {
   int64_t s = size_t(d) < shape_.size() ? shape_[size_t(d)] * strides_[size_t(d)] : 1;
   shape.insert(shape.begin() + d, 1);
   strides.insert(strides.begin() + d, s);
-  return as_strided(shape, strides, offset_);
+  return as_strided(shape, strides, offset_, "unsqueeze");
 }
 
 Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
+  int64_t s = wrap_dim_or_scalar(start_dim, dim(), "flatten"),
+          e = wrap_dim_or_scalar(end_dim, dim(), "flatten");
   if (dim() == 0) return reshape({1});
-  int64_t s = wrap_dim(start_dim, dim(), "flatten"), e = wrap_dim(end_dim, dim(), "flatten");
   if (s > e)
     throw ValueError("flatten", "start_dim " + std::to_string(start_dim) + " comes after end_dim " +
                                     std::to_string(end_dim));

@@ -6,12 +6,12 @@
 #include <cmath>
 #include <limits>
 #include <mutex>
-#include <vector>
 
 #include "convert.h"
 #include "cpu/blas.h"
 #include "cpu/im2col.h"
 #include "cpu/parallel.h"
+#include "cpu/workspace.h"
 #include "ops/conv_pool_kernels.h"
 
 namespace ember::cpu {
@@ -42,17 +42,39 @@ bool is_pointwise(const ConvDims& d, const Conv2dParams& p) {
          p.pad_w == 0;
 }
 
-// Calls fn(begin, end) on ranges of the N images. With at least one image per thread the
-// images are spread over threads, each running its GEMMs single-threaded; with fewer (a single
-// image, say) they run in turn and BLAS threads each GEMM.
+// How many threads over_images may run at once.
+int64_t image_threads(const ConvDims& d) { return d.N >= num_threads() ? num_threads() : 1; }
+
+// Calls fn(begin, end, slot) on ranges of the N images, slot in [0, image_threads(d)) naming the
+// range's scratch buffers. With at least one image per thread the images are spread over
+// threads, each running its GEMMs single-threaded; with fewer (a single image, say) they run in
+// turn and BLAS threads each GEMM.
 template <class Fn> void over_images(const ConvDims& d, Fn&& fn) {
-  if (d.N >= num_threads()) {
-    BlasSingleThreaded one_gemm_per_thread;
-    parallel_for(d.N, d.O * d.K() * d.P(), fn);
-  } else {
-    fn(int64_t(0), d.N);
+  const int64_t slots = image_threads(d);
+  if (slots == 1) {
+    fn(int64_t(0), d.N, int64_t(0));
+    return;
   }
+  BlasSingleThreaded one_gemm_per_thread;
+  parallel_for(slots, d.N / slots * d.O * d.K() * d.P(), [&](int64_t first, int64_t last) {
+    for (int64_t slot = first; slot < last; ++slot)
+      fn(d.N * slot / slots, d.N * (slot + 1) / slots, slot);
+  });
 }
+
+// A scratch buffer of `count` elements for each slot of over_images, from the CPU allocator
+// (allocated before the threads start: an out-of-memory error cannot leave a parallel region).
+template <class T> class PerSlot {
+ public:
+  PerSlot(const ConvDims& d, int64_t count, const char* op)
+      : count_(count),
+        all_(checked_size_mul(image_threads(d), count, op, "the scratch buffers"), op) {}
+  T* of(int64_t slot) const { return all_.data() + slot * count_; }
+
+ private:
+  int64_t count_;
+  Workspace<T> all_;
+};
 
 template <class T>
 void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& out,
@@ -63,8 +85,9 @@ void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor
   const T* pw = w.data<T>();
   const T* pb = bias.defined() ? bias.data<T>() : nullptr;
   T* po = out.data<T>();
-  over_images(d, [&](int64_t begin, int64_t end) {
-    std::vector<T> col(pointwise ? 0 : size_t(d.K() * d.P()));
+  const PerSlot<T> cols_buffers(d, pointwise ? 0 : d.K() * d.P(), "conv2d");
+  over_images(d, [&](int64_t begin, int64_t end, int64_t slot) {
+    T* col = cols_buffers.of(slot);
     for (int64_t n = begin; n < end; ++n)
       for (int64_t g = 0; g < d.groups; ++g) {
         T* og = po + d.out_offset(n, g);  // [Og, P]
@@ -73,8 +96,8 @@ void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor
             std::fill(og + o * d.P(), og + (o + 1) * d.P(), pb[g * d.Og() + o]);
         const T* cols = px + d.x_offset(n, g);  // [K, P]
         if (!pointwise) {
-          im2col(d.slice(), p, cols, col.data());
-          cols = col.data();
+          im2col(d.slice(), p, cols, col);
+          cols = col;
         }
         // og [Og, P] (+)= weight_g [Og, K] @ cols [K, P]
         gemm_row_major<T>(false, false, d.Og(), d.P(), d.K(), pw + g * d.Og() * d.K(), d.K(), cols,
@@ -91,13 +114,14 @@ void conv2d_grad_input(const Tensor& grad_out, const Tensor& w, Tensor& grad_x,
   const T* pg = grad_out.data<T>();
   const T* pw = w.data<T>();
   T* px = grad_x.data<T>();
-  over_images(d, [&](int64_t begin, int64_t end) {
-    std::vector<T> col(pointwise ? 0 : size_t(d.K() * d.P()));
+  const PerSlot<T> cols_buffers(d, pointwise ? 0 : d.K() * d.P(), "conv2d_backward_input");
+  over_images(d, [&](int64_t begin, int64_t end, int64_t slot) {
+    T* col = cols_buffers.of(slot);
     for (int64_t n = begin; n < end; ++n) {
       if (!pointwise) std::fill(px + d.x_offset(n, 0), px + d.x_offset(n + 1, 0), T(0));
       for (int64_t g = 0; g < d.groups; ++g) {
         T* gx = px + d.x_offset(n, g);  // [Cg, H, W]
-        T* cols = pointwise ? gx : col.data();
+        T* cols = pointwise ? gx : col;
         // cols [K, P] = weight_g^T [K, Og] @ grad_out_g [Og, P]
         gemm_row_major<T>(true, false, d.K(), d.P(), d.Og(), pw + g * d.Og() * d.K(), d.K(),
                           pg + d.out_offset(n, g), d.P(), T(0), cols, d.P());
@@ -121,25 +145,29 @@ void conv2d_grad_weight(const Tensor& grad_out, const Tensor& x, Tensor& grad_w,
   // buffer holds grad_w transposed, per group [K, Og]: computed as cols @ grad_out^T that GEMM
   // has its long dimension (K) as rows, which BLAS runs about a quarter faster than the
   // [Og, K] = grad_out @ cols^T form when Og is a few dozen channels.
-  over_images(d, [&](int64_t begin, int64_t end) {
-    std::vector<T> col(pointwise ? 0 : size_t(d.K() * d.P()));
-    std::vector<T> acc_t(size_t(grad_w.numel()), T(0));
+  const char* op = "conv2d_backward_weight";
+  const PerSlot<T> cols_buffers(d, pointwise ? 0 : d.K() * d.P(), op);
+  const PerSlot<T> acc_buffers(d, grad_w.numel(), op);
+  over_images(d, [&](int64_t begin, int64_t end, int64_t slot) {
+    T* col = cols_buffers.of(slot);
+    T* acc_t = acc_buffers.of(slot);
+    std::fill(acc_t, acc_t + grad_w.numel(), T(0));
     for (int64_t n = begin; n < end; ++n)
       for (int64_t g = 0; g < d.groups; ++g) {
         const T* cols = px + d.x_offset(n, g);  // [K, P]
         if (!pointwise) {
-          im2col(d.slice(), p, cols, col.data());
-          cols = col.data();
+          im2col(d.slice(), p, cols, col);
+          cols = col;
         }
         // acc_t_g [K, Og] += cols [K, P] @ grad_out_g^T [P, Og]
         gemm_row_major<T>(false, true, d.K(), d.Og(), d.P(), cols, d.P(), pg + d.out_offset(n, g),
-                          d.P(), T(1), acc_t.data() + g * d.K() * d.Og(), d.Og());
+                          d.P(), T(1), acc_t + g * d.K() * d.Og(), d.Og());
       }
     std::lock_guard<std::mutex> lock(add_to_grad_w);
     for (int64_t g = 0; g < d.groups; ++g)
       for (int64_t o = 0; o < d.Og(); ++o)
         for (int64_t k = 0; k < d.K(); ++k)
-          pw[(g * d.Og() + o) * d.K() + k] += acc_t[size_t((g * d.K() + k) * d.Og() + o)];
+          pw[(g * d.Og() + o) * d.K() + k] += acc_t[(g * d.K() + k) * d.Og() + o];
   });
 }
 
@@ -176,7 +204,7 @@ Tensor to_float32(const Tensor& t) { return t.defined() ? t.to(DType::Float32) :
 void conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& out,
             const Conv2dParams& p) {
   if (is_half(out.dtype())) {
-    Tensor out32 = Tensor::empty(out.shape(), DType::Float32);
+    Tensor out32 = Tensor::empty(out.shape(), DType::Float32, Device(), "conv2d");
     conv2d_forward<float>(to_float32(x), to_float32(w), to_float32(bias), out32, p);
     out.copy_(out32);
   } else if (out.dtype() == DType::Float32) {
@@ -189,7 +217,7 @@ void conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& out,
 void conv2d_backward_input(const Tensor& grad_out, const Tensor& w, Tensor& grad_x,
                            const Conv2dParams& p) {
   if (is_half(grad_x.dtype())) {
-    Tensor gx32 = Tensor::empty(grad_x.shape(), DType::Float32);
+    Tensor gx32 = Tensor::empty(grad_x.shape(), DType::Float32, Device(), "conv2d_backward_input");
     conv2d_grad_input<float>(to_float32(grad_out), to_float32(w), gx32, p);
     grad_x.copy_(gx32);
   } else if (grad_x.dtype() == DType::Float32) {
@@ -202,7 +230,7 @@ void conv2d_backward_input(const Tensor& grad_out, const Tensor& w, Tensor& grad
 void conv2d_backward_weight(const Tensor& grad_out, const Tensor& x, Tensor& grad_w,
                             const Conv2dParams& p) {
   if (is_half(grad_w.dtype())) {
-    Tensor gw32 = Tensor::empty(grad_w.shape(), DType::Float32);
+    Tensor gw32 = Tensor::empty(grad_w.shape(), DType::Float32, Device(), "conv2d_backward_weight");
     conv2d_grad_weight<float>(to_float32(grad_out), to_float32(x), gw32, p);
     grad_w.copy_(gw32);
   } else if (grad_w.dtype() == DType::Float32) {

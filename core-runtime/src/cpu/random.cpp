@@ -1,10 +1,9 @@
 // random.cpp — CPU kernels of the random ops. Each output is a fresh contiguous tensor filled
 // Philox block by Philox block; blocks are independent, so threads take disjoint ranges of them.
 #include <algorithm>
-#include <utility>
-#include <vector>
 
 #include "cpu/parallel.h"
+#include "cpu/workspace.h"
 #include "ops/random_kernels.h"
 
 namespace ember::cpu {
@@ -62,17 +61,27 @@ static void randint(Tensor& out, int64_t low, int64_t high, PhiloxStream stream)
   });
 }
 
+// A random sort key and the position it was drawn for.
+struct KeyIndex {
+  uint64_t key;
+  int64_t index;
+  bool operator<(const KeyIndex& o) const {
+    return key < o.key || (key == o.key && index < o.index);
+  }
+};
+
 // out: [n] int64. Sorting (key, index) pairs orders equal keys by index, as the GPU's stable
-// radix sort does.
+// radix sort does. The keys are drawn into out itself (int64 and uint64 may alias), the pairs
+// sorted in a workspace that the memory cap counts.
 static void randperm(Tensor& out, PhiloxStream stream) {
   const int64_t n = out.numel();
-  std::vector<uint64_t> keys(static_cast<size_t>(n));
-  fill_random(keys.data(), n, stream, KeyDist{});
-  std::vector<std::pair<uint64_t, int64_t>> pairs(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) pairs[size_t(i)] = {keys[size_t(i)], i};
-  std::sort(pairs.begin(), pairs.end());
   int64_t* p = out.data<int64_t>();
-  for (int64_t i = 0; i < n; ++i) p[i] = pairs[size_t(i)].second;
+  uint64_t* keys = reinterpret_cast<uint64_t*>(p);
+  fill_random(keys, n, stream, KeyDist{});
+  Workspace<KeyIndex> pairs(n, "randperm");
+  for (int64_t i = 0; i < n; ++i) pairs[i] = {keys[i], i};
+  std::sort(pairs.data(), pairs.data() + n);
+  for (int64_t i = 0; i < n; ++i) p[i] = pairs[i].index;
 }
 
 void register_random() {

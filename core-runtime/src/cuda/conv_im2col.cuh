@@ -117,7 +117,7 @@ void forward_im2col(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor
   if (bias.defined()) out.copy_(bias.view({1, s.O, 1, 1}));  // the GEMMs add onto it (beta = 1)
   const int nb = images_per_chunk(s);
   const int64_t per_image = int64_t(s.C) * s.khw * s.P;
-  Tensor cols = pointwise ? Tensor() : Tensor::empty({nb * per_image}, x.dtype(), x.device());
+  Tensor cols = pointwise ? Tensor() : Tensor::empty({nb * per_image}, x.dtype(), x.device(), op);
   for (int n0 = 0; n0 < s.N; n0 += nb) {
     const int count = std::min(nb, s.N - n0);
     if (!pointwise) launch_im2col<T>(x, s, n0, count, per_image, s.P, cols.data<T>(), op);
@@ -146,7 +146,7 @@ void backward_input_im2col(const Tensor& go, const Tensor& w, Tensor& grad_x, co
   const bool pointwise = is_pointwise(s);
   const int nb = images_per_chunk(s);
   const int64_t per_image = int64_t(s.C) * s.khw * s.P;
-  Tensor cols = pointwise ? Tensor() : Tensor::empty({nb * per_image}, go.dtype(), go.device());
+  Tensor cols = pointwise ? Tensor() : Tensor::empty({nb * per_image}, go.dtype(), go.device(), op);
   for (int n0 = 0; n0 < s.N; n0 += nb) {
     const int count = std::min(nb, s.N - n0);
     for (int g = 0; g < s.G; ++g) {
@@ -181,7 +181,7 @@ void backward_weight_im2col(const Tensor& go, const Tensor& x, Tensor& grad_w, c
   const char* op = "conv2d_backward_weight";
   const int nb = images_per_chunk(s);
   const int64_t rows = int64_t(s.C) * s.khw;  // of cols, all groups
-  Tensor cols = Tensor::empty({rows * nb * s.P}, x.dtype(), x.device());
+  Tensor cols = Tensor::empty({rows * nb * s.P}, x.dtype(), x.device(), op);
   for (int n0 = 0; n0 < s.N; n0 += nb) {
     const int count = std::min(nb, s.N - n0);
     const int64_t kdim = int64_t(count) * s.P;

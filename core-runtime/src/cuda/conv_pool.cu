@@ -144,7 +144,7 @@ void backward_weight_implicit(const Tensor& go, const Tensor& x, Tensor& grad_w,
   const int chunk = ((k + splits - 1) / splits + conv::kBK - 1) / conv::kBK * conv::kBK;
   splits = (k + chunk - 1) / chunk;
   const int64_t count = int64_t(s.O) * s.R;
-  Tensor partial = Tensor::empty({splits * count}, dtype_of_v<Acc>, x.device());
+  Tensor partial = Tensor::empty({splits * count}, dtype_of_v<Acc>, x.device(), op);
   conv::BackwardWeight<T> pass{s,
                                {go.data<T>()},
                                {x.data<T>(), s.H, s.W, 1, 1},
@@ -265,7 +265,7 @@ void conv2d_backward_bias(const Tensor& go, Tensor& grad_b) {
   dispatch_floating(go.dtype(), op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using Acc = compute_t<T>;
-    Tensor partial = Tensor::empty({O * splits}, dtype_of_v<Acc>, go.device());
+    Tensor partial = Tensor::empty({O * splits}, dtype_of_v<Acc>, go.device(), op);
     bias_grad_partial<T, Acc>
         <<<dim3(unsigned(O), unsigned(splits)), threads, 0, stream(dev)>>>(go.data<T>(), int(N),
                                                                            int(O), int(P), splits,

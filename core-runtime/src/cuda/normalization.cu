@@ -405,8 +405,8 @@ void layer_norm_backward_params(const Tensor& dy, const Tensor& x, const Tensor&
   // so results are reproducible.
   const int64_t groups = std::max<int64_t>(1, std::min<int64_t>(64, m / 32));
   const DType acc = mean.dtype();
-  Tensor partial_w = Tensor::empty({groups, d}, acc, x.device());
-  Tensor partial_b = Tensor::empty({groups, d}, acc, x.device());
+  Tensor partial_w = Tensor::empty({groups, d}, acc, x.device(), "layer_norm_backward");
+  Tensor partial_b = Tensor::empty({groups, d}, acc, x.device(), "layer_norm_backward");
   dispatch_floating(x.dtype(), "layer_norm_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
     using Acc = compute_t<T>;

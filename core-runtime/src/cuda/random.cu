@@ -93,9 +93,9 @@ static void randperm(Tensor& out, PhiloxStream philox) {
   cudaStream_t s = stream(device);
   // Scratch from Ember's allocator (stream-ordered like everything else); uint64 keys live in
   // int64 tensors, as Ember has no uint64 dtype.
-  Tensor keys = Tensor::empty({n}, DType::Int64, device);
-  Tensor sorted_keys = Tensor::empty({n}, DType::Int64, device);
-  Tensor index = Tensor::empty({n}, DType::Int64, device);
+  Tensor keys = Tensor::empty({n}, DType::Int64, device, "randperm");
+  Tensor sorted_keys = Tensor::empty({n}, DType::Int64, device, "randperm");
+  Tensor index = Tensor::empty({n}, DType::Int64, device, "randperm");
   auto* k_in = static_cast<uint64_t*>(keys.data_ptr());
   auto* k_out = static_cast<uint64_t*>(sorted_keys.data_ptr());
   launch_fill("randperm", out, k_in, n, philox, KeyDist{});
@@ -107,7 +107,7 @@ static void randperm(Tensor& out, PhiloxStream philox) {
                                                    index.data<int64_t>(), out.data<int64_t>(), n, 0,
                                                    64, s),
                    "randperm");
-  Tensor temp = Tensor::empty({int64_t(temp_bytes)}, DType::UInt8, device);
+  Tensor temp = Tensor::empty({int64_t(temp_bytes)}, DType::UInt8, device, "randperm");
   EMBER_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp.data_ptr(), temp_bytes, k_in, k_out,
                                                    index.data<int64_t>(), out.data<int64_t>(), n, 0,
                                                    64, s),

@@ -3,6 +3,7 @@
 // "name is [shape] dtype device", then says what was expected.
 #pragma once
 #include <initializer_list>
+#include <sstream>
 #include <string>
 #include <utility>
 
@@ -58,6 +59,22 @@ inline void check_floating(const char* op, std::initializer_list<Named> args) {
       throw DTypeError(op, operands(args) + "; " + a.name +
                                " must be a floating dtype (float16, bfloat16, float32, "
                                "float64); cast with .to(DType::Float32)");
+}
+
+// "300", "nan", "1e+20": a scalar as error messages show it.
+inline std::string value_str(double value) {
+  std::ostringstream os;
+  os << value;
+  return os.str();
+}
+
+// ValueError unless dtype holds value (see dtype_holds): a fill would store a wrapped or
+// undefined value instead.
+inline void check_value_fits(const char* op, double value, DType dtype) {
+  if (dtype_holds(dtype, value)) return;
+  throw ValueError(op, "value " + value_str(value) + " cannot be converted to " +
+                           dtype_name(dtype) + " without overflow; pass a value " +
+                           dtype_name(dtype) + " can hold, or choose a wider dtype");
 }
 
 inline void check_dim(const char* op, const Named& a, int64_t ndim, const char* layout = "") {

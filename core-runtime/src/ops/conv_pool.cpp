@@ -176,7 +176,7 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 s
       conv_geometry(op, who, x.shape(), weight.shape(), stride, padding, dilation, groups);
   if (bias.defined() && bias.shape() != Shape{weight.size(0)})
     throw ShapeError(op, who + "; bias must be [" + str(weight.size(0)) + "] (weight.shape[0])");
-  Tensor out = Tensor::empty(g.out_shape, x.dtype(), x.device());
+  Tensor out = Tensor::empty(g.out_shape, x.dtype(), x.device(), op);
   conv2d_kernel(x.device())(x.contiguous(), weight.contiguous(),
                             bias.defined() ? bias.contiguous() : bias, out, g.params);
   return out;
@@ -191,7 +191,7 @@ Tensor conv2d_backward_input(const Tensor& grad_out, const Tensor& weight, const
   ConvGeometry g =
       conv_geometry(op, who, input_shape, weight.shape(), stride, padding, dilation, groups);
   check_grad_out(op, who, grad_out, g.out_shape);
-  Tensor grad_x = Tensor::empty(input_shape, grad_out.dtype(), grad_out.device());
+  Tensor grad_x = Tensor::empty(input_shape, grad_out.dtype(), grad_out.device(), op);
   conv2d_backward_input_kernel(grad_out.device())(grad_out.contiguous(), weight.contiguous(),
                                                   grad_x, g.params);
   return grad_x;
@@ -206,7 +206,7 @@ Tensor conv2d_backward_weight(const Tensor& grad_out, const Tensor& x, const Sha
   ConvGeometry g =
       conv_geometry(op, who, x.shape(), weight_shape, stride, padding, dilation, groups);
   check_grad_out(op, who, grad_out, g.out_shape);
-  Tensor grad_w = Tensor::empty(weight_shape, grad_out.dtype(), grad_out.device());
+  Tensor grad_w = Tensor::empty(weight_shape, grad_out.dtype(), grad_out.device(), op);
   conv2d_backward_weight_kernel(grad_out.device())(grad_out.contiguous(), x.contiguous(), grad_w,
                                                    g.params);
   return grad_w;
@@ -216,7 +216,7 @@ Tensor conv2d_backward_bias(const Tensor& grad_out) {
   const char* op = "conv2d_backward_bias";
   check_tensors(op, {{"grad_out", grad_out}});
   check_4d(op, operands({{"grad_out", grad_out}}), "grad_out", grad_out.shape(), "[N, O, Ho, Wo]");
-  Tensor grad_b = Tensor::empty({grad_out.size(1)}, grad_out.dtype(), grad_out.device());
+  Tensor grad_b = Tensor::empty({grad_out.size(1)}, grad_out.dtype(), grad_out.device(), op);
   conv2d_backward_bias_kernel(grad_out.device())(grad_out.contiguous(), grad_b);
   return grad_b;
 }
@@ -229,8 +229,8 @@ MaxPoolResult max_pool2d(const Tensor& x, Size2 kernel_size, Size2 stride, Size2
   check_tensors(op, {{"x", x}});
   PoolGeometry g = pool_geometry(op, operands({{"x", x}}), x.shape(), kernel_size, stride, padding,
                                  dilation, ceil_mode);
-  MaxPoolResult r{Tensor::empty(g.out_shape, x.dtype(), x.device()),
-                  Tensor::empty(g.out_shape, DType::Int64, x.device())};
+  MaxPoolResult r{Tensor::empty(g.out_shape, x.dtype(), x.device(), op),
+                  Tensor::empty(g.out_shape, DType::Int64, x.device(), op)};
   max_pool2d_kernel(x.device())(x.contiguous(), r.values, r.indices, g.params);
   return r;
 }
@@ -250,7 +250,7 @@ Tensor max_pool2d_backward(const Tensor& grad_out, const Tensor& indices,
     throw ShapeError(op, who +
                              "; grad_out and indices must both be [N, C, Ho, Wo] with N, C "
                              "from input_shape");
-  Tensor grad_x = Tensor::empty(input_shape, grad_out.dtype(), grad_out.device());
+  Tensor grad_x = Tensor::empty(input_shape, grad_out.dtype(), grad_out.device(), op);
   max_pool2d_backward_kernel(grad_out.device())(grad_out.contiguous(), indices.contiguous(),
                                                 grad_x);
   return grad_x;
@@ -263,7 +263,7 @@ Tensor avg_pool2d(const Tensor& x, Size2 kernel_size, Size2 stride, Size2 paddin
   PoolGeometry g = pool_geometry(op, operands({{"x", x}}), x.shape(), kernel_size, stride, padding,
                                  1, ceil_mode);
   g.params.count_include_pad = count_include_pad;
-  Tensor out = Tensor::empty(g.out_shape, x.dtype(), x.device());
+  Tensor out = Tensor::empty(g.out_shape, x.dtype(), x.device(), op);
   avg_pool2d_kernel(x.device())(x.contiguous(), out, g.params);
   return out;
 }
@@ -277,7 +277,7 @@ Tensor avg_pool2d_backward(const Tensor& grad_out, const Shape& input_shape, Siz
   PoolGeometry g = pool_geometry(op, who, input_shape, kernel_size, stride, padding, 1, ceil_mode);
   g.params.count_include_pad = count_include_pad;
   check_grad_out(op, who, grad_out, g.out_shape);
-  Tensor grad_x = Tensor::empty(input_shape, grad_out.dtype(), grad_out.device());
+  Tensor grad_x = Tensor::empty(input_shape, grad_out.dtype(), grad_out.device(), op);
   avg_pool2d_backward_kernel(grad_out.device())(grad_out.contiguous(), grad_x, g.params);
   return grad_x;
 }
@@ -290,8 +290,8 @@ Tensor adaptive_avg_pool2d(const Tensor& x, Size2 output_size) {
   check_positive(op, "output_size", output_size);
   if (x.size(2) < 1 || x.size(3) < 1)
     throw ShapeError(op, who + "; H and W must be >= 1, there is nothing to average");
-  Tensor out =
-      Tensor::empty({x.size(0), x.size(1), output_size.h, output_size.w}, x.dtype(), x.device());
+  Tensor out = Tensor::empty({x.size(0), x.size(1), output_size.h, output_size.w}, x.dtype(),
+                             x.device(), op);
   adaptive_avg_pool2d_kernel(x.device())(x.contiguous(), out);
   return out;
 }
@@ -308,7 +308,7 @@ Tensor adaptive_avg_pool2d_backward(const Tensor& grad_out, const Shape& input_s
     throw ShapeError(op, who +
                              "; grad_out must be [N, C, Ho, Wo] with N, C from input_shape, "
                              "and every spatial size >= 1");
-  Tensor grad_x = Tensor::empty(input_shape, grad_out.dtype(), grad_out.device());
+  Tensor grad_x = Tensor::empty(input_shape, grad_out.dtype(), grad_out.device(), op);
   adaptive_avg_pool2d_backward_kernel(grad_out.device())(grad_out.contiguous(), grad_x);
   return grad_x;
 }

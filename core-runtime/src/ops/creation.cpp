@@ -13,13 +13,6 @@ namespace ember {
 
 namespace {
 
-void check_shape(const char* op, const Shape& shape) {
-  for (int64_t s : shape)
-    if (s < 0)
-      throw ValueError(op,
-                       "shape " + shape_str(shape) + " has a negative size; sizes must be >= 0");
-}
-
 void check_numeric(const char* op, DType dtype) {
   if (dtype == DType::Bool)
     throw DTypeError(op, "dtype is bool; expected a numeric dtype, e.g. DType::Int64");
@@ -33,17 +26,27 @@ void check_finite(const char* op, const char* name, double v) {
 bool is_integral_value(double v) { return std::floor(v) == v; }
 
 Tensor filled(const char* op, const Shape& shape, double value, DType dtype, Device device) {
-  check_shape(op, shape);
-  Tensor out = Tensor::empty(shape, dtype, device);
+  check_value_fits(op, value, dtype);
+  Tensor out = Tensor::empty(shape, dtype, device, op);
   out.fill_(value);
   return out;
+}
+
+// The number of elements of arange(start, end, step): ceil((end - start) / step), checked to be
+// a size (a double past 2^63 has no int64 value).
+int64_t arange_count(double start, double end, double step) {
+  const double n = std::ceil((end - start) / step);
+  if (!(n < 0x1p63))
+    throw ShapeError("arange", "start " + value_str(start) + ", end " + value_str(end) +
+                                   " and step " + value_str(step) + " give " + value_str(n) +
+                                   " elements: the count overflows int64; use a larger step");
+  return int64_t(n);
 }
 
 }  // namespace
 
 Tensor empty(const Shape& shape, DType dtype, Device device) {
-  check_shape("empty", shape);
-  return Tensor::empty(shape, dtype, device);
+  return Tensor::empty(shape, dtype, device, "empty");
 }
 Tensor zeros(const Shape& shape, DType dtype, Device device) {
   return filled("zeros", shape, 0.0, dtype, device);
@@ -74,8 +77,12 @@ Tensor arange(double start, double end, double step, std::optional<DType> dtype,
   bool integral = is_integral_value(start) && is_integral_value(step);
   DType t = dtype.value_or(integral && is_integral_value(end) ? DType::Int64 : DType::Float32);
   check_numeric("arange", t);
-  int64_t n = int64_t(std::ceil((end - start) / step));
-  Tensor out = Tensor::empty({n}, t, device);
+  const int64_t n = arange_count(start, end, step);
+  if (n > 0) {  // the first and the last value must fit t; the others lie between them
+    check_value_fits("arange", start, t);
+    check_value_fits("arange", start + step * double(n - 1), t);
+  }
+  Tensor out = Tensor::empty({n}, t, device, "arange");
   auto kernel = arange_kernel(device);
   if (n > 0) kernel(out, start, step, integral);
   return out;
@@ -87,8 +94,12 @@ Tensor linspace(double start, double end, int64_t steps, DType dtype, Device dev
   if (steps < 0)
     throw ValueError("linspace", "steps is " + std::to_string(steps) + "; it must be >= 0");
   check_numeric("linspace", dtype);
-  if (steps == 1) return full({1}, start, dtype, device);
-  Tensor out = Tensor::empty({steps}, dtype, device);
+  if (steps > 0) {
+    check_value_fits("linspace", start, dtype);
+    check_value_fits("linspace", end, dtype);
+  }
+  if (steps == 1) return filled("linspace", {1}, start, dtype, device);
+  Tensor out = Tensor::empty({steps}, dtype, device, "linspace");
   auto kernel = linspace_kernel(device);
   if (steps > 0) kernel(out, start, end);
   return out;
@@ -97,7 +108,7 @@ Tensor linspace(double start, double end, int64_t steps, DType dtype, Device dev
 Tensor eye(int64_t n, int64_t m, DType dtype, Device device) {
   if (m < 0) m = n;
   if (n < 0) throw ValueError("eye", "n is " + std::to_string(n) + "; it must be >= 0");
-  Tensor out = Tensor::empty({n, m}, dtype, device);
+  Tensor out = Tensor::empty({n, m}, dtype, device, "eye");
   auto kernel = eye_kernel(device);
   if (out.numel() > 0) kernel(out);
   return out;
@@ -105,7 +116,7 @@ Tensor eye(int64_t n, int64_t m, DType dtype, Device device) {
 
 Tensor empty_like(const Tensor& t, std::optional<DType> dtype) {
   check_defined("empty_like", {{"t", t}});
-  return Tensor::empty(t.shape(), dtype.value_or(t.dtype()), t.device());
+  return Tensor::empty(t.shape(), dtype.value_or(t.dtype()), t.device(), "empty_like");
 }
 Tensor zeros_like(const Tensor& t, std::optional<DType> dtype) { return full_like(t, 0.0, dtype); }
 Tensor ones_like(const Tensor& t, std::optional<DType> dtype) { return full_like(t, 1.0, dtype); }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/core_kernels.h"
 #include "ops/checks.h"
 #include "ops/elementwise_kernels.h"
 
@@ -138,9 +139,11 @@ DType scalar_dtype(DType t, double s) {
 }
 
 // A 0-d tensor holding s, on t's device, typed by the scalar rule; it broadcasts like any operand.
+// Arithmetic with an integer scalar that t's dtype cannot hold (uint8 x * -1) is allowed, as in
+// PyTorch, so the scalar is filled by the kernel directly, past fill_'s range check.
 Tensor scalar_like(const Tensor& t, double s) {
-  Tensor out = Tensor::empty({}, scalar_dtype(t.dtype(), s), t.device());
-  out.fill_(s);
+  Tensor out = Tensor::empty({}, scalar_dtype(t.dtype(), s), t.device(), "scalar");
+  fill_kernel(out.device())(out, s);
   return out;
 }
 
@@ -170,7 +173,7 @@ Tensor unary(UnaryOp op, const Tensor& x, double p0 = 0, double p1 = 0) {
                                "; expected a numeric dtype, not bool; cast first, e.g. "
                                "x.to(DType::Int64)");
   if (!keeps_integer_dtype(op) && !is_floating(t)) t = DType::Float32;
-  Tensor out = Tensor::empty(x.shape(), t, x.device());
+  Tensor out = Tensor::empty(x.shape(), t, x.device(), name);
   auto kernel = unary_kernel(x.device());
   if (out.numel() > 0) kernel(op, x.to(t), out, p0, p1);
   return out;
@@ -198,7 +201,7 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
   const char* name = binary_op_name(op);
   check_same_device(name, {{"a", a}, {"b", b}});
   Shape shape = broadcast_all(name, {{"a", a}, {"b", b}});
-  Tensor out = Tensor::empty(shape, binary_result_dtype(op, a, b, name), a.device());
+  Tensor out = Tensor::empty(shape, binary_result_dtype(op, a, b, name), a.device(), name);
   run_binary(op, a, b, out);
   return out;
 }
@@ -242,7 +245,7 @@ const Tensor& binary_inplace(BinaryOp op, const Tensor& self, const Tensor& othe
     Tensor out = self;
     run_binary(op, self, safe_other, out);
   } else {
-    Tensor result = Tensor::empty(shape, t, self.device());
+    Tensor result = Tensor::empty(shape, t, self.device(), name.c_str());
     run_binary(op, self, safe_other, result);
     Tensor(self).copy_(result);
   }
@@ -254,7 +257,7 @@ Tensor compare(CompareOp op, const Tensor& a, const Tensor& b) {
   check_same_device(name, {{"a", a}, {"b", b}});
   Shape shape = broadcast_all(name, {{"a", a}, {"b", b}});
   DType t = promote_types(a.dtype(), b.dtype());
-  Tensor out = Tensor::empty(shape, DType::Bool, a.device());
+  Tensor out = Tensor::empty(shape, DType::Bool, a.device(), name);
   auto kernel = compare_kernel(a.device());
   if (out.numel() > 0) kernel(op, a.to(t).expand(shape), b.to(t).expand(shape), out);
   return out;
@@ -268,7 +271,7 @@ Tensor backward(BackwardOp op, const Tensor& grad, const Tensor& input, const ch
   check_floating(name, {{"grad", grad}, {input_name, input}});
   Shape shape = broadcast_all(name, {{"grad", grad}, {input_name, input}});
   DType t = promote_types(grad.dtype(), input.dtype());
-  Tensor out = Tensor::empty(shape, t, grad.device());
+  Tensor out = Tensor::empty(shape, t, grad.device(), name);
   auto kernel = backward_kernel(grad.device());
   if (out.numel() > 0) kernel(op, grad.to(t).expand(shape), input.to(t).expand(shape), out, p0, p1);
   return out;
@@ -379,7 +382,7 @@ Tensor logical_xor(const Tensor& a, const Tensor& b) {
 }
 Tensor logical_not(const Tensor& x) {
   check_defined("logical_not", {{"x", x}});
-  Tensor zero = Tensor::empty({}, x.dtype(), x.device()).fill_(0.0);
+  Tensor zero = Tensor::empty({}, x.dtype(), x.device(), "logical_not").fill_(0.0);
   return compare(CompareOp::Eq, x, zero);  // "not x" is "x == 0", NaN counting as true
 }
 
@@ -418,7 +421,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
                                   "gt(x, 0.0) or cast it with cond.to(DType::Bool)");
   Shape shape = broadcast_all("where", {{"cond", cond}, {"a", a}, {"b", b}});
   DType t = promote_types(a.dtype(), b.dtype());
-  Tensor out = Tensor::empty(shape, t, a.device());
+  Tensor out = Tensor::empty(shape, t, a.device(), "where");
   auto kernel = where_kernel(a.device());
   if (out.numel() > 0)
     kernel(cond.expand(shape), a.to(t).expand(shape), b.to(t).expand(shape), out);

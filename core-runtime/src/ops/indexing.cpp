@@ -55,9 +55,9 @@ void check_has_dims(const char* op, const Named& x) {
 }
 
 // out = x's slices idx[j] along d (idx: int64 [k], checked).
-Tensor select_slices(const Tensor& x, int64_t d, const Tensor& idx) {
+Tensor select_slices(const char* op, const Tensor& x, int64_t d, const Tensor& idx) {
   Shape s = around(x, d);
-  Tensor out = Tensor::empty({s[0], idx.numel(), s[2]}, x.dtype(), x.device());
+  Tensor out = Tensor::empty({s[0], idx.numel(), s[2]}, x.dtype(), x.device(), op);
   if (out.numel() > 0) index_select_kernel(x.device())(x.contiguous().view(s), idx, out);
   Shape out_shape = x.shape();
   out_shape[size_t(d)] = idx.numel();
@@ -84,9 +84,9 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   if (idx.dim() > 1)
     throw ShapeError(op, operands({{"x", x}, {"index", index}}) +
                              "; index must be 1-D, flatten it first");
-  const int64_t d = wrap_dim(dim, x.dim(), op);
+  const int64_t d = wrap_dim(dim, x.dim(), op, "x is " + describe(x));
   check_range(op, idx, x.size(d), "dim " + str(d) + " of x (" + describe(x) + ")");
-  return select_slices(x, d, idx.view({idx.numel()}));
+  return select_slices(op, x, d, idx.view({idx.numel()}));
 }
 
 Tensor& index_add_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
@@ -95,7 +95,7 @@ Tensor& index_add_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& sr
   check_same_device(op, {{"x", x}, {"index", index}, {"src", src}});
   check_same_dtype(op, {{"x", x}, {"src", src}});
   Tensor idx = as_index(op, {"index", index});
-  const int64_t d = wrap_dim(dim, x.dim(), op);
+  const int64_t d = wrap_dim(dim, x.dim(), op, "x is " + describe(x));
   Shape want = x.shape();
   want[size_t(d)] = idx.numel();
   if (idx.dim() > 1 || src.shape() != want)
@@ -122,7 +122,7 @@ Tensor embedding(const Tensor& weight, const Tensor& indices) {
   check_range(op, idx, weight.size(0), "the rows of weight (" + describe(weight) + ")");
   Shape out_shape = indices.shape();
   out_shape.push_back(weight.size(1));
-  return select_slices(weight, 0, idx.view({idx.numel()})).view(out_shape);
+  return select_slices(op, weight, 0, idx.view({idx.numel()})).view(out_shape);
 }
 
 Tensor embedding_backward(const Tensor& grad, const Tensor& indices, int64_t num_weights,
@@ -146,7 +146,7 @@ Tensor embedding_backward(const Tensor& grad, const Tensor& indices, int64_t num
   }
   check_range(op, idx, num_weights, "num_weights " + str(num_weights));
   const int64_t dsize = grad.size(-1);
-  Tensor out = Tensor::empty({num_weights, dsize}, grad.dtype(), grad.device());
+  Tensor out = Tensor::empty({num_weights, dsize}, grad.dtype(), grad.device(), op);
   out.zero_();
   add_slices(out, 0, idx.view({idx.numel()}), grad.reshape({idx.numel(), dsize}));
   if (pad_row) out.select(0, *pad_row).zero_();
@@ -177,10 +177,10 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
   check_has_dims(op, {"x", x});
   check_same_device(op, {{"x", x}, {"index", index}});
   Tensor idx = as_index(op, {"index", index});
-  const int64_t d = wrap_dim(dim, x.dim(), op);
+  const int64_t d = wrap_dim(dim, x.dim(), op, "x is " + describe(x));
   check_index_fits(op, x, index, nullptr, d);
   check_range(op, idx, x.size(d), "dim " + str(d) + " of x (" + describe(x) + ")");
-  Tensor out = Tensor::empty(idx.shape(), x.dtype(), x.device());
+  Tensor out = Tensor::empty(idx.shape(), x.dtype(), x.device(), op);
   if (out.numel() > 0) gather_kernel(x.device())(x, d, idx, out);
   return out;
 }
@@ -191,7 +191,7 @@ Tensor& scatter_add_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& 
   check_same_device(op, {{"x", x}, {"index", index}, {"src", src}});
   check_same_dtype(op, {{"x", x}, {"src", src}});
   Tensor idx = as_index(op, {"index", index});
-  const int64_t d = wrap_dim(dim, x.dim(), op);
+  const int64_t d = wrap_dim(dim, x.dim(), op, "x is " + describe(x));
   check_index_fits(op, x, index, &src, d);
   check_range(op, idx, x.size(d), "dim " + str(d) + " of x (" + describe(x) + ")");
   x.bump_version();
@@ -208,6 +208,7 @@ Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tens
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
   const char* op = "masked_fill";
   check_same_device(op, {{"x", x}, {"mask", mask}});
+  check_value_fits(op, value, x.dtype());
   if (mask.dtype() != DType::Bool)
     throw DTypeError(op, operands({{"x", x}, {"mask", mask}}) +
                              "; mask must be bool, e.g. the result of a comparison");
@@ -217,7 +218,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
   if (!fits)
     throw ShapeError(op, operands({{"x", x}, {"mask", mask}}) +
                              "; mask must broadcast to x's shape (sizes equal or 1)");
-  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device(), op);
   if (out.numel() > 0) masked_fill_kernel(x.device())(x, mask.expand(x.shape()), value, out);
   return out;
 }
@@ -236,11 +237,11 @@ Tensor one_hot(const Tensor& indices, int64_t num_classes) {
   check_range(op, idx, num_classes, "num_classes " + str(num_classes));
   Shape out_shape = idx.shape();
   out_shape.push_back(num_classes);
-  Tensor out = Tensor::empty(out_shape, DType::Int64, idx.device());
+  Tensor out = Tensor::empty(out_shape, DType::Int64, idx.device(), op);
   out.zero_();
   if (out.numel() > 0) {  // out[..., idx[...]] += 1
     Tensor column = idx.unsqueeze(-1);
-    Tensor one = Tensor::empty({1}, DType::Int64, idx.device());
+    Tensor one = Tensor::empty({1}, DType::Int64, idx.device(), op);
     one.fill_(1);
     scatter_add_kernel(idx.device())(out, out.dim() - 1, column, one.expand(column.shape()));
   }
@@ -323,8 +324,9 @@ Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, const std::string&
   const char* op = "pad";
   check_defined(op, {{"x", x}});
   const PadMode m = parse_pad_mode(mode);
+  if (m == PadMode::Constant) check_value_fits(op, value, x.dtype());
   auto [left, right] = split_pads(op, x.shape(), pads);
-  Tensor out = Tensor::empty(padded_shape(op, x.shape(), left, right), x.dtype(), x.device());
+  Tensor out = Tensor::empty(padded_shape(op, x.shape(), left, right), x.dtype(), x.device(), op);
   if (m == PadMode::Constant) {
     out.fill_(value);
     auto [in_part, out_part] = overlap(x, out, left, right);

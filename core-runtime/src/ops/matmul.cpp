@@ -96,7 +96,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, MatmulAlgo algo) {
   if (b2.dim() == 2 && a2.dim() > 2) {
     // [*A, m, k] @ [k, n]: one GEMM with (prod(A) * m) rows beats prod(A) small ones.
     Tensor a3 = a2.reshape({1, count * m, k});
-    out = Tensor::empty({1, count * m, n}, a.dtype(), a.device());
+    out = Tensor::empty({1, count * m, n}, a.dtype(), a.device(), op);
     batched_gemm(a3, b2.unsqueeze(0), out, false, algo);
   } else {
     // Broadcast batch dims are stride-0 views; reshape keeps them views whenever it can.
@@ -105,7 +105,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, MatmulAlgo algo) {
     b_shape.insert(b_shape.end(), {k, n});
     Tensor a3 = a2.expand(a_shape).reshape({count, m, k});
     Tensor b3 = b2.expand(b_shape).reshape({count, k, n});
-    out = Tensor::empty({count, m, n}, a.dtype(), a.device());
+    out = Tensor::empty({count, m, n}, a.dtype(), a.device(), op);
     batched_gemm(a3, b3, out, false, algo);
   }
 
@@ -141,7 +141,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   Shape out_shape(x.shape().begin(), x.shape().end() - 1);
   const int64_t rows = shape_numel(out_shape);
   out_shape.push_back(out_features);
-  Tensor out = Tensor::empty({1, rows, out_features}, x.dtype(), x.device());
+  Tensor out = Tensor::empty({1, rows, out_features}, x.dtype(), x.device(), op);
   // The bias goes in first and the GEMM adds onto it (BLAS beta = 1): no separate pass.
   if (has_bias) out.copy_(bias);
   Tensor x3 = x.reshape({1, rows, in_features});

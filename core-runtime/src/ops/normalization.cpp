@@ -97,10 +97,11 @@ BatchNormResult batch_norm(const Tensor& x, const Tensor& weight, const Tensor& 
                 str(per_channel) + "; use a larger batch or eval mode");
 
   Tensor x3 = as_ncs(x);
-  Tensor y3 = Tensor::empty(x3.shape(), x.dtype(), x.device());
-  Tensor mean = Tensor::empty(channels, compute_dtype(x.dtype()), x.device());
-  Tensor invstd = Tensor::empty(channels, compute_dtype(x.dtype()), x.device());
-  Tensor var = training ? Tensor::empty(channels, compute_dtype(x.dtype()), x.device()) : Tensor();
+  Tensor y3 = Tensor::empty(x3.shape(), x.dtype(), x.device(), op);
+  Tensor mean = Tensor::empty(channels, compute_dtype(x.dtype()), x.device(), op);
+  Tensor invstd = Tensor::empty(channels, compute_dtype(x.dtype()), x.device(), op);
+  Tensor var =
+      training ? Tensor::empty(channels, compute_dtype(x.dtype()), x.device(), op) : Tensor();
   Tensor w = weight.defined() ? weight.contiguous() : Tensor();
   Tensor b = bias.defined() ? bias.contiguous() : Tensor();
   if (c > 0) {
@@ -150,9 +151,9 @@ NormGrads batch_norm_backward(const Tensor& grad_out, const Tensor& x, const Ten
 
   Tensor x3 = as_ncs(x);
   Tensor dy3 = as_ncs(grad_out);
-  Tensor sum_dy = Tensor::empty(channels, compute_dtype(x.dtype()), x.device());
-  Tensor sum_dy_xhat = Tensor::empty(channels, compute_dtype(x.dtype()), x.device());
-  Tensor dx3 = Tensor::empty(x3.shape(), x.dtype(), x.device());
+  Tensor sum_dy = Tensor::empty(channels, compute_dtype(x.dtype()), x.device(), op);
+  Tensor sum_dy_xhat = Tensor::empty(channels, compute_dtype(x.dtype()), x.device(), op);
+  Tensor dx3 = Tensor::empty(x3.shape(), x.dtype(), x.device(), op);
   Tensor w = weight.defined() ? weight.contiguous() : Tensor();
   if (x.size(1) > 0)
     batch_norm_backward_reduce_kernel(x.device())(dy3, x3, save_mean, save_invstd, sum_dy,
@@ -202,9 +203,9 @@ LayerNormResult layer_norm(const Tensor& x, const std::vector<int64_t>& normaliz
   if (!(eps >= 0)) throw ValueError(op, "eps must be >= 0, got " + std::to_string(eps));
 
   Tensor x2 = x.contiguous().view({m, d});
-  Tensor y2 = Tensor::empty({m, d}, x.dtype(), x.device());
-  Tensor mean = Tensor::empty({m}, compute_dtype(x.dtype()), x.device());
-  Tensor rstd = Tensor::empty({m}, compute_dtype(x.dtype()), x.device());
+  Tensor y2 = Tensor::empty({m, d}, x.dtype(), x.device(), op);
+  Tensor mean = Tensor::empty({m}, compute_dtype(x.dtype()), x.device(), op);
+  Tensor rstd = Tensor::empty({m}, compute_dtype(x.dtype()), x.device(), op);
   Tensor w = weight.defined() ? weight.contiguous().view({d}) : Tensor();
   Tensor b = bias.defined() ? bias.contiguous().view({d}) : Tensor();
   if (m > 0) layer_norm_kernel(x.device())(x2, w, b, eps, y2, mean, rstd);
@@ -228,9 +229,9 @@ NormGrads layer_norm_backward(const Tensor& grad_out, const Tensor& x,
   Tensor mean1 = mean.contiguous().view({m});
   Tensor rstd1 = rstd.contiguous().view({m});
   Tensor w = weight.defined() ? weight.contiguous().view({d}) : Tensor();
-  Tensor dx2 = Tensor::empty({m, d}, x.dtype(), x.device());
-  Tensor grad_weight = Tensor::empty(normalized_shape, x.dtype(), x.device());
-  Tensor grad_bias = Tensor::empty(normalized_shape, x.dtype(), x.device());
+  Tensor dx2 = Tensor::empty({m, d}, x.dtype(), x.device(), op);
+  Tensor grad_weight = Tensor::empty(normalized_shape, x.dtype(), x.device(), op);
+  Tensor grad_bias = Tensor::empty(normalized_shape, x.dtype(), x.device(), op);
   if (m > 0 && d > 0) layer_norm_backward_input_kernel(x.device())(dy2, x2, mean1, rstd1, w, dx2);
   if (d > 0) {
     Tensor gw = grad_weight.view({d}), gb = grad_bias.view({d});
@@ -247,8 +248,8 @@ void check_probability(const char* op, double p) {
 }
 
 // out = mask ? x / (1 - p) : 0 (p = 1: zero).
-Tensor apply_mask(const Tensor& x, const Tensor& mask, double p) {
-  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+Tensor apply_mask(const char* op, const Tensor& x, const Tensor& mask, double p) {
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device(), op);
   if (out.numel() > 0) dropout_apply_kernel(x.device())(x, mask, p < 1 ? 1 / (1 - p) : 0.0, out);
   return out;
 }
@@ -262,7 +263,7 @@ DropoutResult dropout(const Tensor& x, double p, bool training, Generator* gen) 
   check_probability(op, p);
   if (!training || p == 0) return {x, Tensor()};
   Tensor mask = bernoulli(x.shape(), 1 - p, DType::Bool, x.device(), gen);
-  return {apply_mask(x, mask, p), mask};
+  return {apply_mask(op, x, mask, p), mask};
 }
 
 Tensor dropout_backward(const Tensor& grad, const Tensor& mask, double p) {
@@ -274,7 +275,7 @@ Tensor dropout_backward(const Tensor& grad, const Tensor& mask, double p) {
   if (mask.dtype() != DType::Bool || mask.shape() != grad.shape())
     throw ShapeError(op, operands({{"grad", grad}, {"mask", mask}}) +
                              "; mask must be the bool mask dropout returned, of grad's shape");
-  return apply_mask(grad, mask, p);
+  return apply_mask(op, grad, mask, p);
 }
 
 }  // namespace ember

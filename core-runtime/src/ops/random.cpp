@@ -24,13 +24,6 @@ PhiloxStream draw(Generator* gen) {
   return {g.seed, g.offset++};
 }
 
-void check_shape(const char* op, const Shape& shape) {
-  for (int64_t s : shape)
-    if (s < 0)
-      throw ValueError(op,
-                       "shape " + shape_str(shape) + " has a negative size; sizes must be >= 0");
-}
-
 void check_floating_dtype(const char* op, DType dtype) {
   if (!is_floating(dtype))
     throw DTypeError(op, std::string("dtype is ") + dtype_name(dtype) +
@@ -70,16 +63,16 @@ void manual_seed(uint64_t seed) {
   default_generator() = Generator(seed);
 }
 
+// rand is uniform on [0, 1) and randn normal(0, 1): errors name uniform and normal.
 Tensor uniform(const Shape& shape, double low, double high, DType dtype, Device device,
                Generator* gen) {
-  check_shape("uniform", shape);
   check_floating_dtype("uniform", dtype);
   check_finite("uniform", "low", low);
   check_finite("uniform", "high", high);
   if (low > high)
     throw ValueError("uniform", "low (" + std::to_string(low) + ") is greater than high (" +
                                     std::to_string(high) + "); expected low <= high");
-  Tensor out = Tensor::empty(shape, dtype, device);
+  Tensor out = Tensor::empty(shape, dtype, device, "uniform");
   auto kernel = uniform_kernel(device);
   PhiloxStream stream = draw(gen);
   if (out.numel() > 0) kernel(out, low, high, stream);
@@ -92,12 +85,11 @@ Tensor rand(const Shape& shape, DType dtype, Device device, Generator* gen) {
 
 Tensor normal(const Shape& shape, double mean, double std, DType dtype, Device device,
               Generator* gen) {
-  check_shape("normal", shape);
   check_floating_dtype("normal", dtype);
   check_finite("normal", "mean", mean);
   check_finite("normal", "std", std);
   if (std < 0) throw ValueError("normal", "std is " + std::to_string(std) + "; it must be >= 0");
-  Tensor out = Tensor::empty(shape, dtype, device);
+  Tensor out = Tensor::empty(shape, dtype, device, "normal");
   auto kernel = normal_kernel(device);
   PhiloxStream stream = draw(gen);
   if (out.numel() > 0) kernel(out, mean, std, stream);
@@ -111,7 +103,7 @@ Tensor randn(const Shape& shape, DType dtype, Device device, Generator* gen) {
 Tensor bernoulli(const Tensor& probs, Generator* gen) {
   check_defined("bernoulli", {{"probs", probs}});
   check_floating("bernoulli", {{"probs", probs}});
-  Tensor out = Tensor::empty(probs.shape(), probs.dtype(), probs.device());
+  Tensor out = Tensor::empty(probs.shape(), probs.dtype(), probs.device(), "bernoulli");
   auto kernel = bernoulli_kernel(probs.device());
   PhiloxStream stream = draw(gen);
   if (out.numel() > 0) kernel(probs.contiguous(), out, stream);
@@ -119,11 +111,10 @@ Tensor bernoulli(const Tensor& probs, Generator* gen) {
 }
 
 Tensor bernoulli(const Shape& shape, double p, DType dtype, Device device, Generator* gen) {
-  check_shape("bernoulli", shape);
   if (!(p >= 0 && p <= 1))
     throw ValueError("bernoulli", "p is " + std::to_string(p) + "; expected 0 <= p <= 1");
-  Tensor out = Tensor::empty(shape, dtype, device);
-  Tensor one_p = Tensor::empty({}, DType::Float64, device).fill_(p);
+  Tensor out = Tensor::empty(shape, dtype, device, "bernoulli");
+  Tensor one_p = Tensor::empty({}, DType::Float64, device, "bernoulli").fill_(p);
   auto kernel = bernoulli_kernel(device);
   PhiloxStream stream = draw(gen);
   if (out.numel() > 0) kernel(one_p, out, stream);
@@ -132,12 +123,11 @@ Tensor bernoulli(const Shape& shape, double p, DType dtype, Device device, Gener
 
 Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype, Device device,
                Generator* gen) {
-  check_shape("randint", shape);
   if (low >= high)
     throw ValueError("randint", "low (" + std::to_string(low) + ") must be less than high (" +
                                     std::to_string(high) + "): values are drawn from [low, high)");
   check_holds("randint", dtype, low, high - 1);
-  Tensor out = Tensor::empty(shape, dtype, device);
+  Tensor out = Tensor::empty(shape, dtype, device, "randint");
   auto kernel = randint_kernel(device);
   PhiloxStream stream = draw(gen);
   if (out.numel() > 0) kernel(out, low, high, stream);
@@ -147,7 +137,7 @@ Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype, Devic
 Tensor randperm(int64_t n, DType dtype, Device device, Generator* gen) {
   if (n < 0) throw ValueError("randperm", "n is " + std::to_string(n) + "; it must be >= 0");
   check_holds("randperm", dtype, 0, n > 0 ? n - 1 : 0);
-  Tensor out = Tensor::empty({n}, DType::Int64, device);
+  Tensor out = Tensor::empty({n}, DType::Int64, device, "randperm");
   auto kernel = randperm_kernel(device);
   PhiloxStream stream = draw(gen);
   if (n > 0) kernel(out, stream);

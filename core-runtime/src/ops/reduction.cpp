@@ -23,15 +23,11 @@ struct ReducePlan {
 
 ReducePlan plan(const char* op, const Tensor& x, const std::vector<int64_t>& dims) {
   check_defined(op, {{"x", x}});
-  const int64_t nd = x.dim(), limit = std::max<int64_t>(nd, 1);  // a scalar accepts dim 0 / -1
+  const int64_t nd = x.dim();
   std::vector<bool> reduced(size_t(nd), dims.empty());
   for (int64_t d : dims) {
-    if (d < -limit || d >= limit)
-      throw IndexError(op, "x is " + describe(x) + "; dim " + std::to_string(d) +
-                               " is out of range; expected dims in [" + std::to_string(-limit) +
-                               ", " + std::to_string(limit - 1) + "]");
+    int64_t w = wrap_dim_or_scalar(d, nd, op, "x is " + describe(x));
     if (nd == 0) continue;  // reducing a scalar's only element
-    int64_t w = wrap_dim(d, nd, op);
     if (reduced[size_t(w)])
       throw ValueError(op, "x is " + describe(x) + "; dim " + std::to_string(d) +
                                " appears more than once in dims " + shape_str(dims) +
@@ -75,7 +71,7 @@ Tensor run_reduce(const char* op, ReduceOp kind, const Tensor& x, const std::vec
                   bool keepdim, DType out_dtype, bool has_identity = true) {
   ReducePlan p = plan(op, x, dims);
   if (!has_identity) check_nonempty(op, x, p, dims);
-  Tensor out = Tensor::empty(p.out_shape, out_dtype, x.device());
+  Tensor out = Tensor::empty(p.out_shape, out_dtype, x.device(), op);
   reduce_kernel(x.device())(kind, p.xr, p.nreduce, out);
   return shaped(p, out, keepdim);
 }
@@ -86,8 +82,8 @@ ValuesIndices run_arg_reduce(const char* op, bool is_max, const Tensor& x,
                              const std::vector<int64_t>& dims, bool keepdim, bool want_values) {
   ReducePlan p = plan(op, x, dims);
   check_nonempty(op, x, p, dims);
-  Tensor values = want_values ? Tensor::empty(p.out_shape, x.dtype(), x.device()) : Tensor();
-  Tensor indices = Tensor::empty(p.out_shape, DType::Int64, x.device());
+  Tensor values = want_values ? Tensor::empty(p.out_shape, x.dtype(), x.device(), op) : Tensor();
+  Tensor indices = Tensor::empty(p.out_shape, DType::Int64, x.device(), op);
   arg_reduce_kernel(x.device())(is_max, p.xr, p.nreduce, values, indices);
   return {want_values ? shaped(p, values, keepdim) : values, shaped(p, indices, keepdim)};
 }
@@ -101,7 +97,7 @@ Tensor run_var(const char* op, const Tensor& x, const std::vector<int64_t>& dims
   check_defined(op, {{"x", x}});
   check_floating(op, {{"x", x}});
   ReducePlan p = plan(op, x, dims);
-  Tensor out = Tensor::empty(p.out_shape, x.dtype(), x.device());
+  Tensor out = Tensor::empty(p.out_shape, x.dtype(), x.device(), op);
   var_kernel(x.device())(p.xr, p.nreduce, correction, take_sqrt, out);
   return shaped(p, out, keepdim);
 }
@@ -174,7 +170,7 @@ Tensor norm(const Tensor& x, double p, const std::vector<int64_t>& dims, bool ke
   if (std::isnan(p)) throw ValueError("norm", "p is NaN; pass a number or +-infinity");
   ReducePlan r = plan("norm", x, dims);
   if (std::isinf(p)) check_nonempty("norm", x, r, dims);  // max|x| of nothing: as amax
-  Tensor out = Tensor::empty(r.out_shape, x.dtype(), x.device());
+  Tensor out = Tensor::empty(r.out_shape, x.dtype(), x.device(), "norm");
   norm_kernel(x.device())(r.xr, r.nreduce, p, out);
   return shaped(r, out, keepdim);
 }

@@ -7,7 +7,7 @@ namespace ember {
 Tensor cat(const TensorList& tensors, int64_t dim) {
   if (tensors.empty()) throw ValueError("cat", "expects a non-empty list of tensors");
   const Tensor& first = tensors[0];
-  int64_t d = wrap_dim(dim, first.dim(), "cat");
+  int64_t d = wrap_dim(dim, first.dim(), "cat", "tensors[0] is " + describe(first));
   Shape out_shape = first.shape();
   out_shape[size_t(d)] = 0;
   for (size_t i = 0; i < tensors.size(); ++i) {
@@ -24,7 +24,7 @@ Tensor cat(const TensorList& tensors, int64_t dim) {
       throw ShapeError("cat", which + "; all dims except dim " + std::to_string(d) + " must match");
     out_shape[size_t(d)] += t.size(d);
   }
-  Tensor out = Tensor::empty(out_shape, first.dtype(), first.device());
+  Tensor out = Tensor::empty(out_shape, first.dtype(), first.device(), "cat");
   int64_t at = 0;
   for (const Tensor& t : tensors) {
     out.narrow(d, at, t.size(d)).copy_(t);
@@ -48,7 +48,7 @@ Tensor stack(const TensorList& tensors, int64_t dim) {
 }
 
 TensorList split(const Tensor& t, const std::vector<int64_t>& sizes, int64_t dim) {
-  int64_t d = wrap_dim(dim, t.dim(), "split");
+  int64_t d = wrap_dim(dim, t.dim(), "split", "t is " + describe(t));
   int64_t total = 0;
   for (int64_t s : sizes) {
     if (s < 0) throw ValueError("split", "sizes must be >= 0, got " + shape_str(sizes));
@@ -68,7 +68,7 @@ TensorList split(const Tensor& t, const std::vector<int64_t>& sizes, int64_t dim
 }
 
 TensorList split(const Tensor& t, int64_t split_size, int64_t dim) {
-  int64_t d = wrap_dim(dim, t.dim(), "split");
+  int64_t d = wrap_dim(dim, t.dim(), "split", "t is " + describe(t));
   if (split_size <= 0)
     throw ValueError("split", "split_size must be positive, got " + std::to_string(split_size));
   std::vector<int64_t> sizes;
@@ -81,9 +81,11 @@ TensorList split(const Tensor& t, int64_t split_size, int64_t dim) {
 TensorList chunk(const Tensor& t, int64_t chunks, int64_t dim) {
   if (chunks <= 0)
     throw ValueError("chunk", "chunks must be positive, got " + std::to_string(chunks));
-  int64_t d = wrap_dim(dim, t.dim(), "chunk");
+  int64_t d = wrap_dim(dim, t.dim(), "chunk", "t is " + describe(t));
+  // As torch.chunk: an empty dim still gives `chunks` (empty) pieces.
+  if (t.size(d) == 0) return split(t, std::vector<int64_t>(size_t(chunks), 0), d);
   int64_t size = (t.size(d) + chunks - 1) / chunks;
-  return split(t, std::max<int64_t>(size, 1), d);
+  return split(t, size, d);
 }
 
 }  // namespace ember

@@ -24,22 +24,12 @@ Tensor dim_last(const Tensor& t, int64_t d) {
   return t.permute(perm);
 }
 
-// dim wrapped into [0, ndim); a scalar accepts 0 and -1.
-int64_t checked_dim(const char* op, const Tensor& x, int64_t dim) {
-  const int64_t limit = std::max<int64_t>(x.dim(), 1);
-  if (dim < -limit || dim >= limit)
-    throw IndexError(op, "x is " + describe(x) + "; dim " + std::to_string(dim) +
-                             " is out of range; expected a dim in [" + std::to_string(-limit) +
-                             ", " + std::to_string(limit - 1) + "]");
-  return dim < 0 ? dim + limit : dim;
-}
-
 Tensor softmax_forward(const char* op, const Tensor& x, int64_t dim, bool log) {
   check_defined(op, {{"x", x}});
   check_floating(op, {{"x", x}});
-  const int64_t d = checked_dim(op, x, dim);
+  const int64_t d = wrap_dim_or_scalar(dim, x.dim(), op, "x is " + describe(x));
   Tensor rows = x.dim() == 0 ? x.unsqueeze(0) : x;  // a scalar is one row of one element
-  Tensor y = Tensor::empty(rows.shape(), x.dtype(), x.device());
+  Tensor y = Tensor::empty(rows.shape(), x.dtype(), x.device(), op);
   Tensor y_rows = dim_last(y, d);
   softmax_kernel(x.device())(dim_last(rows, d), log, y_rows);
   return y.view(x.shape());
@@ -52,10 +42,10 @@ Tensor softmax_backward_impl(const char* op, const Tensor& grad_y, const Tensor&
   check_same_dtype(op, {{"grad_y", grad_y}, {"y", y}});
   if (grad_y.shape() != y.shape())
     throw ShapeError(op, operands({{"grad_y", grad_y}, {"y", y}}) + "; grad_y must have y's shape");
-  const int64_t d = checked_dim(op, y, dim);
+  const int64_t d = wrap_dim_or_scalar(dim, y.dim(), op, "y is " + describe(y));
   Tensor gy = grad_y.dim() == 0 ? grad_y.unsqueeze(0) : grad_y;
   Tensor yy = y.dim() == 0 ? y.unsqueeze(0) : y;
-  Tensor grad_x = Tensor::empty(yy.shape(), y.dtype(), y.device());
+  Tensor grad_x = Tensor::empty(yy.shape(), y.dtype(), y.device(), op);
   Tensor gx_rows = dim_last(grad_x, d);
   softmax_backward_kernel(y.device())(dim_last(gy, d), dim_last(yy, d), log, gx_rows);
   return grad_x.view(y.shape());
@@ -112,7 +102,7 @@ ClassLayout class_layout(const char* op, const char* xname, const Tensor& x, con
 // w[target] per sample (0 where ignored); throws IndexError for a target outside [0, C).
 Tensor sample_weights(const char* op, const char* xname, const ClassLayout& L, const Tensor& x,
                       const Tensor& target, int64_t ignore_index) {
-  Tensor sw = Tensor::empty(L.target.shape(), compute_dtype(x.dtype()), x.device());
+  Tensor sw = Tensor::empty(L.target.shape(), compute_dtype(x.dtype()), x.device(), op);
   int64_t bad = 0;
   if (!target_weight_kernel(x.device())(L.target, L.weight, ignore_index, L.classes, sw, bad))
     throw IndexError(op, operands({{xname, x}, {"target", target}}) + "; target holds " +
@@ -189,7 +179,7 @@ Tensor check_pointwise(const char* op, const Tensor& x, const Tensor& y, const T
 Tensor pointwise_forward(const char* op, PointwiseLoss kind, const Tensor& x, const Tensor& y,
                          const Tensor& pos_weight, LossReduction reduction) {
   Tensor pw = check_pointwise(op, x, y, pos_weight);
-  Tensor loss = Tensor::empty(x.shape(), x.dtype(), x.device());
+  Tensor loss = Tensor::empty(x.shape(), x.dtype(), x.device(), op);
   pointwise_loss_kernel(x.device())(kind, x, y, pw, loss);
   switch (reduction) {
     case LossReduction::None:
@@ -221,7 +211,7 @@ Tensor pointwise_backward(const char* op, PointwiseLoss kind, const Tensor& grad
   }
   const double scale =
       reduction == LossReduction::Mean && x.numel() > 0 ? 1.0 / double(x.numel()) : 1.0;
-  Tensor grad = Tensor::empty(x.shape(), x.dtype(), x.device());
+  Tensor grad = Tensor::empty(x.shape(), x.dtype(), x.device(), op);
   pointwise_loss_backward_kernel(x.device())(kind, g, scale, x, y, pw, grad);
   return grad;
 }
@@ -255,7 +245,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& w
   check_label_smoothing(op, label_smoothing);
   ClassLayout L = class_layout(op, "logits", logits, target, weight);
   Tensor sw = sample_weights(op, "logits", L, logits, target, ignore_index);
-  Tensor loss = Tensor::empty(L.target.shape(), sw.dtype(), logits.device());
+  Tensor loss = Tensor::empty(L.target.shape(), sw.dtype(), logits.device(), op);
   cross_entropy_kernel(logits.device())(L.x, L.target, L.weight, ignore_index, label_smoothing,
                                         loss);
   return reduce_losses(loss, sw, reduction, target, logits.dtype());
@@ -270,7 +260,7 @@ Tensor cross_entropy_backward(const Tensor& grad_loss, const Tensor& logits, con
   check_same_device(op, {{"grad_loss", grad_loss}, {"logits", logits}});
   Tensor sw = sample_weights(op, "logits", L, logits, target, ignore_index);
   Tensor g = loss_multiplier(op, grad_loss, sw, reduction, target.shape(), sw.dtype());
-  Tensor grad = Tensor::empty(logits.shape(), logits.dtype(), logits.device());
+  Tensor grad = Tensor::empty(logits.shape(), logits.dtype(), logits.device(), op);
   Tensor grad_rows = L.single ? grad.unsqueeze(0) : dim_last(grad, 1);
   cross_entropy_backward_kernel(logits.device())(g, L.x, L.target, L.weight, ignore_index,
                                                  label_smoothing, grad_rows);
@@ -282,7 +272,7 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& wei
   const char* op = "nll_loss";
   ClassLayout L = class_layout(op, "log_probs", log_probs, target, weight);
   Tensor sw = sample_weights(op, "log_probs", L, log_probs, target, ignore_index);
-  Tensor loss = Tensor::empty(L.target.shape(), sw.dtype(), log_probs.device());
+  Tensor loss = Tensor::empty(L.target.shape(), sw.dtype(), log_probs.device(), op);
   nll_loss_kernel(log_probs.device())(L.x, L.target, L.weight, ignore_index, loss);
   return reduce_losses(loss, sw, reduction, target, log_probs.dtype());
 }
@@ -294,7 +284,7 @@ Tensor nll_loss_backward(const Tensor& grad_loss, const Tensor& log_probs, const
   check_same_device(op, {{"grad_loss", grad_loss}, {"log_probs", log_probs}});
   Tensor sw = sample_weights(op, "log_probs", L, log_probs, target, ignore_index);
   Tensor g = loss_multiplier(op, grad_loss, sw, reduction, target.shape(), sw.dtype());
-  Tensor grad = Tensor::empty(log_probs.shape(), log_probs.dtype(), log_probs.device());
+  Tensor grad = Tensor::empty(log_probs.shape(), log_probs.dtype(), log_probs.device(), op);
   Tensor grad_rows = L.single ? grad.unsqueeze(0) : dim_last(grad, 1);
   nll_loss_backward_kernel(log_probs.device())(g, L.target, L.weight, ignore_index, grad_rows);
   return grad;

@@ -1,7 +1,9 @@
 // creation.h — new tensors: uninitialised, constant, ranges, identity, and *_like variants.
 //
 // Every op returns a new contiguous tensor; dtype defaults to float32 and device to the CPU.
-// A negative size is a ValueError naming the op.
+// A negative size is a ValueError naming the op, a size whose element or byte count overflows
+// int64 a ShapeError, and a value the dtype cannot hold (dtype_holds: NaN or 300 for uint8, say)
+// a ValueError naming the op, the value and the dtype.
 #pragma once
 #include <optional>
 

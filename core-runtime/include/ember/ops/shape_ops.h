@@ -14,7 +14,9 @@ Tensor stack(const TensorList& tensors, int64_t dim = 0);
 TensorList split(const Tensor& t, int64_t split_size, int64_t dim = 0);
 // Views of pieces with the given sizes, which must sum to t.size(dim).
 TensorList split(const Tensor& t, const std::vector<int64_t>& sizes, int64_t dim = 0);
-// `chunks` views of near-equal size along dim (as torch.chunk: ceil(n / chunks) each).
+// Views of near-equal size along dim, as torch.chunk: ceil(n / chunks) each (so possibly fewer
+// than `chunks`), and `chunks` empty views when the dim is empty.
+// Every dim above must exist: a 0-d tensor has none, so it is an IndexError.
 TensorList chunk(const Tensor& t, int64_t chunks, int64_t dim = 0);
 
 }  // namespace ember
