@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.schema import SchemaError, read_csv
+from harness.verdict import number
 
 KEY = ("device", "benchmark", "case", "params", "metric", "reference")
 ORDER = ("regressed", "improved", "ok", "missing", "new")
@@ -93,12 +94,6 @@ def compare(base_rows: list[dict], new_rows: list[dict], thresholds: dict,
     changes += [Change(key, "missing", base=row["value"]) for key, row in base.items()
                 if key not in new]
     return sorted(changes, key=lambda c: (ORDER.index(c.status), c.key))
-
-
-def number(v) -> str:
-    if v is None:
-        return ""
-    return str(int(v)) if float(v).is_integer() and abs(v) < 1e15 else f"{v:.4g}"
 
 
 def change_text(worse: float | None) -> str:

@@ -76,6 +76,7 @@ ORDER = ("failed", "regressed", "improved", "ok", "new")
 
 
 def number(v) -> str:
+    """A figure for a table: counts exactly, measurements to 4 significant digits."""
     if v is None:
         return ""
     return str(int(v)) if float(v).is_integer() and abs(v) < 1e15 else f"{v:.4g}"
