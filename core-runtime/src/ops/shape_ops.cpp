@@ -4,47 +4,60 @@
 
 namespace ember {
 
-Tensor cat(const TensorList& tensors, int64_t dim) {
-  if (tensors.empty()) throw ValueError("cat", "expects a non-empty list of tensors");
+namespace {
+
+// The checks cat and stack share, reported under `op`: one device, one dtype, and the same size
+// in every dim but `dim` (stack: in every dim, since the inputs become slices of a new one).
+void check_joinable(const char* op, const TensorList& tensors, int64_t dim, bool every_dim) {
   const Tensor& first = tensors[0];
-  int64_t d = wrap_dim(dim, first.dim(), "cat", "tensors[0] is " + describe(first));
-  Shape out_shape = first.shape();
-  out_shape[size_t(d)] = 0;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const Tensor& t = tensors[i];
     std::string which = "tensors[" + std::to_string(i) + "] is " + describe(t) +
                         ", tensors[0] is " + describe(first);
     if (t.device() != first.device())
-      throw DeviceError("cat", which + "; move all inputs to one device first");
+      throw DeviceError(op, which + "; move all inputs to one device first");
     if (t.dtype() != first.dtype())
-      throw DTypeError("cat", which + "; cast all inputs to one dtype first");
+      throw DTypeError(op, which + "; cast all inputs to one dtype first");
     bool same = t.dim() == first.dim();
-    for (int64_t k = 0; same && k < t.dim(); ++k) same = k == d || t.size(k) == first.size(k);
+    for (int64_t k = 0; same && k < t.dim(); ++k)
+      same = (k == dim && !every_dim) || t.size(k) == first.size(k);
     if (!same)
-      throw ShapeError("cat", which + "; all dims except dim " + std::to_string(d) + " must match");
-    out_shape[size_t(d)] += t.size(d);
+      throw ShapeError(op, which + (every_dim ? "; all inputs must have the same shape"
+                                              : "; all dims except dim " + std::to_string(dim) +
+                                                    " must match"));
   }
-  Tensor out = Tensor::empty(out_shape, first.dtype(), first.device(), "cat");
+}
+
+// The checked inputs laid end to end along dim, each copied into its narrow() of the output.
+Tensor join(const char* op, const TensorList& tensors, int64_t dim) {
+  Shape out_shape = tensors[0].shape();
+  out_shape[size_t(dim)] = 0;
+  for (const Tensor& t : tensors) out_shape[size_t(dim)] += t.size(dim);
+  Tensor out = Tensor::empty(out_shape, tensors[0].dtype(), tensors[0].device(), op);
   int64_t at = 0;
   for (const Tensor& t : tensors) {
-    out.narrow(d, at, t.size(d)).copy_(t);
-    at += t.size(d);
+    out.narrow(dim, at, t.size(dim)).copy_(t);
+    at += t.size(dim);
   }
   return out;
+}
+
+}  // namespace
+
+Tensor cat(const TensorList& tensors, int64_t dim) {
+  if (tensors.empty()) throw ValueError("cat", "expects a non-empty list of tensors");
+  int64_t d = wrap_dim(dim, tensors[0].dim(), "cat", "tensors[0] is " + describe(tensors[0]));
+  check_joinable("cat", tensors, d, /*every_dim=*/false);
+  return join("cat", tensors, d);
 }
 
 Tensor stack(const TensorList& tensors, int64_t dim) {
   if (tensors.empty()) throw ValueError("stack", "expects a non-empty list of tensors");
   int64_t d = wrap_dim(dim, tensors[0].dim() + 1, "stack");
+  check_joinable("stack", tensors, d, /*every_dim=*/true);
   TensorList expanded;
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    if (tensors[i].shape() != tensors[0].shape())
-      throw ShapeError("stack", "tensors[" + std::to_string(i) + "] is " + describe(tensors[i]) +
-                                    ", tensors[0] is " + describe(tensors[0]) +
-                                    "; all inputs must have the same shape");
-    expanded.push_back(tensors[i].unsqueeze(d));
-  }
-  return cat(expanded, d);
+  for (const Tensor& t : tensors) expanded.push_back(t.unsqueeze(d));
+  return join("stack", expanded, d);
 }
 
 TensorList split(const Tensor& t, const std::vector<int64_t>& sizes, int64_t dim) {
