@@ -36,7 +36,7 @@ from harness import ember, machine, worktree
 from harness.case import Context, Measurement, params_text
 from harness.references import import_torch, references_for
 from harness.schema import read_csv, write_csv
-from harness.timer import TimerOptions, quantile
+from harness.timer import TimerOptions, relative_iqr
 from harness.verdict import Verdict, judge_rounds, judge_value, markdown
 
 HERE = Path(__file__).resolve().parent
@@ -86,21 +86,18 @@ def ember_figures(measurements: list[Measurement]) -> dict:
 
 
 def merge_rounds(rounds: list[list[Measurement]]) -> list[Measurement]:
-    """The head's rows against its references, one per (metric, reference), from its rounds: the
-    medians of Ember's and the reference's figures, spreads across the rounds."""
-    def spread(values):
-        v = sorted(values)
-        return (quantile(v, 0.75) - quantile(v, 0.25)) / quantile(v, 0.5) if len(v) > 1 else 0.0
-
+    """One side's rows, one per (metric, reference), from its rounds: the medians of Ember's and
+    the reference's figures, their spreads across the rounds. One round is returned as it is."""
+    if len(rounds) == 1:
+        return rounds[0]
     merged = []
     for i, first in enumerate(rounds[0]):
         ours = [r[i].value for r in rounds]
         theirs = [r[i].reference_value for r in rounds if r[i].reference_value is not None]
         merged.append(Measurement(
-            first.metric, first.unit, first.better, statistics.median(ours),
-            spread(ours) if len(rounds) > 1 else first.spread, first.reference,
-            statistics.median(theirs) if theirs else None,
-            (spread(theirs) if len(rounds) > 1 else first.reference_spread) if theirs else None))
+            first.metric, first.unit, first.better, statistics.median(ours), relative_iqr(ours),
+            first.reference, statistics.median(theirs) if theirs else None,
+            relative_iqr(theirs) if theirs else None))
     return merged
 
 
@@ -132,10 +129,13 @@ def judge_case(key: tuple, ours, theirs, thresholds: dict, against: str) -> list
             continue
         head = [r[metric][0] for r in head_rounds]
         base = [r[metric][0] for r in base_rounds]
-        judge = judge_rounds if t["gate"] == "rounds" else judge_value
-        if judge is judge_value:
-            head, base = head[0], base[0]
-        verdicts.append(judge((*key, metric), against, base, head, better, t["gate_max_worse"]))
+        if t["gate"] == "rounds":
+            verdict = judge_rounds((*key, metric), against, base, head, better,
+                                   t["gate_max_worse"])
+        else:  # one figure per side: a deterministic case ran once
+            verdict = judge_value((*key, metric), against, base[0], head[0], better,
+                                  t["gate_max_worse"])
+        verdicts.append(verdict)
     return verdicts
 
 
@@ -151,10 +151,12 @@ def against_baseline(baseline: list[dict], head_rows: list[dict], thresholds: di
                         thresholds[row["metric"]]["gate_max_worse"]) for k, row in head.items()]
 
 
-def side_by_side_rows(info: dict, family: str, case, ours, theirs, commit: str) -> list[dict]:
-    """Rows of the head against the base as a reference, one per metric: medians of the rounds."""
-    base = {m.metric: m for m in merge_rounds(theirs)}
-    head = {m.metric: m for m in merge_rounds(ours)}  # Ember's figure is on every reference's row
+def side_by_side_rows(info: dict, family: str, case, ours: list[Measurement],
+                      theirs: list[Measurement], commit: str) -> list[dict]:
+    """Rows of the head against the base as a reference, one per metric, from each side's merged
+    rounds."""
+    base = {m.metric: m for m in theirs}
+    head = {m.metric: m for m in ours}  # Ember's figure is on every reference's row
     return [run.row(info, family, case, Measurement(
                 m.metric, m.unit, m.better, m.value, m.spread, f"base:{commit[:12]}",
                 base[m.metric].value, base[m.metric].spread))
@@ -199,12 +201,13 @@ def main(argv=None) -> int:
         except ember.BenchError as e:
             verdicts.append(Verdict((*key, ""), "failed", note=str(e).replace("|", "/")))
             continue
-        head_rows += [run.row(info, family, case, m) for m in merge_rounds(ours)]
+        merged = merge_rounds(ours)
+        head_rows += [run.row(info, family, case, m) for m in merged]
         if theirs is None:
             print(f"gate.py: the base cannot run {name}: {base_error}", file=sys.stderr)
             verdicts.append(Verdict((*key, ""), "new", note="not in the base"))
             continue
-        pair_rows += side_by_side_rows(info, family, case, ours, theirs, commit)
+        pair_rows += side_by_side_rows(info, family, case, merged, merge_rounds(theirs), commit)
         verdicts += judge_case(key, ours, theirs, thresholds, against)
     verdicts += against_baseline(baseline, head_rows, thresholds)
 

@@ -40,6 +40,13 @@ def quantile(sorted_values: list[float], q: float) -> float:
     return sorted_values[lo] + (pos - lo) * (sorted_values[hi] - sorted_values[lo])
 
 
+def relative_iqr(values: list[float]) -> float:
+    """The interquartile range of values divided by their median, as TimeStats.spread."""
+    v = sorted(values)
+    median = quantile(v, 0.5)
+    return (quantile(v, 0.75) - quantile(v, 0.25)) / median if median else 0.0
+
+
 def time_calls(fn, sync, opt: TimerOptions) -> TimeStats:
     def sample_ms(inner: int) -> float:
         sync()
