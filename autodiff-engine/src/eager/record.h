@@ -1,0 +1,35 @@
+// record.h — what eager mode keeps of each op it recorded (private to src/eager).
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "ember/autodiff/op.h"
+#include "ember/autodiff/variable.h"
+
+namespace ember::autodiff {
+
+// One recorded op: enough to rebuild its node of the forward graph and to bind the tensors its
+// gradient rule reads. The inputs are held (their history with them); the outputs only as
+// tensors, since a Variable holds its record and a record holding its Variables would be a cycle.
+struct Record {
+  const OpDef* op = nullptr;
+  Attrs attrs;
+  std::vector<std::shared_ptr<VariableImpl>> inputs;
+  std::vector<Tensor> outputs;
+  std::vector<std::weak_ptr<VariableImpl>> output_vars;  // for hooks and retain_grad
+  // Storage versions when recorded: a saved tensor changed in place since is an error.
+  std::vector<int64_t> input_versions, output_versions;
+  bool released = false;  // a backward without retain_graph freed the saved outputs
+};
+
+struct VariableImpl {
+  Tensor data;
+  bool requires_grad = false;
+  std::shared_ptr<Record> record;  // null for a leaf
+  int32_t output = 0;              // which output of the record this is
+  Variable grad;
+  bool retains_grad = false;
+  std::vector<GradHook> hooks;
+};
+
+}  // namespace ember::autodiff

@@ -1,0 +1,135 @@
+// variable.cpp — Variables, grad mode and recording each op as it runs.
+#include "ember/autodiff/variable.h"
+
+#include "record.h"
+
+namespace ember::autodiff {
+
+namespace {
+thread_local bool grad_mode = true;
+
+const Variable& undefined_variable() {
+  static const Variable v;
+  return v;
+}
+
+VariableImpl& checked(const std::shared_ptr<VariableImpl>& impl, const char* what) {
+  if (!impl) throw ValueError(what, "the Variable is undefined");
+  return *impl;
+}
+}  // namespace
+
+bool grad_enabled() { return grad_mode; }
+void set_grad_enabled(bool enabled) { grad_mode = enabled; }
+
+Variable::Variable(Tensor data, bool requires_grad) : impl_(std::make_shared<VariableImpl>()) {
+  if (!data.defined()) throw ValueError("Variable", "the tensor is undefined");
+  impl_->data = std::move(data);
+  set_requires_grad(requires_grad);
+}
+
+const Tensor& Variable::data() const { return checked(impl_, "Variable.data").data; }
+bool Variable::requires_grad() const { return impl_ && impl_->requires_grad; }
+bool Variable::is_leaf() const { return !impl_ || impl_->record == nullptr; }
+const char* Variable::op_name() const { return is_leaf() ? "" : impl_->record->op->name.c_str(); }
+
+Variable& Variable::set_requires_grad(bool requires_grad) {
+  VariableImpl& impl = checked(impl_, "requires_grad");
+  if (impl.record)
+    throw ValueError("requires_grad",
+                     std::string("this Variable was made by ") + op_name() +
+                         ", and requires grad because its inputs do; only leaves can be "
+                         "changed. Fix: use detach() for a leaf of the same data");
+  if (requires_grad && !is_floating(impl.data.dtype()))
+    throw DTypeError("requires_grad", "only floating tensors can require grad, not " +
+                                          describe(impl.data) +
+                                          ". Fix: convert it first, e.g. "
+                                          "to float32");
+  impl.requires_grad = requires_grad;
+  return *this;
+}
+
+const Variable& Variable::grad() const { return impl_ ? impl_->grad : undefined_variable(); }
+void Variable::set_grad(Variable grad) const {
+  VariableImpl& impl = checked(impl_, "grad");
+  if (grad.defined() && grad.shape() != impl.data.shape())
+    throw ShapeError("grad", "a gradient of " + grad.str() + " for a Variable of " +
+                                 impl.data.str() + "; the shapes must match");
+  impl.grad = std::move(grad);
+}
+void Variable::zero_grad() const {
+  if (impl_) impl_->grad = Variable();
+}
+void Variable::retain_grad() const {
+  VariableImpl& impl = checked(impl_, "retain_grad");
+  if (!impl.requires_grad)
+    throw ValueError("retain_grad", "this Variable (" + impl.data.str() +
+                                        ") does not require grad, so it never gets one");
+  impl.retains_grad = true;
+}
+void Variable::register_hook(GradHook hook) const {
+  VariableImpl& impl = checked(impl_, "register_hook");
+  if (!impl.requires_grad)
+    throw ValueError("register_hook", "this Variable (" + impl.data.str() +
+                                          ") does not require grad, so a hook would never run");
+  impl.hooks.push_back(std::move(hook));
+}
+
+Variable Variable::detach() const { return Variable(data(), false); }
+
+const Variable& Variable::copy_(const Variable& src) const {
+  VariableImpl& impl = checked(impl_, "copy_");
+  if (grad_mode && impl.requires_grad)
+    throw ValueError("copy_", "an in-place write to a Variable that requires grad (" +
+                                  impl.data.str() +
+                                  ") would lose its history. Fix: write under "
+                                  "NoGradGuard (as an optimizer step does), or make a new "
+                                  "Variable");
+  impl.data.copy_(src.data());
+  return *this;
+}
+
+// ---- apply for eager handles (ops/apply.h) ----
+
+std::vector<Variable> apply(const OpDef& op, const std::vector<Variable>& inputs, Attrs attrs) {
+  std::vector<Tensor> tensors;
+  tensors.reserve(inputs.size());
+  bool any_requires_grad = false;
+  for (const Variable& v : inputs) {
+    if (!v.defined()) continue;
+    tensors.push_back(v.data());
+    any_requires_grad = any_requires_grad || v.requires_grad();
+  }
+  std::vector<Tensor> outs = op.run(tensors, attrs);
+  const bool record = grad_mode && any_requires_grad && op.grad != nullptr;
+
+  std::shared_ptr<Record> rec;
+  if (record) {
+    rec = std::make_shared<Record>();
+    rec->op = &op;
+    rec->attrs = std::move(attrs);
+    for (const Variable& v : inputs) {
+      if (!v.defined()) continue;
+      rec->inputs.push_back(v.impl_ptr());
+      rec->input_versions.push_back(v.data().version());
+    }
+    for (const Tensor& t : outs) rec->output_versions.push_back(t.version());
+    rec->outputs = outs;
+  }
+  std::vector<Variable> result;
+  result.reserve(outs.size());
+  for (size_t k = 0; k < outs.size(); ++k) {
+    auto impl = std::make_shared<VariableImpl>();
+    impl->data = std::move(outs[k]);
+    if (record && is_floating(impl->data.dtype())) {
+      impl->requires_grad = true;
+      impl->record = rec;
+      impl->output = int32_t(k);
+    }
+    if (rec) rec->output_vars.push_back(impl);
+    result.emplace_back(std::move(impl));
+  }
+  return result;
+}
+
+}  // namespace ember::autodiff

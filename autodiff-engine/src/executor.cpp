@@ -1,0 +1,108 @@
+// executor.cpp — runs nodes in order over a table of tensors, dropping each value after its last
+// use (see executor.h).
+#include "ember/autodiff/executor.h"
+
+#include <chrono>
+
+#include "ember/allocator.h"
+#include "ember/autodiff/op.h"
+#include "ember/device.h"
+
+namespace ember::autodiff {
+
+namespace {
+
+void check_bound(const Graph& g, ValueId id, const Tensor& t) {
+  const Value& v = g.value(id);
+  if (!t.defined())
+    throw ValueError("run", "value " + g.value_name(id) + ":" + v.type.str() +
+                                " is read but was not bound to a tensor");
+  if (type_of(t) != v.type)
+    throw ShapeError("run", "value " + g.value_name(id) + " is " + v.type.str() +
+                                " but was bound to a tensor of " + type_of(t).str());
+}
+
+int64_t in_use(const Device& d) { return memory_stats(d).in_use; }
+
+}  // namespace
+
+std::vector<Tensor> run(const Graph& graph, std::vector<Tensor> env,
+                        const std::vector<ValueId>& fetch, const RunOptions& options) {
+  const int32_t first = options.first_node;
+  const int32_t last = options.last_node < 0 ? graph.num_nodes() : options.last_node;
+  env.resize(size_t(graph.num_values()));
+
+  // last_use[v]: the last node (in [first, last)) reading v; fetched values are never dropped.
+  std::vector<int32_t> last_use(env.size(), -1);
+  for (int32_t k = first; k < last; ++k)
+    for (ValueId in : graph.node(k).inputs) last_use[size_t(in)] = k;
+  for (ValueId id : fetch) last_use[size_t(id)] = INT32_MAX;
+
+  for (int32_t k = first; k < last; ++k) {
+    const Node& node = graph.node(k);
+    std::vector<Tensor> inputs;
+    inputs.reserve(node.inputs.size());
+    for (ValueId in : node.inputs) {
+      Tensor& t = env[size_t(in)];
+      if (!t.defined() && graph.value(in).kind == ValueKind::Constant) t = graph.value(in).constant;
+      check_bound(graph, in, t);
+      inputs.push_back(t);
+    }
+    const Device device = inputs.empty() ? Device() : inputs[0].device();
+    const auto start = std::chrono::steady_clock::now();
+    const int64_t before = options.profile ? in_use(device) : 0;
+
+    std::vector<Tensor> outputs = node.op->run(inputs, node.attrs);
+    for (size_t o = 0; o < node.outputs.size(); ++o) {
+      Tensor& slot = env[size_t(node.outputs[o])];
+      slot = std::move(outputs[o]);
+      if (options.on_value) options.on_value(node.outputs[o], slot);
+    }
+    inputs.clear();
+    if (options.synchronize && device.type == DeviceType::CUDA) synchronize(device);
+    const int64_t after_run = options.profile ? in_use(device) : 0;
+
+    // Drop what no later node reads (outputs nobody reads included).
+    for (ValueId in : node.inputs)
+      if (last_use[size_t(in)] == k) env[size_t(in)] = Tensor();
+    for (ValueId out : node.outputs)
+      if (last_use[size_t(out)] < k) env[size_t(out)] = Tensor();
+
+    if (options.profile) {
+      const double ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count();
+      options.profile->push_back(
+          NodeProfile{k, node.op->name, ms, after_run - before, after_run - in_use(device)});
+    }
+  }
+
+  std::vector<Tensor> result;
+  result.reserve(fetch.size());
+  for (ValueId id : fetch) {
+    Tensor& t = env[size_t(id)];
+    if (!t.defined() && graph.value(id).kind == ValueKind::Constant) t = graph.value(id).constant;
+    check_bound(graph, id, t);
+    result.push_back(t);
+  }
+  return result;
+}
+
+std::vector<Tensor> run(const Graph& graph, const std::vector<Tensor>& inputs) {
+  std::vector<Tensor> env(size_t(graph.num_values()));
+  size_t next = 0;
+  for (ValueId id = 0; id < graph.num_values(); ++id) {
+    const ValueKind kind = graph.value(id).kind;
+    if (kind != ValueKind::Input && kind != ValueKind::Parameter) continue;
+    if (next == inputs.size())
+      throw ValueError("run", "got " + std::to_string(inputs.size()) +
+                                  " tensors but the graph has more inputs and parameters");
+    env[size_t(id)] = inputs[next++];
+  }
+  if (next != inputs.size())
+    throw ValueError("run", "got " + std::to_string(inputs.size()) + " tensors for " +
+                                std::to_string(next) + " inputs and parameters");
+  return run(graph, std::move(env), graph.outputs());
+}
+
+}  // namespace ember::autodiff

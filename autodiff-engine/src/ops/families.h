@@ -1,0 +1,19 @@
+// families.h — each op family's table of definitions (src/ops/<family>.cpp). The registry
+// (registry.cpp) asks each once; adding a family is one line there and one here.
+#pragma once
+#include <vector>
+
+#include "ember/autodiff/op.h"
+
+namespace ember::autodiff {
+
+std::vector<OpDef> elementwise_ops();    // unary, binary, scalar, comparisons, where, clamp, casts
+std::vector<OpDef> reduction_ops();      // sum, mean, max, ..., sum_to and expand (broadcasting)
+std::vector<OpDef> movement_ops();       // views, cat/stack, pad, flip, index and scatter ops
+std::vector<OpDef> matmul_ops();         // matmul, linear
+std::vector<OpDef> conv_pool_ops();      // conv2d, pooling and their backward ops
+std::vector<OpDef> normalization_ops();  // batch/layer norm, dropout and their backward ops
+std::vector<OpDef> softmax_loss_ops();   // softmax, log_softmax, the losses and their backward ops
+std::vector<OpDef> creation_ops();       // zeros_like, ones_like, full_like, ...
+
+}  // namespace ember::autodiff
