@@ -1,5 +1,11 @@
-// ops/movement.h — builder functions of views and data movement (src/ops/movement.cpp).
+// ops/movement.h — builder functions of views and data movement (src/ops/movement.cpp): what
+// core-runtime has as Tensor methods (reshape, transpose, ...) and in ember/ops/shape_ops.h and
+// ember/ops/indexing.h. Views share their input's storage (OpDef::view).
 #pragma once
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "ember/autodiff/ops/apply.h"
 
 namespace ember::autodiff {
@@ -7,6 +13,105 @@ namespace ember::autodiff {
 // x [*] -> shape (same number of elements; one size may be -1). A view when strides allow.
 template <class V> if_handle<V> reshape(const V& x, const Shape& shape) {
   return apply1<V>(EMBER_OP("reshape"), {x}, {{"shape", shape}});
+}
+template <class V> if_handle<V> transpose(const V& x, int64_t dim0, int64_t dim1) {
+  return apply1<V>(EMBER_OP("transpose"), {x}, {{"dim0", dim0}, {"dim1", dim1}});
+}
+template <class V> if_handle<V> permute(const V& x, const std::vector<int64_t>& dims) {
+  return apply1<V>(EMBER_OP("permute"), {x}, {{"dims", dims}});
+}
+// Python's x[start:stop:step] along dim (negative start/stop count from the end, clamped;
+// step > 0). stop = INT64_MAX: to the end.
+template <class V>
+if_handle<V> slice(const V& x, int64_t dim, int64_t start, int64_t stop, int64_t step = 1) {
+  return apply1<V>(EMBER_OP("slice"), {x},
+                   {{"dim", dim}, {"start", start}, {"stop", stop}, {"step", step}});
+}
+// x[..., index, ...] along dim: drops the dim.
+template <class V> if_handle<V> select(const V& x, int64_t dim, int64_t index) {
+  return apply1<V>(EMBER_OP("select"), {x}, {{"dim", dim}, {"index", index}});
+}
+template <class V> if_handle<V> narrow(const V& x, int64_t dim, int64_t start, int64_t length) {
+  return slice(x, dim, start, start + length);
+}
+// dims empty: every size-1 dim.
+template <class V> if_handle<V> squeeze(const V& x, const std::vector<int64_t>& dims = {}) {
+  return apply1<V>(EMBER_OP("squeeze"), {x}, {{"dims", dims}});
+}
+template <class V> if_handle<V> unsqueeze(const V& x, int64_t dim) {
+  return apply1<V>(EMBER_OP("unsqueeze"), {x}, {{"dim", dim}});
+}
+template <class V> if_handle<V> flatten(const V& x, int64_t start_dim = 0, int64_t end_dim = -1) {
+  return apply1<V>(EMBER_OP("flatten"), {x}, {{"start_dim", start_dim}, {"end_dim", end_dim}});
+}
+// A contiguous copy when x is not contiguous (x itself otherwise).
+template <class V> if_handle<V> contiguous(const V& x) {
+  return apply1<V>(EMBER_OP("contiguous"), {x});
+}
+// x [*] -> [*] with the order of `dims` reversed.
+template <class V> if_handle<V> flip(const V& x, const std::vector<int64_t>& dims) {
+  return apply1<V>(EMBER_OP("flip"), {x}, {{"dims", dims}});
+}
+
+// ---- joining and splitting (shape_ops.h) ----
+template <class V> if_handle<V> cat(const std::vector<V>& xs, int64_t dim = 0) {
+  return apply1<V>(EMBER_OP("cat"), xs, {{"dim", dim}});
+}
+template <class V> if_handle<V> stack(const std::vector<V>& xs, int64_t dim = 0) {
+  return apply1<V>(EMBER_OP("stack"), xs, {{"dim", dim}});
+}
+// Consecutive pieces of split_size along dim (the last may be smaller): slices of x.
+template <class V> std::vector<V> split(const V& x, int64_t split_size, int64_t dim = 0) {
+  std::vector<V> out;
+  const int64_t n = x.size(dim);
+  for (int64_t start = 0; start < n; start += split_size)
+    out.push_back(slice(x, dim, start, std::min(start + split_size, n)));
+  return out;
+}
+template <class V> std::vector<V> chunk(const V& x, int64_t chunks, int64_t dim = 0) {
+  const int64_t n = x.size(dim);
+  return split(x, n == 0 ? 1 : (n + chunks - 1) / chunks, dim);
+}
+
+// ---- padding ----
+// pads: (left, right) pairs from the last dim backwards, as torch.nn.functional.pad; mode
+// "constant" (with value), "reflect", "replicate" or "circular".
+template <class V>
+if_handle<V> pad(const V& x, const std::vector<int64_t>& pads, const std::string& mode = "constant",
+                 double value = 0.0) {
+  return apply1<V>(EMBER_OP("pad"), {x}, {{"pads", pads}, {"mode", mode}, {"value", value}});
+}
+template <class V>
+if_handle<V> pad_backward(const V& grad, const Shape& input_shape, const std::vector<int64_t>& pads,
+                          const std::string& mode = "constant") {
+  return apply1<V>(EMBER_OP("pad_backward"), {grad},
+                   {{"input_shape", input_shape}, {"pads", pads}, {"mode", mode}});
+}
+
+// ---- indexing (indexing.h); index tensors are int64 and have no gradient ----
+template <class V> if_handle<V> index_select(const V& x, int64_t dim, const V& index) {
+  return apply1<V>(EMBER_OP("index_select"), {x, index}, {{"dim", dim}});
+}
+template <class V> if_handle<V> index_add(const V& x, int64_t dim, const V& index, const V& src) {
+  return apply1<V>(EMBER_OP("index_add"), {x, index, src}, {{"dim", dim}});
+}
+template <class V> if_handle<V> gather(const V& x, int64_t dim, const V& index) {
+  return apply1<V>(EMBER_OP("gather"), {x, index}, {{"dim", dim}});
+}
+template <class V> if_handle<V> scatter_add(const V& x, int64_t dim, const V& index, const V& src) {
+  return apply1<V>(EMBER_OP("scatter_add"), {x, index, src}, {{"dim", dim}});
+}
+// weight [num, dim], indices int [*] -> [*, dim]
+template <class V> if_handle<V> embedding(const V& weight, const V& indices) {
+  return apply1<V>(EMBER_OP("embedding"), {weight, indices});
+}
+template <class V>
+if_handle<V> embedding_backward(const V& grad, const V& indices, int64_t num_weights) {
+  return apply1<V>(EMBER_OP("embedding_backward"), {grad, indices}, {{"num_weights", num_weights}});
+}
+// indices int [*] -> int64 [*, num_classes] (no gradient)
+template <class V> if_handle<V> one_hot(const V& indices, int64_t num_classes = -1) {
+  return apply1<V>(EMBER_OP("one_hot"), {indices}, {{"num_classes", num_classes}});
 }
 
 }  // namespace ember::autodiff

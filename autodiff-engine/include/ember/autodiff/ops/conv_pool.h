@@ -1,0 +1,103 @@
+// ops/conv_pool.h — builder functions of 2-D convolution and pooling (src/ops/conv_pool.cpp),
+// with core-runtime's arguments (ember/ops/conv_pool.h). Pairs (stride, padding, ...) become
+// 2-element int-list attributes; padding "same"/"valid" the string attribute padding_mode.
+#pragma once
+#include "ember/autodiff/ops/apply.h"
+#include "ember/ops/conv_pool.h"
+
+namespace ember::autodiff {
+
+inline std::vector<int64_t> pair_attr(Size2 s) { return {s.h, s.w}; }
+inline Attrs conv_attrs(Size2 stride, Padding2 padding, Size2 dilation, int64_t groups) {
+  return {{"stride", pair_attr(stride)},
+          {"padding", pair_attr(padding.size)},
+          {"padding_mode", padding.mode},
+          {"dilation", pair_attr(dilation)},
+          {"groups", groups}};
+}
+
+// x [N, C, H, W], weight [O, C/groups, kh, kw], bias [O] (optional) -> [N, O, Ho, Wo]
+template <class V>
+if_handle<V> conv2d(const V& x, const V& weight, const V& bias = V(), Size2 stride = 1,
+                    Padding2 padding = 0, Size2 dilation = 1, int64_t groups = 1) {
+  return apply1<V>(EMBER_OP("conv2d"), {x, weight, bias},
+                   conv_attrs(stride, padding, dilation, groups));
+}
+// grad [N, O, Ho, Wo], weight -> [N, C, H, W] = input_shape (attribute input_shape)
+template <class V>
+if_handle<V> conv2d_backward_input(const V& grad, const V& weight, const Shape& input_shape,
+                                   Size2 stride = 1, Padding2 padding = 0, Size2 dilation = 1,
+                                   int64_t groups = 1) {
+  Attrs attrs = conv_attrs(stride, padding, dilation, groups);
+  attrs.set("input_shape", input_shape);
+  return apply1<V>(EMBER_OP("conv2d_backward_input"), {grad, weight}, std::move(attrs));
+}
+// grad [N, O, Ho, Wo], x -> [O, C/groups, kh, kw] = weight_shape (attribute weight_shape)
+template <class V>
+if_handle<V> conv2d_backward_weight(const V& grad, const V& x, const Shape& weight_shape,
+                                    Size2 stride = 1, Padding2 padding = 0, Size2 dilation = 1,
+                                    int64_t groups = 1) {
+  Attrs attrs = conv_attrs(stride, padding, dilation, groups);
+  attrs.set("weight_shape", weight_shape);
+  return apply1<V>(EMBER_OP("conv2d_backward_weight"), {grad, x}, std::move(attrs));
+}
+
+// x [N, C, H, W] -> (values [N, C, Ho, Wo], int64 indices into each H*W plane). stride {}:
+// kernel_size. Op "max_pool2d", attributes kernel_size, stride, padding, dilation, ceil_mode.
+template <class V>
+std::pair<V, V> max_pool2d_with_indices(const V& x, Size2 kernel_size, Size2 stride = {},
+                                        Size2 padding = 0, Size2 dilation = 1,
+                                        bool ceil_mode = false) {
+  if (stride.h == 0 && stride.w == 0) stride = kernel_size;
+  auto out = apply(EMBER_OP("max_pool2d"), std::vector<V>{x},
+                   {{"kernel_size", pair_attr(kernel_size)},
+                    {"stride", pair_attr(stride)},
+                    {"padding", pair_attr(padding)},
+                    {"dilation", pair_attr(dilation)},
+                    {"ceil_mode", int64_t(ceil_mode)}});
+  return {out[0], out[1]};
+}
+template <class V>
+if_handle<V> max_pool2d(const V& x, Size2 kernel_size, Size2 stride = {}, Size2 padding = 0,
+                        Size2 dilation = 1, bool ceil_mode = false) {
+  return max_pool2d_with_indices(x, kernel_size, stride, padding, dilation, ceil_mode).first;
+}
+// grad, indices [N, C, Ho, Wo] -> [N, C, H, W] = input_shape
+template <class V>
+if_handle<V> max_pool2d_backward(const V& grad, const V& indices, const Shape& input_shape) {
+  return apply1<V>(EMBER_OP("max_pool2d_backward"), {grad, indices},
+                   {{"input_shape", input_shape}});
+}
+inline Attrs avg_pool_attrs(Size2 kernel_size, Size2 stride, Size2 padding, bool ceil_mode,
+                            bool count_include_pad) {
+  if (stride.h == 0 && stride.w == 0) stride = kernel_size;
+  return {{"kernel_size", pair_attr(kernel_size)},
+          {"stride", pair_attr(stride)},
+          {"padding", pair_attr(padding)},
+          {"ceil_mode", int64_t(ceil_mode)},
+          {"count_include_pad", int64_t(count_include_pad)}};
+}
+template <class V>
+if_handle<V> avg_pool2d(const V& x, Size2 kernel_size, Size2 stride = {}, Size2 padding = 0,
+                        bool ceil_mode = false, bool count_include_pad = true) {
+  return apply1<V>(EMBER_OP("avg_pool2d"), {x},
+                   avg_pool_attrs(kernel_size, stride, padding, ceil_mode, count_include_pad));
+}
+template <class V>
+if_handle<V> avg_pool2d_backward(const V& grad, const Shape& input_shape, Size2 kernel_size,
+                                 Size2 stride = {}, Size2 padding = 0, bool ceil_mode = false,
+                                 bool count_include_pad = true) {
+  Attrs attrs = avg_pool_attrs(kernel_size, stride, padding, ceil_mode, count_include_pad);
+  attrs.set("input_shape", input_shape);
+  return apply1<V>(EMBER_OP("avg_pool2d_backward"), {grad}, std::move(attrs));
+}
+template <class V> if_handle<V> adaptive_avg_pool2d(const V& x, Size2 output_size) {
+  return apply1<V>(EMBER_OP("adaptive_avg_pool2d"), {x}, {{"output_size", pair_attr(output_size)}});
+}
+template <class V>
+if_handle<V> adaptive_avg_pool2d_backward(const V& grad, const Shape& input_shape) {
+  return apply1<V>(EMBER_OP("adaptive_avg_pool2d_backward"), {grad},
+                   {{"input_shape", input_shape}});
+}
+
+}  // namespace ember::autodiff

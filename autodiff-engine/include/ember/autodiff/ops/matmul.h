@@ -1,0 +1,17 @@
+// ops/matmul.h — builder functions of matrix products (src/ops/matmul.cpp).
+#pragma once
+#include "ember/autodiff/ops/apply.h"
+
+namespace ember::autodiff {
+
+// NumPy's matmul in every form: 1-D . 1-D -> [], [n,k] @ [k,m] -> [n,m], 1-D operands promoted
+// and squeezed back, batch dims broadcast ([b,1,n,k] @ [c,k,m] -> [b,c,n,m]).
+template <class V> if_handle<V> matmul(const V& a, const V& b) {
+  return apply1<V>(EMBER_OP("matmul"), {a, b});
+}
+// x [*, in], weight [out, in], bias [out] (optional) -> [*, out] = x weight^T + bias.
+template <class V> if_handle<V> linear(const V& x, const V& weight, const V& bias = V()) {
+  return apply1<V>(EMBER_OP("linear"), {x, weight, bias});
+}
+
+}  // namespace ember::autodiff
