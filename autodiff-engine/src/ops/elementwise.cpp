@@ -3,7 +3,7 @@
 // x, a, b are the inputs, y the output and dy its gradient, of the broadcast shape.
 //
 // A rule may return a gradient of the broadcast shape (the driver sums it back), but it must have
-// its input's dtype: binary ops promote mixed dtypes, so their rules go through grad_for().
+// its input's dtype: ops of several inputs promote mixed dtypes, so their rules use grad_for().
 #include "ember/ops/elementwise.h"
 
 #include <cmath>
@@ -25,12 +25,12 @@ using infer::DTypeRule;
 
 constexpr double kPi = 3.14159265358979323846;
 
-// g summed to x's shape and converted to x's dtype (summing first, in the wider dtype).
+// g in x's dtype. Only a mixed-dtype op's gradient differs (it arrives in the promoted dtype);
+// it is summed to x's shape first, in the wider dtype. Otherwise the driver sums it back.
 Val grad_for(Val g, const Val& x) {
-  if (!g.defined()) return g;
+  if (!g.defined() || g.dtype() == x.dtype()) return g;
   if (g.shape() != x.shape()) g = sum_to(g, x.shape());
-  if (g.dtype() != x.dtype()) g = to(g, x.dtype());
-  return g;
+  return to(g, x.dtype());
 }
 
 // g where cond, else exactly 0: a where, never g * mask (0 * inf would be NaN).
