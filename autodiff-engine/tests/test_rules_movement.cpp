@@ -118,6 +118,11 @@ TEST(MovementViews, SplitAndChunkAreSlices) {
       },
       {random({2, 5}, 15)});
   check_rule([](const Vars& x) { return ad::chunk(x[0], 2, 0)[1]; }, {random({3, 2}, 16)});
+  // as core-runtime: an empty dim gives one empty piece, or `chunks` of them
+  ad::Variable empty(random({0, 2}, 17));
+  EXPECT_EQ(ad::split(empty, 2).size(), 1u);
+  EXPECT_EQ(ad::chunk(empty, 3).size(), 3u);
+  EXPECT_THROW(ad::split(empty, 0), ember::ValueError);
 }
 
 TEST(MovementViews, SqueezeUnsqueezeFlatten) {
@@ -252,4 +257,14 @@ TEST(MovementErrors, SliceSelectFlip) {
         ad::flatten(f64_input(g, {2, 3, 4}), 2, 1);
       },
       {"flatten", "start_dim 2 comes after end_dim 1"});
+}
+
+TEST(MovementGraph, SymbolicGradientOfASliceRunsInTheExecutor) {
+  ad::Graph g;
+  ad::Val x = f64_input(g, {2, 5});
+  ad::Val y = ad::sum(ad::flip(ad::slice(x, 1, -4, INT64_MAX, 2), {0}));
+  ad::Val dx = ad::grad({y}, {x})[0];
+  EXPECT_NE(g.str().find("slice_backward"), std::string::npos) << g.str();
+  const Tensor got = ad::run(g, {random({2, 5}, 41)}, {dx.id})[0];
+  EXPECT_EQ(got.to_vector<double>(), (std::vector<double>{0, 1, 0, 1, 0, 0, 1, 0, 1, 0}));
 }

@@ -80,17 +80,26 @@ template <class V> if_handle<V> cat(std::initializer_list<V> xs, int64_t dim = 0
 template <class V> if_handle<V> stack(std::initializer_list<V> xs, int64_t dim = 0) {
   return stack(std::vector<V>(xs), dim);
 }
-// Consecutive pieces of split_size along dim (the last may be smaller): slices of x.
+// Consecutive pieces of split_size along dim (the last may be smaller): slices of x. An empty
+// dim gives one empty piece, as core-runtime's split.
 template <class V> std::vector<V> split(const V& x, int64_t split_size, int64_t dim = 0) {
+  if (split_size <= 0)
+    throw ValueError("split", "split_size must be positive, got " + std::to_string(split_size));
   std::vector<V> out;
   const int64_t n = x.size(dim);
   for (int64_t start = 0; start < n; start += split_size)
     out.push_back(slice(x, dim, start, std::min(start + split_size, n)));
+  if (n == 0) out.push_back(slice(x, dim, 0, 0));
   return out;
 }
+// Pieces of ceil(n / chunks) along dim (so possibly fewer than chunks); an empty dim gives
+// `chunks` empty pieces, as torch.chunk and core-runtime's chunk.
 template <class V> std::vector<V> chunk(const V& x, int64_t chunks, int64_t dim = 0) {
+  if (chunks <= 0)
+    throw ValueError("chunk", "chunks must be positive, got " + std::to_string(chunks));
   const int64_t n = x.size(dim);
-  return split(x, n == 0 ? 1 : (n + chunks - 1) / chunks, dim);
+  if (n == 0) return std::vector<V>(size_t(chunks), slice(x, dim, 0, 0));
+  return split(x, (n + chunks - 1) / chunks, dim);
 }
 
 // ---- padding ----
@@ -103,7 +112,7 @@ if_handle<V> pad(const V& x, const std::vector<int64_t>& pads, const std::string
   return apply1<V>(EMBER_OP("pad"), {x}, {{"pads", pads}, {"mode", mode}, {"value", value}});
 }
 // pad's adjoint: grad of the padded shape -> input_shape, each input element getting the sum of
-// the gradients of its copies (none for constant padding).
+// the gradients of its copies (constant: of its one copy; zero where a negative pad cropped).
 template <class V>
 if_handle<V> pad_backward(const V& grad, const Shape& input_shape, const std::vector<int64_t>& pads,
                           const std::string& mode = "constant") {
