@@ -162,7 +162,10 @@ Val batch_stats_grad(const GradContext& c) {
   Val dvar = add_defined(c.dy(3), c.dy(2).defined() ? c.dy(2) * cube(invstd) * -0.5 : Val());
   const double m = double(values_per_channel(x.shape()));
   Val dx;
-  if (c.dy(1).defined()) dx = expand(per_channel(c.dy(1) * (1.0 / m), x.dim()), x.shape());
+  if (c.dy(1).defined()) {
+    const Shape shape = x.shape();  // a copy: adding nodes may move the graph's values
+    dx = expand(per_channel(c.dy(1) * (1.0 / m), x.dim()), shape);
+  }
   if (dvar.defined())
     dx = add_defined(dx, per_channel(dvar * (2.0 / m), x.dim()) * (x - per_channel(mean, x.dim())));
   return dx;
@@ -293,10 +296,11 @@ Grads batch_norm_backward_formula(Val g, Val x, Val w, Val mean, Val invstd, boo
 // above, whose mean and invstd are inputs here (batch_norm's rule carries theirs on to x).
 Grads batch_norm_backward_grad(const GradContext& c) {
   const BatchNormBackwardSlots s = batch_norm_backward_slots(c.attrs);
-  return grad_of_formula(c, batch_norm_backward_formula(c.x(0), c.x(1),
-                                                        optional_input(c.inputs, s.weight),
-                                                        c.x(size_t(s.mean)), c.x(size_t(s.invstd)),
-                                                        c.attrs.b("training")));
+  const bool training = c.attrs.b("training");
+  return grad_of_formula(c, [&](const std::vector<Val>& in) {
+    return batch_norm_backward_formula(in[0], in[1], optional_input(in, s.weight),
+                                       in[size_t(s.mean)], in[size_t(s.invstd)], training);
+  });
 }
 
 // ---- layer norm ----
@@ -368,7 +372,10 @@ Grads layer_norm_grad(const GradContext& c) {
     if (bias >= 0) d[size_t(bias)] = g[2];
   }
   const double inv_d = 1.0 / double(shape_numel(normalized));
-  if (c.dy(1).defined()) d[0] = add_defined(d[0], expand(c.dy(1) * inv_d, x.shape()));
+  if (c.dy(1).defined()) {
+    const Shape shape = x.shape();  // a copy: adding nodes may move the graph's values
+    d[0] = add_defined(d[0], expand(c.dy(1) * inv_d, shape));
+  }
   if (c.dy(2).defined()) d[0] = add_defined(d[0], c.dy(2) * cube(rstd) * (x - mean) * -inv_d);
   return d;
 }
@@ -419,8 +426,10 @@ Grads layer_norm_backward_formula(Val g, Val x, size_t k, Val mean, Val rstd, Va
 // (layer_norm's rule carries the gradients of mean and rstd on to x).
 Grads layer_norm_backward_grad(const GradContext& c) {
   const size_t k = c.attrs.ints("normalized_shape").size();
-  Val w = c.attrs.b("has_weight") ? c.x(4) : Val();
-  return grad_of_formula(c, layer_norm_backward_formula(c.x(0), c.x(1), k, c.x(2), c.x(3), w));
+  const int weight = c.attrs.b("has_weight") ? 4 : -1;
+  return grad_of_formula(c, [&](const std::vector<Val>& in) {
+    return layer_norm_backward_formula(in[0], in[1], k, in[2], in[3], optional_input(in, weight));
+  });
 }
 
 // ---- dropout ----

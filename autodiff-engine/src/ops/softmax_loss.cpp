@@ -50,7 +50,8 @@ void check_grad_loss(const char* op, const TensorType& g, const Shape& loss_shap
 template <class Backward>
 Val grad_of_grad_loss(Val g, Val gg, const std::string& reduction, const Backward& backward) {
   if (reduction == "none") return backward(gg);
-  return reshape(sum(gg * backward(ones_like(g))), g.shape());
+  const Shape shape = g.shape();  // a copy: adding nodes may move the graph's values
+  return reshape(sum(gg * backward(ones_like(g))), shape);
 }
 
 // ---- softmax, log_softmax ----
@@ -191,15 +192,15 @@ Tensors nll_loss_backward_run(const Tensors& in, const Attrs& a) {
                                    a.i("ignore_index"), loss_reduction(a.s("reduction")))};
 }
 
-Val optional_weight(const GradContext& c, const ClassSlots& s) {
-  return s.weight < 0 ? Val() : c.x(size_t(s.weight));
+Val optional_weight(const std::vector<Val>& in, const ClassSlots& s) {
+  return s.weight < 0 ? Val() : in[size_t(s.weight)];
 }
 
 // logits [N, C, d...] -> loss:  dlogits = cross_entropy_backward(dy, logits, target, ...)
 Grads cross_entropy_grad(const GradContext& c) {
   const ClassSlots s = class_slots(c.attrs, 0);
   Grads d(c.inputs.size());
-  d[0] = cross_entropy_backward(c.dy(), c.x(0), c.x(1), optional_weight(c, s),
+  d[0] = cross_entropy_backward(c.dy(), c.x(0), c.x(1), optional_weight(c.inputs, s),
                                 c.attrs.i("ignore_index"), c.attrs.s("reduction"),
                                 c.attrs.f("label_smoothing"));
   return d;
@@ -249,17 +250,18 @@ Grads cross_entropy_backward_grad(const GradContext& c) {
   const ClassSlots s = class_slots(c.attrs, 1);
   GradContext without_weight = c;  // class weights are constants
   if (s.weight >= 0) without_weight.needs_grad[size_t(s.weight)] = false;
-  return grad_of_formula(without_weight,
-                         {cross_entropy_backward_formula(c.x(0), c.x(1), c.x(2),
-                                                         optional_weight(c, s), c.attrs)});
+  return grad_of_formula(without_weight, [&](const std::vector<Val>& in) {
+    return Grads{
+        cross_entropy_backward_formula(in[0], in[1], in[2], optional_weight(in, s), c.attrs)};
+  });
 }
 
 // log_probs [N, C, d...] -> loss = -w[t] log_probs[t]:  dlog_probs = nll_loss_backward(dy, ...)
 Grads nll_loss_grad(const GradContext& c) {
   const ClassSlots s = class_slots(c.attrs, 0);
   Grads d(c.inputs.size());
-  d[0] = nll_loss_backward(c.dy(), c.x(0), c.x(1), optional_weight(c, s), c.attrs.i("ignore_index"),
-                           c.attrs.s("reduction"));
+  d[0] = nll_loss_backward(c.dy(), c.x(0), c.x(1), optional_weight(c.inputs, s),
+                           c.attrs.i("ignore_index"), c.attrs.s("reduction"));
   return d;
 }
 
@@ -268,10 +270,11 @@ Grads nll_loss_grad(const GradContext& c) {
 Grads nll_loss_backward_grad(const GradContext& c) {
   const ClassSlots s = class_slots(c.attrs, 1);
   Grads d(c.inputs.size());
+  const Shape shape = c.x(0).shape();  // a copy: adding nodes may move the graph's values
   if (c.needs_grad[0])
-    d[0] = reshape(nll_loss(c.dy(), c.x(2), optional_weight(c, s), c.attrs.i("ignore_index"),
+    d[0] = reshape(nll_loss(c.dy(), c.x(2), optional_weight(c.inputs, s), c.attrs.i("ignore_index"),
                             c.attrs.s("reduction")),
-                   c.x(0).shape());
+                   shape);
   return d;
 }
 
