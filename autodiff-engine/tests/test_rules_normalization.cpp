@@ -271,3 +271,39 @@ TEST(NormalizationDropout, EvalAndZeroProbabilityAreIdentity) {
   EXPECT_EQ(ad::dropout(x, 0.0).impl(), x.impl());
   EXPECT_THROW(ad::dropout(x, 1.5), ember::ValueError);
 }
+
+// ---- types ----
+
+namespace {
+
+// Marks every computed value an output, runs the graph and compares each result's type with
+// the one the infer rules gave it: what eager backward relies on.
+void expect_infer_matches_run(ad::Graph& g, const std::vector<Tensor>& inputs) {
+  for (int32_t k = 0; k < g.num_nodes(); ++k)
+    for (ad::ValueId out : g.node(k).outputs) g.mark_output(g.val(out));
+  const std::vector<Tensor> got = ad::run(g, inputs);
+  for (size_t i = 0; i < got.size(); ++i) {
+    const ad::Value& v = g.value(g.outputs()[i]);
+    EXPECT_EQ(ad::type_of(got[i]), v.type) << g.node(v.node).op->name << " output " << v.output;
+  }
+}
+
+}  // namespace
+
+TEST(NormalizationTypes, InferMatchesCoreRuntime) {
+  // Half inputs keep their statistics in float32; the backward ops come from grad().
+  for (ember::DType dt : {ember::DType::Float32, ember::DType::Float16}) {
+    SCOPED_TRACE(ember::dtype_name(dt));
+    ad::Graph g;
+    ad::Val x = g.parameter({{4, 3, 2}, dt, {}}), w = g.parameter({{3}, dt, {}});
+    ad::Val b = g.parameter({{3}, dt, {}}), lw = g.parameter({{2}, dt, {}});
+    ad::Val rm = g.input({{3}, dt, {}}), rv = g.input({{3}, dt, {}});
+    ad::Val y = ad::batch_norm(x, w, b, rm, rv, true) + ad::batch_norm(x, w, b, rm, rv, false) +
+                ad::layer_norm(x, {2}, lw, lw) + ad::dropout(x, 0.5);
+    ad::grad({ad::sum(y)}, {x, w, b, lw});
+    std::vector<Tensor> in;
+    for (const ember::Shape& s : {ember::Shape{4, 3, 2}, {3}, {3}, {2}, {3}, {3}})
+      in.push_back(positive(s, in.size()).to(dt));
+    expect_infer_matches_run(g, in);
+  }
+}

@@ -289,3 +289,31 @@ TEST(SoftmaxLossPairLosses, BadInputs) {
   EXPECT_THROW(ad::binary_cross_entropy_with_logits(x, x, g.input(f64({3}))), ember::ShapeError);
   EXPECT_THROW(ad::mse_loss_backward(g.input(f64({3})), x, x, "none"), ember::ShapeError);
 }
+
+// ---- types ----
+
+TEST(SoftmaxLossTypes, InferMatchesCoreRuntime) {
+  // Every loss and (through grad()) every backward op, run: each result's type must be the one
+  // its infer rule gave, as eager backward relies on.
+  for (ember::DType dt : {ember::DType::Float32, ember::DType::Float64}) {
+    SCOPED_TRACE(ember::dtype_name(dt));
+    ad::Graph g;
+    ad::Val x = g.parameter({{4, 3}, dt, {}}), y = g.parameter({{4, 3}, dt, {}});
+    ad::Val w = g.input({{3}, dt, {}}), t = g.input({{4}, ember::DType::Int64, {}});
+    ad::Val loss = ad::cross_entropy(x, t, w, -100, "mean", 0.1) +
+                   ad::sum(ad::nll_loss(ad::log_softmax(x, 1), t, w, 1, "none")) +
+                   ad::sum(ad::softmax(x, 0)) + ad::mse_loss(x, y) + ad::l1_loss(x, y, "sum") +
+                   ad::binary_cross_entropy_with_logits(x, ad::softmax(y, 1), w);
+    std::vector<ad::Val> d = ad::grad({loss}, {x, y});
+    ad::grad({ad::sum(d[0] * d[0]) + ad::sum(d[1])}, {x, y});  // the backward ops' rules too
+    for (int32_t k = 0; k < g.num_nodes(); ++k)
+      for (ad::ValueId out : g.node(k).outputs) g.mark_output(g.val(out));
+    const std::vector<Tensor> got =
+        ad::run(g, {random({4, 3}, 60).to(dt), random({4, 3}, 61).to(dt),
+                    random({3}, 62, 0.5, 2).to(dt), labels({0, 2, 1, 1}, {4})});
+    for (size_t i = 0; i < got.size(); ++i) {
+      const ad::Value& v = g.value(g.outputs()[i]);
+      EXPECT_EQ(ad::type_of(got[i]), v.type) << g.node(v.node).op->name << " output " << v.output;
+    }
+  }
+}
