@@ -291,7 +291,8 @@ void expect_infer_matches_run(ad::Graph& g, const std::vector<Tensor>& inputs) {
 }  // namespace
 
 TEST(NormalizationTypes, InferMatchesCoreRuntime) {
-  // Half inputs keep their statistics in float32; the backward ops come from grad().
+  // Half inputs keep their statistics in float32; the backward ops and their rules' nodes come
+  // from grad().
   for (ember::DType dt : {ember::DType::Float32, ember::DType::Float16}) {
     SCOPED_TRACE(ember::dtype_name(dt));
     ad::Graph g;
@@ -300,7 +301,9 @@ TEST(NormalizationTypes, InferMatchesCoreRuntime) {
     ad::Val rm = g.input({{3}, dt, {}}), rv = g.input({{3}, dt, {}});
     ad::Val y = ad::batch_norm(x, w, b, rm, rv, true) + ad::batch_norm(x, w, b, rm, rv, false) +
                 ad::layer_norm(x, {2}, lw, lw) + ad::dropout(x, 0.5);
-    ad::grad({ad::sum(y)}, {x, w, b, lw});
+    std::vector<ad::Val> d = ad::grad({ad::sum(y)}, {x, w, b, lw});
+    // Second order: the statistics' float32 gradients meet x's dtype.
+    ad::grad({ad::sum(d[0] * d[0]) + ad::sum(d[1] * d[2]) + ad::sum(d[3])}, {x, w, b, lw});
     std::vector<Tensor> in;
     for (const ember::Shape& s : {ember::Shape{4, 3, 2}, {3}, {3}, {2}, {3}, {3}})
       in.push_back(positive(s, in.size()).to(dt));

@@ -70,6 +70,10 @@ Val add_defined(Val a, Val b) {
 
 Val cube(Val v) { return v * v * v; }
 
+// Half inputs keep their statistics in float32, so a gradient mixing the two is float32: brought
+// back to the dtype of the value it is the gradient of.
+Val as_dtype(Val v, DType dtype) { return !v.defined() || v.dtype() == dtype ? v : to(v, dtype); }
+
 // ---- batch norm ----
 
 // Where batch_norm's inputs sit: x first, then whichever of the others were given.
@@ -168,7 +172,7 @@ Val batch_stats_grad(const GradContext& c) {
   }
   if (dvar.defined())
     dx = add_defined(dx, per_channel(dvar * (2.0 / m), x.dim()) * (x - per_channel(mean, x.dim())));
-  return dx;
+  return as_dtype(dx, x.dtype());
 }
 
 // Eval: y = (x - running_mean) invstd w + b with invstd = (running_var + eps)^-1/2, and
@@ -179,7 +183,8 @@ void running_stats_grad(const GradContext& c, const BatchNormSlots& s, Val dx, G
   Val x = c.x(), w = optional_input(c.inputs, s.weight), mean = c.y(1), invstd = c.y(2);
   const std::vector<int64_t> dims = non_channel_dims(x.dim());
   if (c.needs_grad[size_t(s.running_mean)])
-    d[size_t(s.running_mean)] = add_defined(c.dy(1), dx.defined() ? -sum(dx, dims) : Val());
+    d[size_t(s.running_mean)] =
+        as_dtype(add_defined(c.dy(1), dx.defined() ? -sum(dx, dims) : Val()), x.dtype());
   if (!c.needs_grad[size_t(s.running_var)]) return;
   Val dinvstd;
   if (c.dy().defined()) {
@@ -187,7 +192,8 @@ void running_stats_grad(const GradContext& c, const BatchNormSlots& s, Val dx, G
     if (w.defined()) dinvstd = dinvstd * w;
   }
   dinvstd = add_defined(dinvstd, c.dy(2));
-  if (dinvstd.defined()) d[size_t(s.running_var)] = dinvstd * cube(invstd) * -0.5;
+  if (dinvstd.defined())
+    d[size_t(s.running_var)] = as_dtype(dinvstd * cube(invstd) * -0.5, x.dtype());
 }
 
 // x [N, C, *] -> y [N, C, *]:  dx, dweight, dbias = batch_norm_backward(dy, ...), plus the
@@ -289,7 +295,7 @@ Grads batch_norm_backward_formula(Val g, Val x, Val w, Val mean, Val invstd, boo
   }
   Val dx = centred * is;
   if (w.defined()) dx = dx * per_channel(w, n);
-  return {dx, dweight, dbias};
+  return {as_dtype(dx, x.dtype()), as_dtype(dweight, x.dtype()), as_dtype(dbias, x.dtype())};
 }
 
 // (grad, x, weight, save_mean, save_invstd) -> (dx, dweight, dbias): the derivative of the formula
@@ -374,9 +380,10 @@ Grads layer_norm_grad(const GradContext& c) {
   const double inv_d = 1.0 / double(shape_numel(normalized));
   if (c.dy(1).defined()) {
     const Shape shape = x.shape();  // a copy: adding nodes may move the graph's values
-    d[0] = add_defined(d[0], expand(c.dy(1) * inv_d, shape));
+    d[0] = add_defined(d[0], as_dtype(expand(c.dy(1) * inv_d, shape), x.dtype()));
   }
-  if (c.dy(2).defined()) d[0] = add_defined(d[0], c.dy(2) * cube(rstd) * (x - mean) * -inv_d);
+  if (c.dy(2).defined())
+    d[0] = add_defined(d[0], as_dtype(c.dy(2) * cube(rstd) * (x - mean) * -inv_d, x.dtype()));
   return d;
 }
 
@@ -419,7 +426,7 @@ Grads layer_norm_backward_formula(Val g, Val x, size_t k, Val mean, Val rstd, Va
   Val dweight = outer.empty() ? g * xhat : sum(g * xhat, outer);
   Val gw = w.defined() ? g * w : g;
   Val dx = (gw - sum(gw, rows, true) * inv_d - xhat * sum(gw * xhat, rows, true) * inv_d) * rstd;
-  return {dx, dweight, dbias};
+  return {as_dtype(dx, x.dtype()), as_dtype(dweight, x.dtype()), as_dtype(dbias, x.dtype())};
 }
 
 // (grad, x, mean, rstd, weight) -> (dx, dweight, dbias): the derivative of the formula above
