@@ -164,14 +164,15 @@ Val var_grad(Val x, Val gk, const Dims& dims, int64_t correction) {
 
 // ---- gradient rules ----
 
+// x: [*] -> y: x over dims; dyk, yk: [*] with the dims as 1 (the same in every rule below).
 // y = prod(x);  dx_i = dy prod_{j != i} x_j, without dividing by a zero. With z = (x == 0),
 // u = where(z, x, 1) (the zeros) and v = where(z, 1, x) (the rest), prod(x) = prod(u) prod(v):
 //   x_i != 0:  prod(u) prod(v) / x_i
 //   x_i == 0:  prod(v) q_i,  q_i = prod_{j zero, j != i} x_j: 1 with one zero in the slice, the
 //              other zero's value (sum of the zeros - x_i) with two, and 0 with three or more
 //              (a product of two or more zeros: its value and first derivative vanish).
-// Every case keeps the factors that vanish, so the second derivative is exact with any number
-// of zeros (a third derivative is not, with three zeros or more in one slice).
+// Each q_i is exact to first order in x, so the second derivative is exact with any number of
+// zeros (a third derivative is not, with three or more zeros in one slice).
 Grads prod_grad(const GradContext& c) {
   const Dims& dims = c.attrs.ints("dims");
   Val x = c.x(), zero = eq(x, 0.0), one = ones_like(x), nil = zeros_like(x);
@@ -182,31 +183,35 @@ Grads prod_grad(const GradContext& c) {
   return {dy_kept(c) * where(zero, pv * q, pu * pv / v)};
 }
 
-// y = amax(x) (amin alike);  dx = dy [x == y] / #{x == y}: tied extremes share dy equally,
-// as torch.amax. The gradient is piecewise constant, so its own gradient (in x) is zero.
+// x: [*] -> y: x over dims.  y = amax(x) (amin alike);  dx = dy [x == y] / #{x == y}: tied extremes
+// share dy equally, as torch.amax. The gradient is piecewise constant, so its own gradient (in x)
+// is zero.
 Grads extreme_grad(const GradContext& c) {
   return {dy_kept(c) * equal_share(eq(c.x(), y_kept(c)), c.x(), c.attrs.ints("dims"))};
 }
 
-// y = log sum exp(x);  dx = dy exp(x - y) (the softmax over the reduced dims)
+// x: [*] -> y: x over dims.  y = log sum exp(x);  dx = dy exp(x - y) (the softmax over the reduced
+// dims)
 Grads logsumexp_grad(const GradContext& c) { return {dy_kept(c) * exp(c.x() - y_kept(c))}; }
 
-// y = sum (x - mean)^2 / (n - correction);  dx = dy 2 (x - mean) / (n - correction)
+// x: [*] -> y: x over dims (n elements each).  y = sum (x - mean)^2 / (n - correction);  dx = dy 2
+// (x - mean) / (n - correction)
 Grads var_grad(const GradContext& c) {
   return {var_grad(c.x(), dy_kept(c), c.attrs.ints("dims"), c.attrs.i("correction"))};
 }
 
-// y = sqrt(var(x));  dx = d var/dx dy / (2 y), and 0 where y = 0 (as PyTorch)
+// x: [*] -> y: x over dims.  y = sqrt(var(x));  dx = d var/dx (dy / (2 y)), 0 where y = 0
+// (as PyTorch)
 Grads std_grad(const GradContext& c) {
   Val yk = y_kept(c), flat = eq(yk, 0.0);
   Val gk = zero_where(flat, dy_kept(c) / (nonzero_or_one(yk, flat) * 2.0));
   return {var_grad(c.x(), gk, c.attrs.ints("dims"), c.attrs.i("correction"))};
 }
 
-// y = (sum |x|^p)^(1/p);  dx = dy sign(x) |x|^(p-1) / y^(p-1), 0 where y = 0 (a subgradient);
-// p = 1: dy sign(x); p = 2: dy x / y; p = +-inf: max/min |x|, shared among ties as amax;
-// p = 0 (a count of non-zeros): no gradient. |x|^(p-1) is taken as 0 at x = 0 (for p < 1, as
-// PyTorch; inf otherwise).
+// x: [*] -> y: x over dims.  y = (sum |x|^p)^(1/p);  dx = dy sign(x) |x|^(p-1) / y^(p-1), 0 where y
+// = 0 (a subgradient); p = 1: dy sign(x); p = 2: dy x / y; p = +-inf: max/min |x|, shared among
+// ties as amax; p = 0 (a count of non-zeros): no gradient. At x = 0, |x|^(p-1) is taken as 0 (for p
+// < 1 it is infinite there; PyTorch does the same).
 Grads norm_grad(const GradContext& c) {
   const double p = c.attrs.f("p");
   Val x = c.x(), dyk = dy_kept(c), yk = y_kept(c);
@@ -221,8 +226,9 @@ Grads norm_grad(const GradContext& c) {
   return {scale * sign(x) * power};
 }
 
-// values, indices = max(x, dim) (min alike);  dx = dy scattered to the element the index names
-// along dim. On ties that is the first extreme, which gets all of dy (as PyTorch's max(dim)).
+// x: [*] -> values, indices: x without dim.  values, indices = max(x, dim) (min alike);  dx = dy
+// scattered to the element the index names along dim. On ties that is the first extreme, which gets
+// all of dy (as PyTorch's max(dim)).
 Grads select_extreme_grad(const GradContext& c) {
   if (!c.dy().defined()) return {Val()};
   Val x = c.x();
