@@ -452,6 +452,7 @@ std::vector<Variable> grad(const std::vector<Variable>& outputs,
 std::string Variable::graph_str() const {
   if (!requires_grad()) return "(no recorded history: " + str() + ")\n";
   History h = prepare({*this}, {});
+  h.structure.root_has_grad[0] = numel() != 1;  // a non-scalar's gradient is an input
   want_accumulated(h);
   return backward_graph(h).graph.str();
 }
