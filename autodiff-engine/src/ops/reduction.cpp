@@ -36,22 +36,21 @@ void check_broadcastable(const char* op, const Shape& from, const Shape& to) {
     throw ShapeError(op, shape_str(from) + " does not broadcast to " + shape_str(to));
 }
 
-// Each reduced dim of x, wrapped; IndexError out of range, ValueError when listed twice (as
-// core-runtime). A 0-d x accepts 0 and -1 and has nothing to reduce.
-Dims wrapped_dims(const char* op, const TensorType& x, const Dims& dims) {
+// IndexError for a dim out of range, ValueError for one listed twice (as core-runtime). A 0-d x
+// accepts 0 and -1.
+void check_dims(const char* op, const TensorType& x, const Dims& dims) {
   const int64_t n = int64_t(x.shape.size());
-  Dims out;
+  Dims seen_dims;
   for (int64_t d : dims) {
     const int64_t w = wrap_dim_or_scalar(d, n, op, "x is " + x.str());
     if (n == 0) continue;
-    for (int64_t seen : out)
+    for (int64_t seen : seen_dims)
       if (seen == w)
         throw ValueError(op, "x is " + x.str() + "; dim " + std::to_string(d) +
                                  " appears more than once in dims " + shape_str(dims) +
                                  "; list each dim once");
-    out.push_back(w);
+    seen_dims.push_back(w);
   }
-  return out;
 }
 
 // How many elements of x each output folds together.
@@ -65,7 +64,7 @@ int64_t reduced_numel(const Shape& shape, const Dims& dims) {
 // x's type reduced over dims: the shape every op here shares (dtype still x's).
 TensorType reduced_type(const char* op, const Types& in, const Dims& dims, bool keepdim) {
   infer::arity(op, in, 1);
-  wrapped_dims(op, in[0], dims);
+  check_dims(op, in[0], dims);
   TensorType t = in[0];
   t.shape = infer::reduce_shape(op, t.shape, dims, keepdim);
   return t;
