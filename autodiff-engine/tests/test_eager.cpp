@@ -40,6 +40,17 @@ TEST(Eager, GradientsAccumulateOverBackwardCalls) {
   EXPECT_FALSE(x.grad().defined());
 }
 
+TEST(Eager, EachLeafGetsADenseGradientOfItsOwn) {
+  ad::Variable a(vec({1, 2}), true), b(vec({3, 4}), true);
+  ad::Variable seed(vec({1, 1}));
+  (a + b).backward(seed);  // add hands the seed itself to both inputs
+  EXPECT_FALSE(a.grad().data().shares_storage(b.grad().data()));
+  EXPECT_FALSE(a.grad().data().shares_storage(seed.data()));
+  ad::sum(a).backward();  // a broadcast view of ones
+  EXPECT_TRUE(a.grad().data().is_contiguous());
+  EXPECT_EQ(values(a.grad()), (std::vector<float>{2, 2}));
+}
+
 TEST(Eager, ASecondBackwardNeedsRetainGraph) {
   ad::Variable x(vec({0.5f}), true);
   ad::Variable y = ad::sum(ad::tanh(x));
