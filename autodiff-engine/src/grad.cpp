@@ -45,12 +45,24 @@ std::string rule_error(const Graph& g, int32_t node, size_t input, const std::st
   return os.str();
 }
 
+// Puts back the provenance a caller had set: a rule may call grad() on its own formula, and the
+// nodes it adds after that still belong to the rule.
+struct ProvenanceRestorer {
+  Graph& g;
+  int32_t node;
+  std::string note;
+  explicit ProvenanceRestorer(Graph& graph)
+      : g(graph), node(graph.provenance()), note(graph.provenance_note()) {}
+  ~ProvenanceRestorer() { g.set_provenance(node, note); }
+};
+
 }  // namespace
 
 std::vector<Val> grad(const std::vector<Val>& outputs, const std::vector<Val>& wrt,
                       const std::vector<Val>& output_grads) {
   if (outputs.empty()) throw ValueError("grad", "no outputs to differentiate");
   Graph& g = *outputs[0].graph;
+  ProvenanceRestorer restore(g);
   for (const auto* list : {&outputs, &wrt, &output_grads})
     for (const Val& v : *list)
       if (v.defined() && v.graph != &g)

@@ -27,7 +27,7 @@ std::string typed(const Graph& g, ValueId id) {
 }
 
 // "# d/d %3, %4 via mul (%5)": which forward node's rule made a backward node.
-std::string provenance(const Graph& g, const Node& n) {
+std::string provenance_comment(const Graph& g, const Node& n) {
   if (n.grad_of < 0) return n.note.empty() ? "" : "    # " + n.note;
   const Node& fwd = g.node(n.grad_of);
   std::ostringstream os;
@@ -60,7 +60,7 @@ std::string Graph::str() const {
     line << ")";
     const std::string attrs = n.attrs.str();
     if (!attrs.empty()) line << " " << attrs;
-    os << line.str() << provenance(*this, n) << "\n";
+    os << line.str() << provenance_comment(*this, n) << "\n";
   }
   if (!outputs_.empty()) {
     os << "return ";

@@ -144,6 +144,8 @@ class Graph {
     provenance_ = forward_node;
     provenance_note_ = std::move(note);
   }
+  int32_t provenance() const { return provenance_; }
+  const std::string& provenance_note() const { return provenance_note_; }
 
   // "%3" or "%3 (w1)" when named: how the printer names a value.
   std::string value_name(ValueId id) const;
