@@ -86,7 +86,7 @@ int main() {
   };
   auto [p, g] = gradient_at(p0, true);
   const Tensor hv = ad::grad({ad::sum(g * Variable(v))}, {p})[0].data();  // [1, 2]
-  const double eps = 1e-2;
+  const double eps = 1e-3;
   const Tensor g_plus = gradient_at(ember::add(p0, ember::mul(v, eps)), false).second.data();
   const Tensor g_minus = gradient_at(ember::sub(p0, ember::mul(v, eps)), false).second.data();
   const Tensor fd = ember::div(ember::sub(g_plus, g_minus), 2 * eps);  // (g(p+ev) - g(p-ev)) / 2e

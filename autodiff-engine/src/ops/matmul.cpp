@@ -125,7 +125,10 @@ Grads linear_grad(const GradContext& c) {
   if (c.needs_grad[1]) {
     const int64_t in = w.size(1), out = w.size(0);
     const int64_t rows = shape_numel(Shape(x.shape().begin(), x.shape().end() - 1));
-    grads[1] = matmul(transpose(reshape(dy, {rows, out}), 0, 1), reshape(x, {rows, in}));
+    auto as_rows = [&](const Val& v, int64_t width) {  // [*, width] -> [rows, width]
+      return v.dim() == 2 ? v : reshape(v, {rows, width});
+    };
+    grads[1] = matmul(transpose(as_rows(dy, out), 0, 1), as_rows(x, in));
   }
   if (grads.size() == 3 && c.needs_grad[2]) {
     std::vector<int64_t> leading;
