@@ -4,8 +4,10 @@
 //   check_grad_grad(f, {x, w}); // the gradient of <that gradient, v>: a Hessian-vector product
 //
 // f maps Variables to one Variable; the inputs are float64 tensors (any layout: a transposed or
-// sliced view tests non-contiguous inputs). Integer inputs (indices, targets) are passed through
-// without a gradient. Every element of every floating input is perturbed, so keep them small.
+// sliced view tests non-contiguous inputs) on any device; the differences are taken in float64
+// on the inputs' device too, so on CUDA they check the CUDA kernels' gradients independently.
+// Integer inputs (indices, targets) are passed through without a gradient. Every element of every
+// floating input is perturbed, so keep them small.
 #pragma once
 #include <gtest/gtest.h>
 
@@ -53,21 +55,21 @@ inline ember::Tensor probe_like(const ember::Tensor& t, uint64_t seed) {
 inline std::vector<double> numeric_grad(
     const std::function<double(std::vector<ember::Tensor>&)>& scalar,
     std::vector<ember::Tensor> inputs, size_t i, double eps) {
-  // Perturb a contiguous copy, then view it with the original strides' layout kept simple.
-  ember::Tensor x = inputs[i].contiguous().clone();
-  inputs[i] = x;
-  double* data = x.data<double>();
-  std::vector<double> out(size_t(x.numel()));
-  for (int64_t j = 0; j < x.numel(); ++j) {
+  // Perturb a contiguous host copy; off the CPU each evaluation gets it copied to the device.
+  const ember::Device device = inputs[i].device();
+  ember::Tensor host = inputs[i].to(ember::Device()).contiguous().clone();
+  double* data = host.data<double>();
+  std::vector<double> out(size_t(host.numel()));
+  auto at = [&](double value, int64_t j) {
+    data[j] = value;
+    host.bump_version();
+    inputs[i] = device.type == ember::DeviceType::CPU ? host : host.to(device);
+    return scalar(inputs);
+  };
+  for (int64_t j = 0; j < host.numel(); ++j) {
     const double keep = data[j];
-    data[j] = keep + eps;
-    x.bump_version();
-    const double plus = scalar(inputs);
-    data[j] = keep - eps;
-    x.bump_version();
-    const double minus = scalar(inputs);
+    const double plus = at(keep + eps, j), minus = at(keep - eps, j);
     data[j] = keep;
-    x.bump_version();
     out[size_t(j)] = (plus - minus) / (2 * eps);
   }
   return out;
@@ -154,9 +156,9 @@ inline void check_grad_grad(const Fn& f, const std::vector<ember::Tensor>& input
 
 // A float64 tensor of shape with values in [low, high), from a fixed seed.
 inline ember::Tensor random(const ember::Shape& shape, uint64_t seed, double low = -1.0,
-                            double high = 1.0) {
+                            double high = 1.0, ember::Device device = ember::Device()) {
   ember::Generator gen(seed);
-  return ember::uniform(shape, low, high, ember::DType::Float64, ember::Device(), &gen);
+  return ember::uniform(shape, low, high, ember::DType::Float64, device, &gen);
 }
 
 }  // namespace gradcheck
