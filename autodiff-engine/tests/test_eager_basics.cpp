@@ -12,6 +12,7 @@ using ember::Tensor;
 TEST(EagerBasics, TanhOfProductWithBroadcast) {
   ad::Variable x(Tensor::from_vector<double>({0.1, -0.2, 0.3, 0.4, 0.5, -0.6}, {2, 3}), true);
   ad::Variable w(Tensor::from_vector<double>({2.0, -1.0, 0.5}, {3}), true);
+  const int64_t built = ad::backward_cache_stats().built;
   ad::Variable y = ad::sum(ad::tanh(x * w));
   y.backward();
   auto xv = x.data().to_vector<double>(), wv = w.data().to_vector<double>();
@@ -23,7 +24,7 @@ TEST(EagerBasics, TanhOfProductWithBroadcast) {
     want_gw[i % 3] += (1 - t * t) * xv[i];
   }
   for (int j = 0; j < 3; ++j) EXPECT_NEAR(gw[j], want_gw[j], 1e-12);
-  EXPECT_EQ(ad::backward_cache_stats().built, 1);
+  EXPECT_EQ(ad::backward_cache_stats().built, built + 1);
 }
 
 TEST(EagerBasics, SecondDerivativeOfTanh) {
@@ -34,10 +35,4 @@ TEST(EagerBasics, SecondDerivativeOfTanh) {
   const double t = std::tanh(0.7);
   EXPECT_NEAR(dx.data().item<double>(), 1 - t * t, 1e-12);
   EXPECT_NEAR(ddx.data().item<double>(), -2 * t * (1 - t * t), 1e-12);
-}
-
-TEST(EagerBasics, PrintsForwardAndBackward) {
-  ad::Variable x(ember::ones({2}), true);
-  ad::Variable y = ad::sum(ad::tanh(x) * x);
-  std::cout << y.graph_str();
 }

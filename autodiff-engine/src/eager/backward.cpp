@@ -324,6 +324,15 @@ std::vector<Variable> run_backward(const History& h, const BackwardGraph& bg,
   return result;
 }
 
+// A gradient a .grad may keep: dense and its own, since a clip or a user writes .grad in place.
+// A rule may hand one tensor to two inputs (add's dy), return a broadcast view (sum's expand) or
+// pass on a tensor the caller holds (a grad_output): those are copied. `g` is the only handle to
+// its storage when nothing else shares it.
+Variable owned_gradient(const Tensor& g) {
+  const bool shared = g.storage().use_count() > 1;
+  return Variable(shared || !g.is_contiguous() ? g.clone() : g);
+}
+
 void release(const History& h) {
   for (const auto& rec : h.records) {
     rec->released = true;
@@ -401,7 +410,7 @@ void Variable::backward(const Variable& grad_output, bool retain_graph, bool cre
     if (!impl.record && !impl.requires_grad) continue;
     if (impl.record && !impl.retains_grad) continue;  // only hooked: nothing to keep
     if (!impl.grad.defined()) {
-      impl.grad = grads[w];
+      impl.grad = create_graph ? grads[w] : owned_gradient(grads[w].data());
     } else if (create_graph) {
       impl.grad = apply1<Variable>(op_def("add"), {impl.grad, grads[w]});
     } else {
@@ -452,6 +461,7 @@ std::vector<Variable> grad(const std::vector<Variable>& outputs,
 std::string Variable::graph_str() const {
   if (!requires_grad()) return "(no recorded history: " + str() + ")\n";
   History h = prepare({*this}, {});
+  h.structure.root_has_grad[0] = numel() != 1;  // a non-scalar's gradient is an input
   want_accumulated(h);
   return backward_graph(h).graph.str();
 }

@@ -2,6 +2,7 @@
 #include "infer.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace ember::autodiff::infer {
 
@@ -24,6 +25,10 @@ void floating(const char* op, const std::vector<TensorType>& in, size_t i) {
                              "; expected a floating dtype");
 }
 
+std::string describe(const char* name, const TensorType& t) {
+  return std::string(name) + " is " + t.str();
+}
+
 std::vector<TensorType> same_as_first(const std::vector<TensorType>& in, const Attrs&) {
   if (in.empty()) throw ValueError("infer", "no inputs");
   return {in[0]};
@@ -33,6 +38,63 @@ TensorType broadcast(const char* op, const TensorType& a, const TensorType& b) {
   same_device(op, {a, b});
   return TensorType{broadcast_shapes(a.shape, b.shape, op), promote_types(a.dtype, b.dtype),
                     a.device};
+}
+
+DType result_dtype(const char* op, DType t, DTypeRule rule, const std::string& operands) {
+  switch (rule) {
+    case DTypeRule::Promoted:
+      return t;
+    case DTypeRule::Numeric:
+      if (t == DType::Bool)
+        throw DTypeError(op, operands +
+                                 "; expected a numeric dtype, not bool. Fix: cast first, "
+                                 "e.g. to(x, DType::Int64), or use a logical op");
+      return t;
+    case DTypeRule::Floating:
+      return is_floating(t) ? t : DType::Float32;
+    case DTypeRule::Bool:
+      return DType::Bool;
+  }
+  return t;
+}
+
+DType scalar_dtype(DType t, double value) {
+  if (is_floating(t)) return t;
+  if (!std::isfinite(value) || std::floor(value) != value) return DType::Float32;
+  return t == DType::Bool ? DType::Int64 : t;
+}
+
+TensorType unary(const char* op, const std::vector<TensorType>& in, DTypeRule rule) {
+  arity(op, in, 1);
+  TensorType t = in[0];
+  t.dtype = result_dtype(op, t.dtype, rule, describe("x", in[0]));
+  return t;
+}
+
+TensorType binary(const char* op, const std::vector<TensorType>& in, DTypeRule rule) {
+  arity(op, in, 2);
+  TensorType t = broadcast(op, in[0], in[1]);
+  t.dtype = result_dtype(op, t.dtype, rule, describe("a", in[0]) + ", " + describe("b", in[1]));
+  return t;
+}
+
+TensorType with_scalar(const char* op, const std::vector<TensorType>& in, const Attrs& attrs,
+                       DTypeRule rule) {
+  arity(op, in, 1);
+  TensorType t = in[0];
+  const DType promoted = promote_types(t.dtype, scalar_dtype(t.dtype, attrs.f("value")));
+  t.dtype = result_dtype(op, promoted, rule, describe("x", in[0]));
+  return t;
+}
+
+void broadcasts_to(const char* op, const char* name, const TensorType& from, const Shape& to) {
+  bool fits = from.shape.size() <= to.size();
+  for (size_t i = 1; fits && i <= from.shape.size(); ++i)
+    fits = from.shape[from.shape.size() - i] == 1 ||
+           from.shape[from.shape.size() - i] == to[to.size() - i];
+  if (!fits)
+    throw ShapeError(op, describe(name, from) + ", which does not broadcast to " + shape_str(to) +
+                             "; expected sizes equal to those of " + shape_str(to) + " or 1");
 }
 
 Shape reduce_shape(const char* op, const Shape& shape, const std::vector<int64_t>& dims,

@@ -1,5 +1,14 @@
-// movement.cpp — views and data movement: reshape, ...
+// movement.cpp — views and data movement: reshape, transpose, permute, slice, select, squeeze,
+// unsqueeze, flatten, contiguous, flip, cat, stack (padding and indexing: indexing.cpp). Every op
+// here is linear, so each gradient rule is the op's adjoint, and the adjoint's own rule is the op
+// again.
+#include <algorithm>
+#include <utility>
+
 #include "ember/autodiff/ops.h"
+#include "ember/ops/creation.h"
+#include "ember/ops/indexing.h"  // index_select, for flip
+#include "ember/ops/shape_ops.h"
 #include "families.h"
 #include "infer.h"
 
@@ -9,6 +18,10 @@ namespace {
 using Types = std::vector<TensorType>;
 using Tensors = std::vector<Tensor>;
 using Grads = std::vector<Val>;
+
+std::string str(int64_t v) { return std::to_string(v); }
+int64_t rank(const TensorType& t) { return int64_t(t.shape.size()); }
+std::string operand(const TensorType& t) { return "x is " + t.str(); }
 
 // `shape` with its one -1 (if any) inferred so that it has as many elements as `from`.
 Shape reshaped(const char* op, const Shape& from, Shape shape) {
@@ -33,11 +46,253 @@ Shape reshaped(const char* op, const Shape& from, Shape shape) {
                              " elements) to " + shape_str(shape));
   return shape;
 }
+
+// `dims` wrapped into [0, ndim) (a 0-d tensor accepts 0 and -1); a repeated dim is a ValueError.
+std::vector<int64_t> distinct_dims(const char* op, const std::vector<int64_t>& dims,
+                                   const TensorType& x) {
+  std::vector<int64_t> out;
+  for (int64_t d : dims) {
+    const int64_t w = wrap_dim_or_scalar(d, rank(x), op, operand(x));
+    if (std::find(out.begin(), out.end(), w) != out.end())
+      throw ValueError(op, "dim " + str(w) + " repeated in " + shape_str(dims) + " for " +
+                               operand(x) + "; each dim may appear once");
+    out.push_back(w);
+  }
+  return out;
+}
+
+Types transpose_infer(const Types& in, const Attrs& a) {
+  infer::arity("transpose", in, 1);
+  TensorType t = in[0];
+  const int64_t d0 = wrap_dim_or_scalar(a.i("dim0"), rank(t), "transpose", operand(t));
+  const int64_t d1 = wrap_dim_or_scalar(a.i("dim1"), rank(t), "transpose", operand(t));
+  if (rank(t) > 0) std::swap(t.shape[size_t(d0)], t.shape[size_t(d1)]);
+  return {t};
+}
+
+Types permute_infer(const Types& in, const Attrs& a) {
+  infer::arity("permute", in, 1);
+  const std::vector<int64_t>& dims = a.ints("dims");
+  if (int64_t(dims.size()) != rank(in[0]))
+    throw ShapeError("permute", "got dims " + shape_str(dims) + " for " + operand(in[0]) +
+                                    "; give a permutation of all " + str(rank(in[0])) + " dims");
+  TensorType t = in[0];
+  for (size_t i = 0; i < dims.size(); ++i)
+    t.shape[i] = in[0].shape[size_t(wrap_dim(dims[i], rank(in[0]), "permute"))];
+  distinct_dims("permute", dims, in[0]);
+  return {t};
+}
+
+// dims' inverse permutation: permute(permute(x, dims), inverse) == x.
+std::vector<int64_t> inverse_permutation(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> inverse(dims.size());
+  const int64_t n = int64_t(dims.size());
+  for (int64_t i = 0; i < n; ++i) inverse[size_t((dims[size_t(i)] + n) % n)] = i;
+  return inverse;
+}
+
+// Python's x[start:stop:step] on a dim of size n, clamped: the first index and the length.
+std::pair<int64_t, int64_t> slice_range(int64_t n, int64_t start, int64_t stop, int64_t step) {
+  auto clamp_index = [n](int64_t i) { return std::clamp<int64_t>(i < 0 ? i + n : i, 0, n); };
+  const int64_t first = clamp_index(start), last = stop == INT64_MAX ? n : clamp_index(stop);
+  return {first, last > first ? (last - first - 1) / step + 1 : 0};
+}
+
+// The shape of slice(x of `shape`, dim, start, stop, step) for slice and slice_backward.
+Shape sliced_shape(const char* op, const Shape& shape, const Attrs& a) {
+  const int64_t d = wrap_dim(a.i("dim"), int64_t(shape.size()), op, "x is " + shape_str(shape));
+  const int64_t step = a.i("step");
+  if (step <= 0)
+    throw ValueError(op, "step " + str(step) + " must be positive; to reverse a dim use flip");
+  Shape out = shape;
+  out[size_t(d)] = slice_range(shape[size_t(d)], a.i("start"), a.i("stop"), step).second;
+  return out;
+}
+
+Types slice_infer(const Types& in, const Attrs& a) {
+  infer::arity("slice", in, 1);
+  return {TensorType{sliced_shape("slice", in[0].shape, a), in[0].dtype, in[0].device}};
+}
+
+Types slice_backward_infer(const Types& in, const Attrs& a) {
+  infer::arity("slice_backward", in, 1);
+  const Shape& input_shape = a.ints("input_shape");
+  const Shape want = sliced_shape("slice_backward", input_shape, a);
+  if (in[0].shape != want)
+    throw ShapeError("slice_backward", "grad is " + in[0].str() + "; expected the slice's shape " +
+                                           shape_str(want) + " of input shape " +
+                                           shape_str(input_shape));
+  return {TensorType{input_shape, in[0].dtype, in[0].device}};
+}
+
+Tensor slice_backward_run(const Tensor& grad, const Attrs& a) {
+  Tensor out = ember::zeros(a.ints("input_shape"), grad.dtype(), grad.device());
+  out.slice(a.i("dim"), a.i("start"), a.i("stop"), a.i("step")).copy_(grad);
+  return out;
+}
+
+Types select_infer(const Types& in, const Attrs& a) {
+  infer::arity("select", in, 1);
+  TensorType t = in[0];
+  const int64_t d = wrap_dim(a.i("dim"), rank(t), "select", operand(t));
+  const int64_t n = t.shape[size_t(d)], index = a.i("index");
+  if (index < -n || index >= n)
+    throw IndexError("select", "index " + str(index) + " is out of range for dim " + str(d) +
+                                   " of " + operand(t) + "; expected [" + str(-n) + ", " +
+                                   str(n - 1) + "]");
+  t.shape.erase(t.shape.begin() + d);
+  return {t};
+}
+
+// x's dims that squeeze removes: the listed ones of size 1, or every size-1 dim when none is
+// listed.
+std::vector<int64_t> squeezed_dims(const TensorType& x, const std::vector<int64_t>& dims) {
+  std::vector<int64_t> out;
+  if (dims.empty()) {
+    for (int64_t d = 0; d < rank(x); ++d)
+      if (x.shape[size_t(d)] == 1) out.push_back(d);
+    return out;
+  }
+  for (int64_t d : distinct_dims("squeeze", dims, x))
+    if (rank(x) > 0 && x.shape[size_t(d)] == 1) out.push_back(d);
+  return out;
+}
+
+Types squeeze_infer(const Types& in, const Attrs& a) {
+  infer::arity("squeeze", in, 1);
+  TensorType t = in[0];
+  std::vector<int64_t> dims = squeezed_dims(t, a.ints("dims"));
+  std::sort(dims.rbegin(), dims.rend());
+  for (int64_t d : dims) t.shape.erase(t.shape.begin() + d);
+  return {t};
+}
+
+Tensor squeeze_run(const Tensor& x, const Attrs& a) {
+  std::vector<int64_t> dims = squeezed_dims(type_of(x), a.ints("dims"));
+  std::sort(dims.rbegin(), dims.rend());  // the highest first, so lower dims keep their place
+  Tensor out = x;
+  for (int64_t d : dims) out = out.squeeze(d);
+  return out;
+}
+
+Types unsqueeze_infer(const Types& in, const Attrs& a) {
+  infer::arity("unsqueeze", in, 1);
+  TensorType t = in[0];
+  const int64_t d = wrap_dim(a.i("dim"), rank(t) + 1, "unsqueeze", operand(t));
+  t.shape.insert(t.shape.begin() + d, 1);
+  return {t};
+}
+
+Types flatten_infer(const Types& in, const Attrs& a) {
+  infer::arity("flatten", in, 1);
+  TensorType t = in[0];
+  const int64_t s = wrap_dim_or_scalar(a.i("start_dim"), rank(t), "flatten", operand(t));
+  const int64_t e = wrap_dim_or_scalar(a.i("end_dim"), rank(t), "flatten", operand(t));
+  if (rank(t) == 0) return {TensorType{{1}, t.dtype, t.device}};
+  if (s > e)
+    throw ValueError("flatten", "start_dim " + str(a.i("start_dim")) + " comes after end_dim " +
+                                    str(a.i("end_dim")) + " for " + operand(t));
+  Shape shape(t.shape.begin(), t.shape.begin() + s);
+  int64_t merged = 1;
+  for (int64_t i = s; i <= e; ++i)
+    merged = checked_size_mul(merged, t.shape[size_t(i)], "flatten", "the merged size");
+  shape.push_back(merged);
+  shape.insert(shape.end(), t.shape.begin() + e + 1, t.shape.end());
+  t.shape = shape;
+  return {t};
+}
+
+Types flip_infer(const Types& in, const Attrs& a) {
+  infer::arity("flip", in, 1);
+  distinct_dims("flip", a.ints("dims"), in[0]);
+  return {in[0]};
+}
+
+// n-1, ..., 1, 0 as an int64 index on `device`.
+Tensor reversed_positions(int64_t n, Device device) {
+  std::vector<int64_t> positions(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) positions[size_t(i)] = n - 1 - i;
+  return Tensor::from_vector(positions, {n}, device);
+}
+
+// Core-runtime has no flip (a view would need negative strides): one index_select per dim with
+// the positions reversed.
+Tensor flip_run(const Tensor& x, const Attrs& a) {
+  const std::vector<int64_t> dims = distinct_dims("flip", a.ints("dims"), type_of(x));
+  if (dims.empty() || x.dim() == 0) return x.clone();  // nothing to reverse, still a copy
+  Tensor out = x;
+  for (int64_t d : dims)
+    out = ember::index_select(out, d, reversed_positions(x.size(d), x.device()));
+  return out;
+}
+
+// cat and stack: every input on in[0]'s device, of its dtype and, in every dim but `skip` (-1:
+// none), of its size.
+void check_joinable(const char* op, const Types& in, int64_t skip) {
+  for (size_t i = 0; i < in.size(); ++i) {
+    const std::string which =
+        "input " + str(int64_t(i)) + " is " + in[i].str() + ", input 0 is " + in[0].str();
+    if (in[i].device != in[0].device)
+      throw DeviceError(op, which + "; move all inputs to one device first");
+    if (in[i].dtype != in[0].dtype)
+      throw DTypeError(op, which + "; cast all inputs to one dtype first");
+    bool same = rank(in[i]) == rank(in[0]);
+    for (int64_t k = 0; same && k < rank(in[0]); ++k)
+      same = k == skip || in[i].shape[size_t(k)] == in[0].shape[size_t(k)];
+    if (!same)
+      throw ShapeError(op, which + (skip < 0 ? "; all inputs must have one shape"
+                                             : "; every dim but dim " + str(skip) + " must match"));
+  }
+}
+
+void check_nonempty(const char* op, const Types& in) {
+  if (in.empty()) throw ValueError(op, "takes at least one input, got none");
+}
+
+Types cat_infer(const Types& in, const Attrs& a) {
+  check_nonempty("cat", in);
+  const int64_t d = wrap_dim(a.i("dim"), rank(in[0]), "cat", "input 0 is " + in[0].str());
+  check_joinable("cat", in, d);
+  TensorType t = in[0];
+  t.shape[size_t(d)] = 0;
+  for (const TensorType& x : in) t.shape[size_t(d)] += x.shape[size_t(d)];
+  return {t};
+}
+
+Grads cat_grad(const GradContext& c) {
+  const int64_t d = wrap_dim(c.attrs.i("dim"), c.x().dim(), "cat");
+  Grads grads;
+  int64_t at = 0;
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    const int64_t n = c.x(i).size(d);
+    grads.push_back(c.needs_grad[i] ? slice(c.dy(), d, at, at + n) : Val());
+    at += n;
+  }
+  return grads;
+}
+
+Types stack_infer(const Types& in, const Attrs& a) {
+  check_nonempty("stack", in);
+  const int64_t d = wrap_dim(a.i("dim"), rank(in[0]) + 1, "stack", "input 0 is " + in[0].str());
+  check_joinable("stack", in, -1);
+  TensorType t = in[0];
+  t.shape.insert(t.shape.begin() + d, int64_t(in.size()));
+  return {t};
+}
+
+Grads stack_grad(const GradContext& c) {
+  const int64_t d = c.attrs.i("dim");
+  Grads grads;
+  for (size_t i = 0; i < c.inputs.size(); ++i)
+    grads.push_back(c.needs_grad[i] ? select(c.dy(), d, int64_t(i)) : Val());
+  return grads;
+}
+
 }  // namespace
 
 std::vector<OpDef> movement_ops() {
   return {
-      // y = x with a new shape of as many elements (one -1 is inferred);  dx = reshape(dy, x's)
+      // x [*] -> shape (as many elements; one -1 inferred);  dx = reshape(dy, x's shape)
       {"reshape",
        [](const Types& in, const Attrs& a) -> Types {
          infer::arity("reshape", in, 1);
@@ -48,6 +303,84 @@ std::vector<OpDef> movement_ops() {
          return {in[0].reshape(a.ints("shape"))};
        },
        [](const GradContext& c) -> Grads { return {reshape(c.dy(), c.x().shape())}; }, true},
+      // x [.., a, .., b, ..] -> [.., b, .., a, ..];  dx = transpose(dy, dim0, dim1)
+      {"transpose", transpose_infer,
+       [](const Tensors& in, const Attrs& a) -> Tensors {
+         return {in[0].transpose(a.i("dim0"), a.i("dim1"))};
+       },
+       [](const GradContext& c) -> Grads {
+         return {transpose(c.dy(), c.attrs.i("dim0"), c.attrs.i("dim1"))};
+       },
+       true},
+      // x [*] -> [x.size(dims[0]), x.size(dims[1]), ...];  dx = permute(dy, dims^-1)
+      {"permute", permute_infer,
+       [](const Tensors& in, const Attrs& a) -> Tensors { return {in[0].permute(a.ints("dims"))}; },
+       [](const GradContext& c) -> Grads {
+         return {permute(c.dy(), inverse_permutation(c.attrs.ints("dims")))};
+       },
+       true},
+      // x [.., n, ..] -> [.., len, ..], x[start:stop:step] along dim;
+      // dx = slice_backward(dy): dy written at the sliced positions of zeros
+      {"slice", slice_infer,
+       [](const Tensors& in, const Attrs& a) -> Tensors {
+         return {in[0].slice(a.i("dim"), a.i("start"), a.i("stop"), a.i("step"))};
+       },
+       [](const GradContext& c) -> Grads {
+         const Attrs& a = c.attrs;
+         return {slice_backward(c.dy(), c.x().shape(), a.i("dim"), a.i("start"), a.i("stop"),
+                                a.i("step"))};
+       },
+       true},
+      // g [.., len, ..] -> input_shape [.., n, ..], zeros but g at the sliced positions;
+      // dg = slice(gg)
+      {"slice_backward", slice_backward_infer,
+       [](const Tensors& in, const Attrs& a) -> Tensors { return {slice_backward_run(in[0], a)}; },
+       [](const GradContext& c) -> Grads {
+         const Attrs& a = c.attrs;
+         return {slice(c.dy(), a.i("dim"), a.i("start"), a.i("stop"), a.i("step"))};
+       }},
+      // x [.., n, ..] -> [.., ..], x[.., index, ..];  dx = slice_backward(dy with the dim back as
+      // 1)
+      {"select", select_infer,
+       [](const Tensors& in, const Attrs& a) -> Tensors {
+         return {in[0].select(a.i("dim"), a.i("index"))};
+       },
+       [](const GradContext& c) -> Grads {
+         const int64_t d = wrap_dim(c.attrs.i("dim"), c.x().dim(), "select");
+         const int64_t n = c.x().size(d), i = (c.attrs.i("index") + n) % n;
+         return {slice_backward(unsqueeze(c.dy(), d), c.x().shape(), d, i, i + 1, 1)};
+       },
+       true},
+      // x [*] -> [*] without (some) size-1 dims;  dx = reshape(dy, x's shape)
+      {"squeeze", squeeze_infer,
+       [](const Tensors& in, const Attrs& a) -> Tensors { return {squeeze_run(in[0], a)}; },
+       [](const GradContext& c) -> Grads { return {reshape(c.dy(), c.x().shape())}; }, true},
+      // x [*] -> [*] with a size-1 dim at dim;  dx = squeeze(dy, {dim})
+      {"unsqueeze", unsqueeze_infer,
+       [](const Tensors& in, const Attrs& a) -> Tensors { return {in[0].unsqueeze(a.i("dim"))}; },
+       [](const GradContext& c) -> Grads { return {squeeze(c.dy(), {c.attrs.i("dim")})}; }, true},
+      // x [.., a, .., b, ..] -> [.., a*..*b, ..] (0-d -> [1]);  dx = reshape(dy, x's shape)
+      {"flatten", flatten_infer,
+       [](const Tensors& in, const Attrs& a) -> Tensors {
+         return {in[0].flatten(a.i("start_dim"), a.i("end_dim"))};
+       },
+       [](const GradContext& c) -> Grads { return {reshape(c.dy(), c.x().shape())}; }, true},
+      // x [*] -> [*] laid out contiguously (x itself when it is, hence a view);  dx = dy
+      {"contiguous", infer::same_as_first,
+       [](const Tensors& in, const Attrs&) -> Tensors { return {in[0].contiguous()}; },
+       [](const GradContext& c) -> Grads { return {c.dy()}; }, true},
+      // x [*] -> [*] reversed along dims;  dx = flip(dy, dims)
+      {"flip", flip_infer,
+       [](const Tensors& in, const Attrs& a) -> Tensors { return {flip_run(in[0], a)}; },
+       [](const GradContext& c) -> Grads { return {flip(c.dy(), c.attrs.ints("dims"))}; }},
+      // x_i [.., n_i, ..] -> [.., sum n_i, ..];  dx_i = slice(dy, dim, offset_i, offset_i + n_i)
+      {"cat", cat_infer,
+       [](const Tensors& in, const Attrs& a) -> Tensors { return {ember::cat(in, a.i("dim"))}; },
+       cat_grad},
+      // x_i [*] -> [.., k, ..] (k inputs, new dim at dim);  dx_i = select(dy, dim, i)
+      {"stack", stack_infer,
+       [](const Tensors& in, const Attrs& a) -> Tensors { return {ember::stack(in, a.i("dim"))}; },
+       stack_grad},
   };
 }
 

@@ -5,5 +5,6 @@
 #include "ember/autodiff/graph.h"
 #include "ember/autodiff/op.h"
 #include "ember/autodiff/ops.h"
+#include "ember/autodiff/optim.h"
 #include "ember/autodiff/variable.h"
 #include "ember/autodiff/version.h"

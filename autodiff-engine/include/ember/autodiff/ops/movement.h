@@ -3,6 +3,7 @@
 // ember/ops/indexing.h. Views share their input's storage (OpDef::view).
 #pragma once
 #include <algorithm>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,18 @@ if_handle<V> slice(const V& x, int64_t dim, int64_t start, int64_t stop, int64_t
   return apply1<V>(EMBER_OP("slice"), {x},
                    {{"dim", dim}, {"start", start}, {"stop", stop}, {"step", step}});
 }
+// slice's adjoint: grad (the slice's shape) written into zeros of input_shape at the positions
+// that slice(x of input_shape, dim, start, stop, step) reads.
+template <class V>
+if_handle<V> slice_backward(const V& grad, const Shape& input_shape, int64_t dim, int64_t start,
+                            int64_t stop, int64_t step = 1) {
+  return apply1<V>(EMBER_OP("slice_backward"), {grad},
+                   {{"input_shape", input_shape},
+                    {"dim", dim},
+                    {"start", start},
+                    {"stop", stop},
+                    {"step", step}});
+}
 // x[..., index, ...] along dim: drops the dim.
 template <class V> if_handle<V> select(const V& x, int64_t dim, int64_t index) {
   return apply1<V>(EMBER_OP("select"), {x}, {{"dim", dim}, {"index", index}});
@@ -34,7 +47,7 @@ template <class V> if_handle<V> select(const V& x, int64_t dim, int64_t index) {
 template <class V> if_handle<V> narrow(const V& x, int64_t dim, int64_t start, int64_t length) {
   return slice(x, dim, start, start + length);
 }
-// dims empty: every size-1 dim.
+// dims empty: every size-1 dim; a listed dim whose size is not 1 is kept (as PyTorch).
 template <class V> if_handle<V> squeeze(const V& x, const std::vector<int64_t>& dims = {}) {
   return apply1<V>(EMBER_OP("squeeze"), {x}, {{"dims", dims}});
 }
@@ -48,7 +61,7 @@ template <class V> if_handle<V> flatten(const V& x, int64_t start_dim = 0, int64
 template <class V> if_handle<V> contiguous(const V& x) {
   return apply1<V>(EMBER_OP("contiguous"), {x});
 }
-// x [*] -> [*] with the order of `dims` reversed.
+// x [*] -> [*] with the order of `dims` reversed (a copy: Ember has no negative strides).
 template <class V> if_handle<V> flip(const V& x, const std::vector<int64_t>& dims) {
   return apply1<V>(EMBER_OP("flip"), {x}, {{"dims", dims}});
 }
@@ -60,27 +73,46 @@ template <class V> if_handle<V> cat(const std::vector<V>& xs, int64_t dim = 0) {
 template <class V> if_handle<V> stack(const std::vector<V>& xs, int64_t dim = 0) {
   return apply1<V>(EMBER_OP("stack"), xs, {{"dim", dim}});
 }
-// Consecutive pieces of split_size along dim (the last may be smaller): slices of x.
+// cat({a, b, c}) and stack({a, b}): a braced list does not deduce std::vector<V>.
+template <class V> if_handle<V> cat(std::initializer_list<V> xs, int64_t dim = 0) {
+  return cat(std::vector<V>(xs), dim);
+}
+template <class V> if_handle<V> stack(std::initializer_list<V> xs, int64_t dim = 0) {
+  return stack(std::vector<V>(xs), dim);
+}
+// Consecutive pieces of split_size along dim (the last may be smaller): slices of x. An empty
+// dim gives one empty piece, as core-runtime's split.
 template <class V> std::vector<V> split(const V& x, int64_t split_size, int64_t dim = 0) {
+  if (split_size <= 0)
+    throw ValueError("split", "split_size must be positive, got " + std::to_string(split_size));
   std::vector<V> out;
   const int64_t n = x.size(dim);
   for (int64_t start = 0; start < n; start += split_size)
     out.push_back(slice(x, dim, start, std::min(start + split_size, n)));
+  if (n == 0) out.push_back(slice(x, dim, 0, 0));
   return out;
 }
+// Pieces of ceil(n / chunks) along dim (so possibly fewer than chunks); an empty dim gives
+// `chunks` empty pieces, as torch.chunk and core-runtime's chunk.
 template <class V> std::vector<V> chunk(const V& x, int64_t chunks, int64_t dim = 0) {
+  if (chunks <= 0)
+    throw ValueError("chunk", "chunks must be positive, got " + std::to_string(chunks));
   const int64_t n = x.size(dim);
-  return split(x, n == 0 ? 1 : (n + chunks - 1) / chunks, dim);
+  if (n == 0) return std::vector<V>(size_t(chunks), slice(x, dim, 0, 0));
+  return split(x, (n + chunks - 1) / chunks, dim);
 }
 
 // ---- padding ----
 // pads: (left, right) pairs from the last dim backwards, as torch.nn.functional.pad; mode
-// "constant" (with value), "reflect", "replicate" or "circular".
+// "constant" (with value; a negative pad crops), "reflect" (pads < the dim's size), "replicate"
+// (the dim non-empty) or "circular" (wraps around; pads <= the dim's size).
 template <class V>
 if_handle<V> pad(const V& x, const std::vector<int64_t>& pads, const std::string& mode = "constant",
                  double value = 0.0) {
   return apply1<V>(EMBER_OP("pad"), {x}, {{"pads", pads}, {"mode", mode}, {"value", value}});
 }
+// pad's adjoint: grad of the padded shape -> input_shape, each input element getting the sum of
+// the gradients of its copies (constant: of its one copy; zero where a negative pad cropped).
 template <class V>
 if_handle<V> pad_backward(const V& grad, const Shape& input_shape, const std::vector<int64_t>& pads,
                           const std::string& mode = "constant") {

@@ -1,0 +1,33 @@
+// adam.h — Adam (torch.optim.Adam) and AdamW, its variant with decoupled weight decay
+// (torch.optim.AdamW); the formulas are ember::adam_step's in core-runtime's ops/optimizer.h.
+//
+// Options (defaults): lr (1e-3), beta1 (0.9), beta2 (0.999), eps (1e-8), weight_decay (0; AdamW
+// 1e-2), maximize (0). PyTorch's betas=(b1, b2) are beta1 and beta2. State per parameter:
+// "exp_avg" and "exp_avg_sq", and the step count.
+#pragma once
+#include "ember/autodiff/optim/optimizer.h"
+
+namespace ember::autodiff::optim {
+
+class Adam : public Optimizer {
+ public:
+  explicit Adam(std::vector<Variable> params, const Options& options = {});
+
+ protected:
+  Adam(std::string name, std::vector<Variable> params, const Options& options, double weight_decay,
+       bool decoupled);
+  void check_options(const Options& options) const override;
+  std::vector<std::string> buffer_names() const override { return {"exp_avg", "exp_avg_sq"}; }
+  void update(const Options& options, const TensorList& params, const TensorList& grads,
+              const std::vector<ParamState*>& states) override;
+
+ private:
+  bool decoupled_ = false;  // AdamW: p *= 1 - lr * weight_decay instead of g += weight_decay * p
+};
+
+class AdamW : public Adam {
+ public:
+  explicit AdamW(std::vector<Variable> params, const Options& options = {});
+};
+
+}  // namespace ember::autodiff::optim

@@ -1,0 +1,109 @@
+// optimizer.h — the base of every optimizer: parameter groups, per-parameter state, step() and
+// a state that saves and restores bit for bit. As in torch.optim:
+//
+//   optim::SGD opt(model_params, {{"lr", 0.1}, {"momentum", 0.9}});
+//   opt.add_param_group(head_params, {{"lr", 0.01}});  // other options from the defaults
+//   for (...) { opt.zero_grad(); loss.backward(); opt.step(); }
+//
+// A group's options are named numbers (PyTorch's group dict; flags such as "nesterov" are 0 or 1).
+// The options given to the constructor become the defaults that later groups start from. step()
+// runs without recording (NoGradGuard), skips parameters that have no grad and updates each
+// group with one fused core-runtime call (ops/optimizer.h) over all its parameters.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ember/autodiff/variable.h"
+
+namespace ember::autodiff::optim {
+
+using Options = std::map<std::string, double>;
+
+struct ParamGroup {
+  std::vector<Variable> params;
+  Options options;  // every option of the optimizer, filled in from its defaults
+
+  double lr() const { return options.at("lr"); }
+  void set_lr(double lr) { options["lr"] = lr; }
+};
+
+// What an optimizer keeps for one parameter: how many updates it has had and its named buffers
+// ("momentum_buffer", "exp_avg", ...), each of the parameter's shape.
+struct ParamState {
+  int64_t step = 0;
+  std::map<std::string, Tensor> buffers;
+};
+
+// A plain copy of an optimizer's state (PyTorch's state_dict). Parameters are numbered in group
+// order, 0 up; a parameter that was never updated has no entry in `state`.
+struct OptimizerState {
+  struct Group {
+    Options options;
+    std::vector<int64_t> params;  // the numbers of this group's parameters
+  };
+  std::vector<Group> param_groups;
+  std::map<int64_t, ParamState> state;
+};
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  const std::string& name() const { return name_; }
+  const Options& defaults() const { return defaults_; }
+  std::vector<ParamGroup>& param_groups() { return groups_; }
+  const std::vector<ParamGroup>& param_groups() const { return groups_; }
+
+  // Learning rate of one group, read and set (schedules do this between steps).
+  double lr(size_t group = 0) const;
+  void set_lr(double lr, size_t group = 0);
+
+  // A new group: `options` override the defaults. ValueError for an unknown or invalid option,
+  // an empty list, a parameter that is not a leaf or is already in a group.
+  void add_param_group(std::vector<Variable> params, const Options& options = {});
+
+  void zero_grad();  // drops every parameter's grad (PyTorch's set_to_none)
+  void step();
+
+  // The state of a parameter (nullptr before its first update).
+  const ParamState* state(const Variable& param) const;
+
+  // Deep copies: later steps do not change a saved state, nor does the saved state alias the
+  // optimizer's. load_state_dict takes the options (lr included) and the state of a state_dict
+  // from an optimizer of the same kind over parameters of the same shapes, in the same groups;
+  // buffers are copied to each parameter's device and dtype.
+  OptimizerState state_dict() const;
+  void load_state_dict(const OptimizerState& saved);
+
+ protected:
+  // `defaults` name every option with its default value; `options` override them.
+  Optimizer(std::string name, Options defaults, const Options& options);
+
+  // ValueError (naming the optimizer, the option and the fix) unless `options` are valid.
+  virtual void check_options(const Options& options) const = 0;
+  // The buffer names a parameter's state may hold.
+  virtual std::vector<std::string> buffer_names() const = 0;
+  // Updates `params` in place from `grads`. states[i] is params[i]'s state, its step already
+  // counting this update; missing buffers are the implementation's to create.
+  virtual void update(const Options& options, const TensorList& params, const TensorList& grads,
+                      const std::vector<ParamState*>& states) = 0;
+
+  // Helpers for check_options: each throws a ValueError naming this optimizer and the option.
+  void check_at_least(const Options& options, const char* option, double low) const;
+  void check_in_range(const Options& options, const char* option, double low, double high) const;
+  void check_flag(const Options& options, const char* option) const;
+
+ private:
+  Options merged(const Options& options) const;  // defaults_ overridden by options
+
+  std::string name_;
+  Options defaults_;
+  std::vector<ParamGroup> groups_;
+  std::map<const VariableImpl*, ParamState> state_;  // by parameter identity
+};
+
+}  // namespace ember::autodiff::optim

@@ -1,0 +1,202 @@
+// optimizer.cpp — groups, state and the step loop shared by every optimizer.
+#include "ember/autodiff/optim/optimizer.h"
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+#include "ember/ops/creation.h"
+
+namespace ember::autodiff::optim {
+
+namespace {
+std::string number(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+std::string option_names(const Options& options) {
+  std::string names;
+  for (const auto& [name, value] : options) names += (names.empty() ? "" : ", ") + name;
+  return names;
+}
+
+// A fresh copy of `src` with the device and dtype of `like`.
+Tensor copy_like(const Tensor& src, const Tensor& like) {
+  Tensor dst = empty_like(like);
+  dst.copy_(src);
+  return dst;
+}
+}  // namespace
+
+Optimizer::Optimizer(std::string name, Options defaults, const Options& options)
+    : name_(std::move(name)), defaults_(std::move(defaults)) {
+  defaults_ = merged(options);
+}
+
+Options Optimizer::merged(const Options& options) const {
+  Options result = defaults_;
+  for (const auto& [name, value] : options) {
+    // initial_lr belongs to learning-rate schedules (lr_scheduler.h), as in PyTorch.
+    if (!defaults_.count(name) && name != "initial_lr")
+      throw ValueError(name_,
+                       "unknown option '" + name + "'; the options are " + option_names(defaults_));
+    result[name] = value;
+  }
+  return result;
+}
+
+double Optimizer::lr(size_t group) const {
+  if (group >= groups_.size())
+    throw IndexError(name_ + ".lr",
+                     "group " + std::to_string(group) + " of " + std::to_string(groups_.size()));
+  return groups_[group].lr();
+}
+
+void Optimizer::set_lr(double lr, size_t group) {
+  if (group >= groups_.size())
+    throw IndexError(name_ + ".set_lr",
+                     "group " + std::to_string(group) + " of " + std::to_string(groups_.size()));
+  Options options = groups_[group].options;
+  options["lr"] = lr;
+  check_options(options);
+  groups_[group].set_lr(lr);
+}
+
+void Optimizer::add_param_group(std::vector<Variable> params, const Options& options) {
+  const std::string op = name_ + ".add_param_group";
+  if (params.empty())
+    throw ValueError(op, "the parameter list is empty; pass at least one parameter");
+  std::set<const VariableImpl*> seen;
+  for (const ParamGroup& g : groups_)
+    for (const Variable& p : g.params) seen.insert(p.impl());
+  for (const Variable& p : params) {
+    if (!p.defined()) throw ValueError(op, "a parameter is undefined");
+    if (!p.is_leaf())
+      throw ValueError(op, "a parameter (" + p.str() + ") was made by op '" + p.op_name() +
+                               "'; only leaves can be optimized (detach() it, or pass the leaf)");
+    if (!seen.insert(p.impl()).second)
+      throw ValueError(op, "a parameter (" + p.str() +
+                               ") appears twice (in this group or an earlier one); "
+                               "give each parameter to one group only");
+  }
+  Options all = merged(options);
+  check_options(all);
+  groups_.push_back(ParamGroup{std::move(params), std::move(all)});
+}
+
+void Optimizer::zero_grad() {
+  for (const ParamGroup& g : groups_)
+    for (const Variable& p : g.params) p.zero_grad();
+}
+
+void Optimizer::step() {
+  NoGradGuard no_grad;
+  for (const ParamGroup& g : groups_) {
+    TensorList params, grads;
+    std::vector<ParamState*> states;
+    for (const Variable& p : g.params) {
+      if (!p.grad().defined()) continue;
+      params.push_back(p.data());
+      grads.push_back(p.grad().data());
+      ParamState& s = state_[p.impl()];
+      ++s.step;
+      states.push_back(&s);
+    }
+    if (!params.empty()) update(g.options, params, grads, states);
+  }
+}
+
+const ParamState* Optimizer::state(const Variable& param) const {
+  auto it = state_.find(param.impl());
+  return it == state_.end() ? nullptr : &it->second;
+}
+
+OptimizerState Optimizer::state_dict() const {
+  OptimizerState saved;
+  int64_t index = 0;
+  for (const ParamGroup& g : groups_) {
+    OptimizerState::Group group{g.options, {}};
+    for (const Variable& p : g.params) {
+      group.params.push_back(index);
+      if (const ParamState* s = state(p)) {
+        ParamState copy{s->step, {}};
+        for (const auto& [name, buffer] : s->buffers) copy.buffers[name] = buffer.clone();
+        saved.state[index] = std::move(copy);
+      }
+      ++index;
+    }
+    saved.param_groups.push_back(std::move(group));
+  }
+  return saved;
+}
+
+void Optimizer::load_state_dict(const OptimizerState& saved) {
+  const std::string op = name_ + ".load_state_dict";
+  if (saved.param_groups.size() != groups_.size())
+    throw ValueError(op, "the saved state has " + std::to_string(saved.param_groups.size()) +
+                             " parameter groups but this optimizer has " +
+                             std::to_string(groups_.size()) +
+                             "; load a state saved from an optimizer built the same way");
+  std::vector<const Variable*> params;  // by number, in group order
+  for (size_t i = 0; i < groups_.size(); ++i) {
+    const size_t have = groups_[i].params.size(), want = saved.param_groups[i].params.size();
+    if (have != want)
+      throw ValueError(op, "group " + std::to_string(i) + " has " + std::to_string(have) +
+                               " parameters but the saved group has " + std::to_string(want) +
+                               "; load a state saved from an optimizer built the same way");
+    check_options(merged(saved.param_groups[i].options));
+    for (const Variable& p : groups_[i].params) params.push_back(&p);
+  }
+  const std::vector<std::string> names = buffer_names();
+  std::map<const VariableImpl*, ParamState> state;
+  for (const auto& [index, s] : saved.state) {
+    if (index < 0 || index >= int64_t(params.size()))
+      throw ValueError(op, "the saved state has parameter " + std::to_string(index) +
+                               " but this optimizer has " + std::to_string(params.size()));
+    const Tensor& p = params[index]->data();
+    ParamState copy{s.step, {}};
+    for (const auto& [name, buffer] : s.buffers) {
+      if (std::find(names.begin(), names.end(), name) == names.end())
+        throw ValueError(op, "parameter " + std::to_string(index) + " has state '" + name +
+                                 "', which " + name_ + " does not keep; load a state saved by " +
+                                 name_);
+      if (!buffer.defined() || buffer.shape() != p.shape())
+        throw ShapeError(op, "state '" + name + "' of parameter " + std::to_string(index) + " is " +
+                                 describe(buffer) + " but the parameter is " + p.str() +
+                                 "; the parameters must have the shapes they had when saved");
+      copy.buffers[name] = copy_like(buffer, p);
+    }
+    state[params[index]->impl()] = std::move(copy);
+  }
+  // Nothing changes before every check has passed.
+  for (size_t i = 0; i < groups_.size(); ++i)
+    groups_[i].options = merged(saved.param_groups[i].options);
+  state_ = std::move(state);
+}
+
+void Optimizer::check_at_least(const Options& options, const char* option, double low) const {
+  const double v = options.at(option);
+  if (!(v >= low))
+    throw ValueError(name_, std::string("option '") + option + "' is " + number(v) +
+                                "; it must be >= " + number(low) + " (pass a value in range)");
+}
+
+void Optimizer::check_in_range(const Options& options, const char* option, double low,
+                               double high) const {
+  const double v = options.at(option);
+  if (!(v >= low && v < high))
+    throw ValueError(name_, std::string("option '") + option + "' is " + number(v) +
+                                "; it must lie in [" + number(low) + ", " + number(high) +
+                                ") (pass a value in range)");
+}
+
+void Optimizer::check_flag(const Options& options, const char* option) const {
+  const double v = options.at(option);
+  if (v != 0.0 && v != 1.0)
+    throw ValueError(name_, std::string("option '") + option + "' is " + number(v) +
+                                "; it is a flag: pass 0 (off) or 1 (on)");
+}
+
+}  // namespace ember::autodiff::optim

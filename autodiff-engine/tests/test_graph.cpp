@@ -1,0 +1,211 @@
+// The graph IR: building with shape inference, the exact text form of a graph and of its
+// backward, DOT export read back, and the driver's pruning, fan-out and error checks.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <regex>
+#include <set>
+
+#include "ember/autodiff/autodiff.h"
+
+namespace ad = ember::autodiff;
+using ad::TensorType;
+using ember::DType;
+
+namespace {
+TensorType f32(ember::Shape shape) { return TensorType{std::move(shape), DType::Float32, {}}; }
+}  // namespace
+
+TEST(Graph, InfersTypesWhenANodeIsAdded) {
+  ad::Graph g;
+  ad::Val x = g.input(f32({4, 1}), "x");
+  ad::Val b = g.parameter(f32({3}), "b");
+  ad::Val y = x + b;  // broadcast [4, 1] with [3]
+  EXPECT_EQ(y.shape(), (ember::Shape{4, 3}));
+  EXPECT_EQ(y.dtype(), DType::Float32);
+  ad::Val s = ad::sum(y, {1}, true);
+  EXPECT_EQ(s.type().str(), "f32[4,1]");
+  EXPECT_EQ(g.num_nodes(), 2);
+}
+
+TEST(Graph, ABadShapeIsReportedWhereTheNodeIsBuilt) {
+  ad::Graph g;
+  ad::Val a = g.input(f32({2, 3}));
+  ad::Val b = g.input(f32({4}));
+  try {
+    ad::add(a, b);
+    FAIL() << "no error";
+  } catch (const ember::ShapeError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("%2 = add(%0, %1)"), std::string::npos) << m;
+    EXPECT_NE(m.find("[2, 3]"), std::string::npos) << m;
+    EXPECT_NE(m.find("[4]"), std::string::npos) << m;
+  }
+}
+
+TEST(Graph, PrintsAGraphAndItsBackwardExactly) {
+  ad::Graph g;
+  ad::Val x = g.input(f32({2, 3}), "x");
+  ad::Val w = g.parameter(f32({3}), "w");
+  ad::Val h = ad::tanh(x * w);
+  ad::Val loss = ad::sum(h);
+  g.mark_output(loss);
+  const std::string forward =
+      "input %0 (x):f32[2,3]\n"
+      "param %1 (w):f32[3]\n"
+      "%2:f32[2,3] = mul(%0, %1)\n"
+      "%3:f32[2,3] = tanh(%2)\n"
+      "%4:f32[] = sum(%3) {dims=[], keepdim=0}\n"
+      "return %4\n";
+  EXPECT_EQ(g.str(), forward);
+
+  std::vector<ad::Val> dw = ad::grad({loss}, {w});
+  g.mark_output(dw[0]);
+  const std::string backward =
+      "input %0 (x):f32[2,3]\n"
+      "param %1 (w):f32[3]\n"
+      "%2:f32[2,3] = mul(%0, %1)\n"
+      "%3:f32[2,3] = tanh(%2)\n"
+      "%4:f32[] = sum(%3) {dims=[], keepdim=0}\n"
+      "%5:f32[] = ones_like(%4)    # seed: d %4 / d %4 = 1\n"
+      "%6:f32[2,3] = expand(%5) {shape=[2,3]}    # d/d %3 via sum (%4)\n"
+      "%7:f32[2,3] = tanh_backward(%6, %3)    # d/d %2 via tanh (%3)\n"
+      "%8:f32[2,3] = mul(%7, %0)    # d/d %0, %1 via mul (%2)\n"
+      "%9:f32[3] = sum_to(%8) {shape=[3]}    # d/d %0, %1 via mul (%2): summed back to the "
+      "input's shape [3]\n"
+      "return %4, %9\n";
+  EXPECT_EQ(g.str(), backward);
+}
+
+TEST(Graph, PrunesWhatNoRequestedGradientNeeds) {
+  ad::Graph g;
+  ad::Val x = g.input(f32({3}), "x");
+  ad::Val w = g.parameter(f32({3}), "w");
+  ad::Val loss = ad::sum(ad::tanh(x) * w);  // tanh(x) does not depend on w
+  const int32_t forward_nodes = g.num_nodes();
+  ad::grad({loss}, {w});
+  for (int32_t k = forward_nodes; k < g.num_nodes(); ++k)
+    EXPECT_NE(g.node(k).op->name, "tanh_backward") << g.str();
+  // Only d/dw: seed, expand, one mul (dy * tanh(x)); no d/dx branch.
+  EXPECT_EQ(g.num_nodes() - forward_nodes, 3) << g.str();
+}
+
+TEST(Graph, SumsTheGradientsOfAValueUsedThreeTimes) {
+  ad::Graph g;
+  ad::Val x = g.parameter(f32({2}), "x");
+  ad::Val y = ad::sum(x * x + ad::tanh(x));  // x used by mul (twice) and tanh
+  ad::Val dx = ad::grad({y}, {x})[0];
+  int adds = 0;
+  for (int32_t k = 0; k < g.num_nodes(); ++k)
+    if (g.node(k).note.find("sum over its 3 uses") != std::string::npos) ++adds;
+  EXPECT_EQ(adds, 2) << g.str();  // three uses, two adds
+  g.mark_output(dx);
+  auto out = ad::run(g, {ember::Tensor::from_vector<float>({0.5f, -1.0f}, {2})});
+  const std::vector<float> got = out[0].to_vector<float>();
+  for (int i = 0; i < 2; ++i) {
+    const float v = i == 0 ? 0.5f : -1.0f, t = std::tanh(v);
+    EXPECT_NEAR(got[size_t(i)], 2 * v + 1 - t * t, 1e-6);
+  }
+}
+
+TEST(Graph, DifferentiatesItsOwnBackwardAgain) {
+  ad::Graph g;
+  ad::Val x = g.parameter(f32({}), "x");
+  ad::Val y = ad::tanh(x);
+  ad::Val dy = ad::grad({y}, {x})[0];
+  ad::Val ddy = ad::grad({dy}, {x})[0];
+  g.mark_output(dy);
+  g.mark_output(ddy);
+  auto out = ad::run(g, {ember::Tensor::from_vector<float>({0.3f}, {})});
+  const double t = std::tanh(0.3);
+  EXPECT_NEAR(out[0].item<float>(), 1 - t * t, 1e-6);
+  EXPECT_NEAR(out[1].item<float>(), -2 * t * (1 - t * t), 1e-6);
+}
+
+// An op whose rule is wrong on purpose: its gradient for x [3] has shape [2], which no
+// broadcast explains, or dtype f64.
+std::vector<ad::Val> wrong_shape_rule(const ad::GradContext& c) {
+  return {ad::sum_to(ad::expand(ad::sum(c.dy()), {2}), {2})};
+}
+std::vector<ad::Val> wrong_dtype_rule(const ad::GradContext& c) {
+  return {c.graph.input(TensorType{c.x().shape(), DType::Float64, {}})};
+}
+std::vector<TensorType> same_type(const std::vector<TensorType>& in, const ad::Attrs&) {
+  return {in[0]};
+}
+
+TEST(Graph, ARuleOfTheWrongShapeOrDtypeIsCaughtAtBuildTime) {
+  const ad::OpDef bad_shape{"bad_shape", same_type, nullptr, wrong_shape_rule};
+  ad::Graph g;
+  ad::Val x = g.parameter(f32({3}));
+  ad::Val y = ad::sum(g.add(bad_shape, {x})[0]);
+  try {
+    ad::grad({y}, {x});
+    FAIL() << "no error";
+  } catch (const ember::ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find("the gradient rule of bad_shape (%1) gave input 0 (%0) a "
+                                         "gradient of shape [2]; expected [3]"),
+              std::string::npos)
+        << e.what();
+  }
+  const ad::OpDef bad_dtype{"bad_dtype", same_type, nullptr, wrong_dtype_rule};
+  ad::Graph h;
+  ad::Val x2 = h.parameter(f32({3}));
+  ad::Val y2 = ad::sum(h.add(bad_dtype, {x2})[0]);
+  EXPECT_THROW(ad::grad({y2}, {x2}), ember::DTypeError);
+}
+
+TEST(Graph, AnOutputGradientMustMatchItsOutput) {
+  ad::Graph g;
+  ad::Val x = g.parameter(f32({3}));
+  ad::Val y = ad::tanh(x);
+  ad::Val seed = g.input(f32({2, 3}));
+  try {
+    ad::grad({y}, {x}, {seed});
+    FAIL() << "no error";
+  } catch (const ember::ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find("f32[2,3] but the output is f32[3]"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(ad::grad({y}, {x}), ember::ValueError);  // not one element: no implied seed
+}
+
+TEST(Graph, DotExportReadsBackToTheSameStructure) {
+  ad::Graph g;
+  ad::Val x = g.input(f32({2}), "x");
+  ad::Val w = g.parameter(f32({2}), "w");
+  ad::Val loss = ad::sum(ad::tanh(x * w));
+  g.mark_output(loss);
+  ad::grad({loss}, {w});
+  const std::string dot = g.to_dot();
+  ASSERT_EQ(dot.rfind("digraph ember {", 0), 0u);
+  ASSERT_EQ(dot.substr(dot.size() - 2), "}\n");
+  // Every node and input is declared once; every edge joins declared ends; the edges into each
+  // node are exactly its inputs.
+  std::set<std::string> declared;
+  std::map<std::string, std::multiset<std::string>> into;
+  const std::regex decl(R"re(^\s+([nv]\d+|out\d+) \[)re"),
+      edge(R"re(^\s+(\w+) -> (\w+)(?: \[label="%(\d+)"\])?;)re");
+  std::istringstream lines(dot);
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, edge)) {
+      EXPECT_TRUE(declared.count(m[1])) << line;
+      EXPECT_TRUE(declared.count(m[2])) << line;
+      if (m[3].matched) into[m[2]].insert(m[3]);
+    } else if (std::regex_search(line, m, decl)) {
+      EXPECT_TRUE(declared.insert(m[1]).second) << "declared twice: " << line;
+    }
+  }
+  EXPECT_EQ(declared.count("v0") + declared.count("v1"), 2u);
+  for (int32_t k = 0; k < g.num_nodes(); ++k) {
+    std::multiset<std::string> want;
+    for (ad::ValueId in : g.node(k).inputs) want.insert(std::to_string(in));
+    EXPECT_EQ(into["n" + std::to_string(k)], want) << "node " << k;
+  }
+}
+
+TEST(Graph, UnknownOpsAreNotSupported) {
+  EXPECT_THROW(ad::op_def("no_such_op"), ember::NotSupportedError);
+}

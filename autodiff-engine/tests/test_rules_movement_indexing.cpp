@@ -1,0 +1,214 @@
+// The padding and indexing ops' gradient rules (src/ops/indexing.cpp) against finite
+// differences, first and second order, with repeated indices (fan-in) and non-contiguous inputs;
+// circular padding (new in this layer) against brute force; and the shape rules' errors.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "gradcheck.h"
+
+namespace ad = ember::autodiff;
+using ember::Shape;
+using ember::Tensor;
+using Vars = std::vector<ad::Variable>;
+using gradcheck::random;
+
+namespace {
+
+// First order on f, second order on f squared (f is linear in its floating inputs, so only the
+// square's gradient depends on them; differentiating it runs each backward op's own rule).
+void check_rule(const gradcheck::Fn& f, const std::vector<Tensor>& inputs) {
+  gradcheck::check_grad(f, inputs);
+  gradcheck::check_grad_grad(
+      [&](const Vars& xs) {
+        ad::Variable y = f(xs);
+        return y * y;
+      },
+      inputs);
+}
+
+Tensor indices(const std::vector<int64_t>& values, const Shape& shape) {
+  return Tensor::from_vector(values, shape);
+}
+
+template <class E>
+void expect_error(const std::function<void(ad::Graph&)>& build,
+                  const std::vector<std::string>& parts) {
+  ad::Graph g;
+  try {
+    build(g);
+    ADD_FAILURE() << "no error thrown";
+  } catch (const E& e) {
+    const std::string message = e.what();
+    for (const std::string& p : parts)
+      EXPECT_NE(message.find(p), std::string::npos) << "'" << p << "' not in: " << message;
+  }
+}
+
+ad::Val input(ad::Graph& g, const Shape& shape, ember::DType dtype = ember::DType::Float64) {
+  return g.input(ad::TensorType{shape, dtype, ember::Device()});
+}
+
+}  // namespace
+
+TEST(MovementPad, ConstantWithPadsAndCrops) {
+  check_rule(
+      [](const Vars& x) {
+        return ad::pad(x[0], {1, 2, 0, 1}, "constant", 0.5);
+      },
+      {random({3, 2}, 1).t()});
+  // negative pads crop: the cropped elements get no gradient
+  check_rule([](const Vars& x) { return ad::pad(x[0], {-1, 2, 1, -2}); }, {random({3, 4}, 2)});
+  check_rule([](const Vars& x) { return ad::pad(x[0], {}); }, {random({}, 3)});
+}
+
+TEST(MovementPad, EveryModeFirstAndSecondOrder) {
+  for (const char* mode : {"reflect", "replicate", "circular"}) {
+    SCOPED_TRACE(mode);
+    check_rule(
+        [&](const Vars& x) {
+          return ad::pad(x[0], {2, 1, 1, 2}, mode);
+        },
+        {random({2, 4, 3}, 4).transpose(1, 2)});  // [2, 3, 4], non-contiguous
+    check_rule([&](const Vars& x) { return ad::pad(x[0], {0, 2}, mode); }, {random({1, 3}, 5)});
+  }
+}
+
+TEST(MovementPad, CircularAgainstBruteForce) {
+  const Tensor x = random({2, 3}, 6);
+  const Tensor y = ad::pad(ad::Variable(x), {3, 1, 1, 0}, "circular").data();
+  ASSERT_EQ(y.shape(), (Shape{3, 7}));
+  auto xv = x.to_vector<double>(), yv = y.to_vector<double>();
+  for (int64_t i = 0; i < 3; ++i)
+    for (int64_t j = 0; j < 7; ++j) {
+      const int64_t si = ((i - 1) % 2 + 2) % 2, sj = ((j - 3) % 3 + 3) % 3;
+      EXPECT_EQ(yv[size_t(i * 7 + j)], xv[size_t(si * 3 + sj)]) << i << "," << j;
+    }
+  // its backward is its adjoint: <pad(x), g> = <x, pad_backward(g)>
+  const Tensor g = random({3, 7}, 7);
+  const Tensor back = ad::pad_backward(ad::Variable(g), {2, 3}, {3, 1, 1, 0}, "circular").data();
+  EXPECT_NEAR(gradcheck::dot(y, g), gradcheck::dot(x, back), 1e-12);
+}
+
+TEST(MovementPad, PadBackwardEveryMode) {
+  for (const char* mode : {"constant", "reflect", "replicate", "circular"}) {
+    SCOPED_TRACE(mode);
+    check_rule(
+        [&](const Vars& g) {
+          return ad::pad_backward(g[0], {3, 4}, {1, 2, 2, 0}, mode);
+        },
+        {random({7, 5}, 8).t()});
+  }
+}
+
+TEST(MovementIndex, IndexSelectWithRepeatedIndices) {
+  const Tensor index = indices({2, 0, 2, 2}, {4});
+  check_rule([](const Vars& x) { return ad::index_select(x[0], 1, x[1]); },
+             {random({3, 8}, 9).slice(1, 1, 8, 2), index});
+  check_rule([](const Vars& x) { return ad::index_select(x[0], 0, x[1]); },
+             {random({4, 3}, 10).t(), index});
+  check_rule([](const Vars& x) { return ad::index_select(x[0], 0, x[1]); },
+             {random({3}, 11), indices({}, {0})});
+}
+
+TEST(MovementIndex, IndexAddGradientsForXAndSrc) {
+  check_rule([](const Vars& x) { return ad::index_add(x[0], 1, x[1], x[2]); },
+             {random({2, 3}, 12), indices({1, 1, 0, 1}, {4}), random({4, 2}, 13).t()});
+}
+
+TEST(MovementIndex, GatherWithRepeatedIndices) {
+  // index smaller than x in the other dim; rows 0 and 1 read column 2 several times
+  const Tensor index = indices({2, 2, 0, 1, 2, 1}, {2, 3});
+  check_rule([](const Vars& x) { return ad::gather(x[0], 1, x[1]); }, {random({4, 3}, 14), index});
+  check_rule([](const Vars& x) { return ad::gather(x[0], 0, x[1]); },
+             {random({3, 4}, 15).t(), indices({3, 3, 0, 3}, {4, 1})});
+}
+
+TEST(MovementIndex, ScatterAddWithRepeatedIndices) {
+  // src [4, 3] is larger than index [2, 3]: the src elements index does not reach get no gradient
+  check_rule([](const Vars& x) { return ad::scatter_add(x[0], 1, x[1], x[2]); },
+             {random({2, 3}, 16), indices({0, 0, 2, 1, 1, 1}, {2, 3}), random({4, 3}, 17).t()});
+  check_rule([](const Vars& x) { return ad::scatter_add(x[0], 0, x[1], x[2]); },
+             {random({3}, 18), indices({2, 2, 2}, {3}), random({3}, 19)});
+}
+
+TEST(MovementIndex, EmbeddingWithRepeatedIndices) {
+  check_rule([](const Vars& x) { return ad::embedding(x[0], x[1]); },
+             {random({3, 4}, 20).t(), indices({1, 3, 1, 1, 0, 3}, {2, 3})});
+  check_rule([](const Vars& x) { return ad::embedding(x[0], x[1]); },
+             {random({3, 2}, 21), indices({2}, {})});  // a 0-d index -> [2]
+  check_rule([](const Vars& x) { return ad::embedding_backward(x[0], x[1], 4); },
+             {random({2, 3, 2}, 22), indices({1, 3, 1, 1, 0, 1}, {2, 3})});
+}
+
+TEST(MovementIndex, OneHotHasNoGradient) {
+  ad::Variable y = ad::one_hot(ad::Variable(indices({2, 0, 2}, {3})), 4);
+  EXPECT_EQ(y.dtype(), ember::DType::Int64);
+  EXPECT_EQ(y.data().to_vector<int64_t>(),
+            (std::vector<int64_t>{0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 1, 0}));
+  EXPECT_FALSE(y.requires_grad());
+  ad::Graph g;
+  ad::Val h = ad::one_hot(input(g, {3}, ember::DType::Int32), 5);
+  EXPECT_EQ(h.type().str(), "i64[3,5]");
+}
+
+TEST(MovementErrors, IndexingShapeRules) {
+  expect_error<ember::DTypeError>(
+      [](ad::Graph& g) {
+        ad::gather(input(g, {2, 3}), 1, input(g, {2, 3}));
+      },
+      {"gather", "index is f64[2,3]", "integer indices", "int64"});
+  expect_error<ember::ShapeError>(
+      [](ad::Graph& g) {
+        ad::gather(input(g, {2, 3}), 1, input(g, {3, 1}, ember::DType::Int64));
+      },
+      {"gather", "x is f64[2,3], index is i64[3,1]", "every d but dim 1"});
+  expect_error<ember::ShapeError>(
+      [](ad::Graph& g) {
+        ad::index_add(input(g, {2, 3}), 0, input(g, {4}, ember::DType::Int64), input(g, {3, 3}));
+      },
+      {"index_add", "src is f64[3,3]", "expected src of shape [4, 3]"});
+  expect_error<ember::DTypeError>(
+      [](ad::Graph& g) {
+        ad::scatter_add(input(g, {2}), 0, input(g, {2}, ember::DType::Int64),
+                        input(g, {2}, ember::DType::Float32));
+      },
+      {"scatter_add", "src is f32[2]", "x's dtype"});
+  expect_error<ember::ShapeError>(
+      [](ad::Graph& g) { ad::embedding(input(g, {4}), input(g, {2}, ember::DType::Int64)); },
+      {"embedding", "weight is f64[4]", "2-D"});
+  expect_error<ember::NotSupportedError>(
+      [](ad::Graph& g) { ad::one_hot(input(g, {3}, ember::DType::Int64)); },
+      {"one_hot", "pass it"});
+}
+
+TEST(MovementErrors, PadShapeRules) {
+  expect_error<ember::ValueError>(
+      [](ad::Graph& g) {
+        ad::pad(input(g, {2, 3}), {3, 0}, "reflect");
+      },
+      {"pad", "reflect pads (3, 0) do not fit dim 1 of [2, 3]"});
+  expect_error<ember::ValueError>(
+      [](ad::Graph& g) {
+        ad::pad(input(g, {2, 3}), {4, 0}, "circular");
+      },
+      {"pad", "circular pads (4, 0)"});
+  expect_error<ember::ValueError>(
+      [](ad::Graph& g) {
+        ad::pad(input(g, {2}), {1, 1}, "wrap");
+      },
+      {"pad", "unknown mode 'wrap'"});
+  expect_error<ember::ValueError>(
+      [](ad::Graph& g) {
+        ad::pad(input(g, {2}), {1, 1, 1});
+      },
+      {"pad", "[1, 1, 1]", "even number"});
+  expect_error<ember::ShapeError>(
+      [](ad::Graph& g) {
+        ad::pad_backward(input(g, {4}), {3}, {1, 1});
+      },
+      {"pad_backward", "grad is f64[4]", "expected the padded shape [5]"});
+}
