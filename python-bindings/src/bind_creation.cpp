@@ -142,13 +142,11 @@ void bind_creation(py::module_& m) {
       "randint",
       [](int64_t low, py::handle high, py::handle size, std::optional<DType> dtype,
          std::optional<Device> device) {
-        if (size.is_none()) {  // randint(high, size)
-          size = high;
-          high = py::int_(low);
-          low = 0;
-        }
-        return Variable(ember::randint(low, py::cast<int64_t>(high),
-                                       shape_from_args(py::make_tuple(size), "randint"),
+        int64_t lo = low, hi = 0;
+        if (size.is_none()) size = high;  // randint(high, size)
+        else hi = py::cast<int64_t>(high);
+        if (high.ptr() == size.ptr()) lo = 0, hi = low;
+        return Variable(ember::randint(lo, hi, shape_from_args(py::make_tuple(size), "randint"),
                                        dtype.value_or(DType::Int64), device.value_or(Device())));
       },
       py::arg("low"), py::arg("high"), py::arg("size") = py::none(), py::kw_only(),

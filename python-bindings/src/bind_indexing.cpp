@@ -77,9 +77,6 @@ std::vector<Entry> parse(py::handle index, const Tensor& x) {
       ++consumed;
     } else if (PyBool_Check(it.ptr())) {
       bad_index(it);
-    } else if (!py::isinstance<V>(it) && PyIndex_Check(it.ptr())) {
-      entries.push_back({Entry::Int, py::cast<int64_t>(it)});
-      ++consumed;
     } else if (py::isinstance<V>(it) || PyList_Check(it.ptr()) ||
                py::hasattr(it, "__array_interface__")) {
       Tensor t = to_variable(it, std::nullopt, x.device()).data();
@@ -95,6 +92,9 @@ std::vector<Entry> parse(py::handle index, const Tensor& x) {
         throw ember::IndexError("index",
                                 "tensors used as indices must be integer or bool, not " + t.str());
       }
+    } else if (PyIndex_Check(it.ptr())) {
+      entries.push_back({Entry::Int, py::cast<int64_t>(it)});
+      ++consumed;
     } else {
       bad_index(it);
     }
@@ -169,7 +169,7 @@ V read(V x, std::vector<Entry> entries) {
     flat = ember::add(flat, ember::mul(wrapped(arrays[k].second, n), double(span)));
     span *= n;
   }
-  const V positions(flat.reshape({-1}));
+  const V positions(flat.reshape({flat.numel()}));
   const int64_t first = arrays[0].first;
   if (arrays.size() == 1) {  // one index: index_select in place of its dim
     Shape out(x.shape().begin(), x.shape().begin() + first);
@@ -250,7 +250,7 @@ void write(const V& self, py::handle index, py::handle value) {
     result = ember::masked_fill(flat, mask, scalar_value(value));
   } else {
     const int64_t m = int64_t(at.size());
-    const Tensor values = v.to(x.dtype()).expand(where_at.shape()).reshape({-1});
+    const Tensor values = v.to(x.dtype()).expand(where_at.shape()).reshape({where_at.numel()});
     const Tensor chosen =
         ember::index_select(values, 0, Tensor::from_vector(from, {m}).to(x.device()));
     const Tensor placed = ember::index_add(ember::zeros({n}, x.dtype(), x.device()), 0,

@@ -156,7 +156,8 @@ Tensor tensor_from_data(py::handle data, std::optional<DType> dtype, Device devi
   }
   if (is_sequence(data) && py::hasattr(data, "__array_interface__")) {
     // A NumPy array: copied through the buffer protocol, keeping its dtype.
-    py::object contiguous = py::module_::import("numpy").attr("ascontiguousarray")(data);
+    py::object contiguous =
+        py::module_::import("numpy").attr("asarray")(data, py::arg("order") = "C");
     const Tensor t = tensor_from_numpy(contiguous);
     return t.to(device, dtype.value_or(t.dtype())).clone();
   }
