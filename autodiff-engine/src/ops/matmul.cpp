@@ -1,8 +1,153 @@
-// matmul.cpp — the matmul family.
+// matmul.cpp — matrix products: matmul (NumPy's, every form) and linear (x weight^T + bias).
+#include "ember/ops/matmul.h"
+
+#include "ember/autodiff/ops.h"
 #include "families.h"
+#include "infer.h"
 
 namespace ember::autodiff {
 
-std::vector<OpDef> matmul_ops() { return {}; }
+namespace {
+
+using Types = std::vector<TensorType>;
+using Tensors = std::vector<Tensor>;
+using Grads = std::vector<Val>;
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+// What core-runtime's matmul and linear check of their operands' dtypes: one, and not bool.
+void check_gemm_dtypes(const char* op, const std::string& who, DType a, DType b) {
+  if (a != b)
+    throw DTypeError(op, who + "; both operands must have one dtype, cast one with .to(" +
+                             dtype_name(a) + ") first");
+  if (a == DType::Bool)
+    throw DTypeError(op, who + "; bool is not supported, cast with .to(DType::Float32) first");
+}
+
+// NumPy's promotion of 1-D operands: a vector a is a row [1, k], a vector b a column [k, 1].
+Shape as_matrix_a(const Shape& a) { return a.size() == 1 ? Shape{1, a[0]} : a; }
+Shape as_matrix_b(const Shape& b) { return b.size() == 1 ? Shape{b[0], 1} : b; }
+Shape batch_of(const Shape& s) { return Shape(s.begin(), s.end() - 2); }
+
+// a [*A, m, k] (or [k]), b [*B, k, n] (or [k]) -> [*broadcast(A, B), m, n], without the dims
+// that a 1-D operand added.
+Types matmul_infer(const Types& in, const Attrs&) {
+  infer::arity("matmul", in, 2);
+  infer::same_device("matmul", in);
+  const std::string who = "a is " + in[0].str() + ", b is " + in[1].str();
+  check_gemm_dtypes("matmul", who, in[0].dtype, in[1].dtype);
+  if (in[0].shape.empty() || in[1].shape.empty())
+    throw ShapeError("matmul", who + "; both operands need at least 1 dim, use mul() for a scalar");
+  const Shape a = as_matrix_a(in[0].shape), b = as_matrix_b(in[1].shape);
+  const int64_t k = a.back(), kb = b[b.size() - 2];
+  if (k != kb)
+    throw ShapeError("matmul", who + "; a.shape[-1] (" + str(k) + ") must equal " +
+                                   (in[1].shape.size() == 1 ? "b.shape[0]" : "b.shape[-2]") + " (" +
+                                   str(kb) + ")");
+  Shape out;
+  try {
+    out = broadcast_shapes(batch_of(a), batch_of(b), "matmul");
+  } catch (const ShapeError&) {
+    throw ShapeError("matmul", who + "; the batch dims " + shape_str(batch_of(a)) + " and " +
+                                   shape_str(batch_of(b)) +
+                                   " must broadcast (each pair equal, or one of them 1)");
+  }
+  if (in[0].shape.size() > 1) out.push_back(a[a.size() - 2]);
+  if (in[1].shape.size() > 1) out.push_back(b.back());
+  return {TensorType{out, in[0].dtype, in[0].device}};
+}
+
+// A gradient of an operand promoted to `promoted` (batch dims broadcast) back to the operand's
+// own shape: summed over the broadcast batch dims, the dim a 1-D operand gained dropped.
+Val unpromote(Val g, const Shape& promoted, const Shape& shape) {
+  if (g.shape() != promoted) g = sum_to(g, promoted);
+  return promoted == shape ? g : reshape(g, shape);
+}
+
+// y = a @ b; with a2 [*A, m, k], b2 [*B, k, n] the promoted operands and dy2 [*, m, n]:
+// da = dy2 @ b2^T, db = a2^T @ dy2, each summed back to its operand's shape.
+Grads matmul_grad(const GradContext& c) {
+  const Shape a_shape = c.x(0).shape(), b_shape = c.x(1).shape();
+  const Shape a2_shape = as_matrix_a(a_shape), b2_shape = as_matrix_b(b_shape);
+  const Val a2 = a2_shape == a_shape ? c.x(0) : reshape(c.x(0), a2_shape);
+  const Val b2 = b2_shape == b_shape ? c.x(1) : reshape(c.x(1), b2_shape);
+  Shape dy2_shape = broadcast_shapes(batch_of(a2_shape), batch_of(b2_shape), "matmul");
+  dy2_shape.push_back(a2_shape[a2_shape.size() - 2]);
+  dy2_shape.push_back(b2_shape.back());
+  const Val dy2 = c.dy().shape() == dy2_shape ? c.dy() : reshape(c.dy(), dy2_shape);
+
+  Val da, db;
+  if (c.needs_grad[0]) da = unpromote(matmul(dy2, transpose(b2, -1, -2)), a2_shape, a_shape);
+  if (c.needs_grad[1] && b2_shape.size() == 2 && a2_shape.size() > 2) {
+    // b is one matrix for every batch: db = (a2 rows)^T @ (dy2 rows), one GEMM, no batch sum.
+    const int64_t k = a2_shape.back(), n = b2_shape.back();
+    const int64_t rows = shape_numel(Shape(a2_shape.begin(), a2_shape.end() - 1));
+    const Val a_rows = reshape(a2, {rows, k}), dy_rows = reshape(dy2, {rows, n});
+    db = unpromote(matmul(transpose(a_rows, 0, 1), dy_rows), b2_shape, b_shape);
+  } else if (c.needs_grad[1]) {
+    db = unpromote(matmul(transpose(a2, -1, -2), dy2), b2_shape, b_shape);
+  }
+  return {da, db};
+}
+
+// x [*, in], weight [out, in], bias [out] (optional) -> [*, out]
+Types linear_infer(const Types& in, const Attrs&) {
+  if (in.size() != 2 && in.size() != 3)
+    throw ValueError("linear", "takes 2 or 3 inputs (x, weight, bias), got " + str(in.size()));
+  infer::same_device("linear", in);
+  const bool has_bias = in.size() == 3;
+  const std::string who = "x is " + in[0].str() + ", weight is " + in[1].str() +
+                          (has_bias ? ", bias is " + in[2].str() : "");
+  check_gemm_dtypes("linear", who, in[0].dtype, in[1].dtype);
+  if (has_bias && in[2].dtype != in[0].dtype)
+    throw DTypeError("linear", who + "; bias must have x's dtype, cast it with .to(" +
+                                   dtype_name(in[0].dtype) + ")");
+  const Shape& x = in[0].shape;
+  const Shape& w = in[1].shape;
+  if (w.size() != 2)
+    throw ShapeError("linear", who + "; weight must be 2-D [out_features, in_features]");
+  if (x.empty() || x.back() != w[1])
+    throw ShapeError("linear",
+                     who + "; x.shape[-1] must equal weight.shape[1] (" + str(w[1]) + ")");
+  if (has_bias && in[2].shape != Shape{w[0]})
+    throw ShapeError("linear", who + "; bias must be [" + str(w[0]) + "] (weight.shape[0])");
+  Shape out(x.begin(), x.end() - 1);
+  out.push_back(w[0]);
+  return {TensorType{out, in[0].dtype, in[0].device}};
+}
+
+// y = x W^T + b;  dx = dy W, dW = dy^T x (over the rows of every leading dim), db = sum of dy
+// over the leading dims
+Grads linear_grad(const GradContext& c) {
+  const Val x = c.x(0), w = c.x(1), dy = c.dy();
+  Grads grads(c.inputs.size());
+  if (c.needs_grad[0]) grads[0] = matmul(dy, w);
+  if (c.needs_grad[1]) {
+    const int64_t in = w.size(1), out = w.size(0);
+    const int64_t rows = shape_numel(Shape(x.shape().begin(), x.shape().end() - 1));
+    grads[1] = matmul(transpose(reshape(dy, {rows, out}), 0, 1), reshape(x, {rows, in}));
+  }
+  if (grads.size() == 3 && c.needs_grad[2]) {
+    std::vector<int64_t> leading;
+    for (int64_t d = 0; d + 1 < dy.dim(); ++d) leading.push_back(d);
+    grads[2] = leading.empty() ? dy : sum(dy, leading);
+  }
+  return grads;
+}
+
+}  // namespace
+
+std::vector<OpDef> matmul_ops() {
+  return {
+      {"matmul", matmul_infer,
+       [](const Tensors& in, const Attrs&) -> Tensors { return {matmul(in[0], in[1])}; },
+       matmul_grad},
+      {"linear", linear_infer,
+       [](const Tensors& in, const Attrs&) -> Tensors {
+         return {linear(in[0], in[1], in.size() == 3 ? in[2] : Tensor())};
+       },
+       linear_grad},
+  };
+}
 
 }  // namespace ember::autodiff

@@ -13,6 +13,7 @@
 //   %12:f32[32,10] = mul(%11, %9)    # d/d %6 via tanh (%7)
 #pragma once
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <variant>
 #include <vector>
@@ -152,8 +153,10 @@ class Graph {
  private:
   friend struct Val;
   Val new_value(TensorType type, ValueKind kind, std::string name);
-  std::vector<Value> values_;
-  std::vector<Node> nodes_;
+  // Deques: adding a value or node never moves the others, so a `const Shape&` or `const Node&`
+  // taken from the graph stays valid while a rule goes on adding nodes.
+  std::deque<Value> values_;
+  std::deque<Node> nodes_;
   std::vector<ValueId> outputs_;
   int32_t provenance_ = -1;
   std::string provenance_note_;

@@ -12,7 +12,8 @@ namespace ember::autodiff {
 
 // x [*] -> x with `dims` removed (kept as 1 when keepdim): sum, mean, prod, amax, amin,
 // logsumexp; all / any (-> bool, no gradient). amax/amin split the gradient equally among tied
-// maxima (as PyTorch's amax does).
+// maxima (as PyTorch's amax does). prod's gradient is the product of the other elements, exact
+// (to second order) with zeros in x.
 #define EMBER_AD_REDUCE(name)                                                                  \
   template <class V>                                                                           \
   if_handle<V> name(const V& x, const std::vector<int64_t>& dims = {}, bool keepdim = false) { \
@@ -41,7 +42,8 @@ if_handle<V> std(const V& x, const std::vector<int64_t>& dims = {}, int64_t corr
   return apply1<V>(EMBER_OP("std"), {x},
                    {{"dims", dims}, {"correction", correction}, {"keepdim", int64_t(keepdim)}});
 }
-// The p-norm over dims (p = 2: Euclidean). The gradient at 0 is 0 (a subgradient).
+// The p-norm over dims (p = 2: Euclidean). The gradient at 0 is 0 (a subgradient); p = +-inf
+// splits it among tied extremes as amax; p = 0 (a count) has none.
 template <class V>
 if_handle<V> norm(const V& x, double p = 2.0, const std::vector<int64_t>& dims = {},
                   bool keepdim = false) {
@@ -51,12 +53,14 @@ if_handle<V> norm(const V& x, double p = 2.0, const std::vector<int64_t>& dims =
 
 // Along one dim: (values, int64 indices). The gradient goes to the element the index names
 // (the first of tied maxima, as PyTorch's max(dim) does). Ops "max_dim" / "min_dim".
-template <class V> std::pair<V, V> max(const V& x, int64_t dim, bool keepdim = false) {
+template <class V>
+if_handle<V, std::pair<V, V>> max(const V& x, int64_t dim, bool keepdim = false) {
   auto out =
       apply(EMBER_OP("max_dim"), std::vector<V>{x}, {{"dim", dim}, {"keepdim", int64_t(keepdim)}});
   return {out[0], out[1]};
 }
-template <class V> std::pair<V, V> min(const V& x, int64_t dim, bool keepdim = false) {
+template <class V>
+if_handle<V, std::pair<V, V>> min(const V& x, int64_t dim, bool keepdim = false) {
   auto out =
       apply(EMBER_OP("min_dim"), std::vector<V>{x}, {{"dim", dim}, {"keepdim", int64_t(keepdim)}});
   return {out[0], out[1]};
