@@ -1,20 +1,16 @@
-// _core.cpp — the compiled module ember._core: versions and CUDA availability, for now.
-// Tensors and ops are bound here as the packages below grow (one binding line per op).
+// _core.cpp — the compiled module ember._core: one bind function per area (bindings.h), in the
+// order their types are needed. The Python package (ember/) re-exports and adds the sugar.
 #include <ember/autodiff/version.h>
-#include <ember/device.h>
 #include <ember/version.h>
-#include <pybind11/pybind11.h>
-#include <pybind11/stl.h>
 
 #include <map>
-#include <string>
 
-namespace py = pybind11;
+#include "bindings.h"
 
 PYBIND11_MODULE(_core, m) {
-  m.doc() = "Ember's compiled core: versions and CUDA availability";
+  namespace ep = ember::python;
+  m.doc() = "Ember's compiled core: tensors, ops, autograd, interop, errors and memory";
   m.attr("__version__") = EMBER_PYTHON_VERSION_STRING;
-
   m.def(
       "versions",
       [] {
@@ -23,10 +19,20 @@ PYBIND11_MODULE(_core, m) {
                                                   {"core", ember::core_version()}};
       },
       "The versions of the three packages in use: {'bindings', 'autodiff', 'core'}.");
-  m.def("cuda_compiled", &ember::cuda_compiled,
-        "Whether core-runtime was built with its CUDA backend.");
-  m.def("cuda_device_count", &ember::cuda_device_count,
-        "How many GPUs the CUDA driver reports (0 without a driver or GPU).");
-  m.def("cuda_is_available", &ember::cuda_is_available,
-        "Whether tensors can be placed on a GPU here.");
+
+  ep::bind_errors(m);
+  ep::bind_dtypes(m);
+  ep::TensorClass cls(m, "Tensor", py::dynamic_attr(),
+                      "An n-dimensional array on a device that can record its history for "
+                      "autograd (an eager autodiff Variable).");
+  ep::bind_tensor(m, cls);
+  ep::bind_creation(m);
+  ep::bind_ops(m, cls);
+  ep::bind_movement(m, cls);
+  ep::bind_nn_ops(m, cls);
+  ep::bind_operators(cls);
+  ep::bind_indexing(cls);
+  ep::bind_autograd(m, cls);
+  ep::bind_interop(m, cls);
+  ep::bind_memory(m);
 }

@@ -1,0 +1,105 @@
+// bind_autograd.cpp — requires_grad, grad, backward, hooks, detach, grad mode and
+// ember.autograd.grad: Python's view of autodiff-engine's eager Variables (variable.h).
+#include <ember/autodiff/variable.h>
+
+#include "bindings.h"
+
+namespace ember::python {
+
+namespace ad = ember::autodiff;
+
+namespace {
+
+using V = Variable;
+
+py::object or_none(const V& v) { return v.defined() ? py::cast(v) : py::none(); }
+
+std::vector<V> variables(py::handle obj) {
+  if (py::isinstance<V>(obj)) return {py::cast<V>(obj)};
+  std::vector<V> out;
+  for (py::handle h : obj) out.push_back(h.is_none() ? V() : py::cast<V>(h));
+  return out;
+}
+
+}  // namespace
+
+void bind_autograd(py::module_& m, TensorClass& cls) {
+  cls.def_property(
+         "requires_grad", &V::requires_grad, [](V& x, bool flag) { x.set_requires_grad(flag); },
+         "Whether backward computes a gradient for this tensor (settable on leaves).")
+      .def(
+          "requires_grad_",
+          [](py::object self, bool flag) {
+            py::cast<V&>(self).set_requires_grad(flag);
+            return self;
+          },
+          py::arg("requires_grad") = true, "Sets requires_grad; returns self.")
+      .def_property(
+          "grad", [](const V& x) { return or_none(x.grad()); },
+          [](const V& x, std::optional<V> g) {
+            if (g) x.set_grad(*g);
+            else x.zero_grad();
+          },
+          "The accumulated gradient, or None.")
+      .def_property_readonly("is_leaf", &V::is_leaf, "Made by no recorded op.")
+      .def_property_readonly(
+          "op",
+          [](const V& x) -> py::object {
+            if (x.is_leaf()) return py::none();
+            return py::str(x.op_name());
+          },
+          "The name of the recorded op that made this tensor, None for a leaf.")
+      .def(
+          "backward",
+          [](const V& x, std::optional<V> gradient, bool retain_graph, bool create_graph) {
+            x.backward(gradient.value_or(V()), retain_graph, create_graph);
+          },
+          py::arg("gradient") = py::none(), py::arg("retain_graph") = false,
+          py::arg("create_graph") = false,
+          "Accumulates d(self)/d(leaf) into the .grad of every leaf that requires grad; "
+          "gradient weighs a self of more than one element.")
+      .def("detach", &V::detach, "The same data without history (requires_grad False).")
+      .def("retain_grad", &V::retain_grad, "Keeps .grad on a non-leaf after backward.")
+      .def(
+          "register_hook",
+          [](const V& x, py::function fn) {
+            x.register_hook([fn](const V& grad) -> V {
+              py::gil_scoped_acquire gil;
+              py::object out = fn(grad);
+              return out.is_none() ? V() : out.cast<V>();
+            });
+          },
+          py::arg("hook"),
+          "hook(grad) runs when backward computes this tensor's gradient; it may return a "
+          "replacement tensor (None keeps the gradient).")
+      .def("_graph_str", &V::graph_str);
+
+  m.def("is_grad_enabled", &ad::grad_enabled, "Whether ops on tensors are recorded.");
+  m.def("set_grad_enabled", &ad::set_grad_enabled, py::arg("mode"), "Turns recording on or off.");
+  m.def(
+      "grad",
+      [](py::handle outputs, py::handle inputs, py::handle grad_outputs,
+         std::optional<bool> retain_graph, bool create_graph, bool allow_unused) {
+        std::vector<V> result =
+            ad::grad(variables(outputs), variables(inputs),
+                     grad_outputs.is_none() ? std::vector<V>() : variables(grad_outputs),
+                     retain_graph.value_or(create_graph), create_graph, allow_unused);
+        py::tuple out(result.size());
+        for (size_t i = 0; i < result.size(); ++i) out[i] = or_none(result[i]);
+        return out;
+      },
+      py::arg("outputs"), py::arg("inputs"), py::arg("grad_outputs") = py::none(),
+      py::arg("retain_graph") = py::none(), py::arg("create_graph") = false,
+      py::arg("allow_unused") = false,
+      "The gradients of outputs with respect to inputs, returned (a tuple) rather than "
+      "accumulated; None for an unused input when allow_unused.");
+  m.def(
+      "backward_cache_stats",
+      [] {
+        ad::BackwardCacheStats s = ad::backward_cache_stats();
+        return py::dict(py::arg("built") = s.built, py::arg("reused") = s.reused);
+      },
+      "How many backward graphs were built and how many reused from the cache.");
+}
+
+}  // namespace ember::python

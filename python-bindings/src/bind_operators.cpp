@@ -1,0 +1,178 @@
+// bind_operators.cpp — Python's operators on tensors: + - * / ** @, comparisons, unary - and ~,
+// abs(), with numbers on either side (reflected forms), and the in-place forms (+= ...) and
+// methods (add_, fill_, uniform_, ...), which write into the tensor's storage.
+#include <ember/autodiff/ops.h>
+#include <ember/error.h>
+#include <ember/ops/random.h>
+
+#include "def_op.h"
+
+namespace ember::python {
+
+namespace ad = ember::autodiff;
+
+namespace {
+
+using V = Variable;
+
+// a op b, or NotImplemented so that Python tries the other operand (or raises TypeError).
+py::object apply(const char* op, py::handle a, py::handle b) {
+  if (!is_operand(a) || !is_operand(b))
+    return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+  return py::cast(binary(op, a, b));
+}
+
+[[noreturn]] void missing(const char* op, const char* what) {
+  throw ember::NotSupportedError(
+      op, std::string("core-runtime has no ") + what +
+              " kernel yet, so this operator is not available. Fix: compute it from the ops "
+              "that exist, or add the kernel to core-runtime");
+}
+
+// Writes `result` into self's storage (self's shape and dtype), as PyTorch's in-place ops: only
+// on tensors that do not require grad, or under ember.no_grad(). Returns self, the same object.
+py::object write(py::object self, const V& result, const char* op) {
+  const V& x = py::cast<const V&>(self);
+  if (result.shape() != x.shape())
+    throw ember::ShapeError(op, "the result of " + result.str() + " does not fit in place into " +
+                                    x.str() + ". Fix: use the out-of-place form");
+  auto kind = [](DType d) { return d == DType::Bool ? 0 : is_floating(d) ? 2 : 1; };
+  if (kind(result.dtype()) > kind(x.dtype()))
+    throw ember::DTypeError(op, "a result of dtype " + std::string(dtype_name(result.dtype())) +
+                                    " cannot be stored in place in " + x.str() +
+                                    ". Fix: use the out-of-place form, or convert first");
+  x.copy_(result.detach());
+  return self;
+}
+
+py::object inplace(const char* op, py::object self, py::handle other) {
+  if (!is_operand(other)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+  const V& x = py::cast<const V&>(self);
+  if (x.requires_grad() && ad::grad_enabled())
+    throw ember::ValueError(std::string(op) + "_",
+                            "an in-place op on a tensor that requires grad (" + x.str() +
+                                ") would lose its history. Fix: write under ember.no_grad() "
+                                "(as an optimizer step does), or use the out-of-place form");
+  ad::NoGradGuard no_grad;
+  return write(self, binary(op, self, other), op);
+}
+
+// fill_, zero_, uniform_, normal_, copy_: these keep self's shape and dtype by construction.
+py::object overwrite(py::object self, const Tensor& values, const char* op) {
+  const V& x = py::cast<const V&>(self);
+  if (x.requires_grad() && ad::grad_enabled())
+    throw ember::ValueError(op, "an in-place write to a tensor that requires grad (" + x.str() +
+                                    "). Fix: write under ember.no_grad()");
+  x.copy_(V(values));
+  return self;
+}
+
+}  // namespace
+
+void bind_operators(TensorClass& cls) {
+  struct Pair {
+    const char *dunder, *reflected, *op;
+  };
+  for (Pair p : {Pair{"__add__", "__radd__", "add"}, Pair{"__sub__", "__rsub__", "sub"},
+                 Pair{"__mul__", "__rmul__", "mul"}, Pair{"__truediv__", "__rtruediv__", "div"},
+                 Pair{"__pow__", "__rpow__", "pow"}}) {
+    const char* op = p.op;
+    cls.def(p.dunder, [op](py::handle a, py::handle b) { return apply(op, a, b); });
+    cls.def(p.reflected, [op](py::handle a, py::handle b) { return apply(op, b, a); });
+  }
+  for (Pair p : {Pair{"__eq__", nullptr, "eq"}, Pair{"__ne__", nullptr, "ne"},
+                 Pair{"__lt__", nullptr, "lt"}, Pair{"__le__", nullptr, "le"},
+                 Pair{"__gt__", nullptr, "gt"}, Pair{"__ge__", nullptr, "ge"}}) {
+    const char* op = p.op;
+    cls.def(p.dunder, [op](py::handle a, py::handle b) { return apply(op, a, b); });
+  }
+  // & | ^ ~ are logical on bool tensors; core-runtime has no bitwise kernels for integers.
+  for (Pair p :
+       {Pair{"__and__", "__rand__", "logical_and"}, Pair{"__or__", "__ror__", "logical_or"},
+        Pair{"__xor__", "__rxor__", "logical_xor"}}) {
+    const char* op = p.op;
+    auto logical = [op](py::handle a, py::handle b, bool reflected) -> py::object {
+      if (py::cast<const V&>(a).dtype() != DType::Bool) missing(op, "bitwise integer");
+      return reflected ? apply(op, b, a) : apply(op, a, b);
+    };
+    cls.def(p.dunder, [logical](py::handle a, py::handle b) { return logical(a, b, false); });
+    cls.def(p.reflected, [logical](py::handle a, py::handle b) { return logical(a, b, true); });
+  }
+  cls.def("__invert__", [](const V& x) {
+    if (x.dtype() != DType::Bool) missing("__invert__", "bitwise_not");
+    return ad::logical_not(x);
+  });
+  cls.def("__neg__", [](const V& x) { return ad::neg(x); });
+  cls.def("__pos__", [](const V& x) { return x; });
+  cls.def("__abs__", [](const V& x) { return ad::abs(x); });
+  cls.def("__matmul__", [](const V& a, const V& b) { return ad::matmul(a, b); });
+  cls.def("__rmatmul__", [](const V& b, py::handle a) {
+    return ad::matmul(to_variable(a, std::nullopt, b.device()), b);
+  });
+  for (const char* name : {"__floordiv__", "__rfloordiv__", "__ifloordiv__"})
+    cls.def(name,
+            [](py::handle, py::handle) -> py::object { missing("floor_divide", "floor_divide"); });
+  for (const char* name : {"__mod__", "__rmod__", "__imod__"})
+    cls.def(name, [](py::handle, py::handle) -> py::object { missing("remainder", "remainder"); });
+
+  // ---- in place ----
+  for (Pair p : {Pair{"__iadd__", "add_", "add"}, Pair{"__isub__", "sub_", "sub"},
+                 Pair{"__imul__", "mul_", "mul"}, Pair{"__itruediv__", "div_", "div"},
+                 Pair{"__ipow__", "pow_", "pow"}}) {
+    const char* op = p.op;
+    cls.def(p.dunder, [op](py::object self, py::handle o) { return inplace(op, self, o); });
+    cls.def(
+        p.reflected, [op](py::object self, py::handle o) { return inplace(op, self, o); },
+        py::arg("other"), "In place: self = self op other; returns self.");
+  }
+  cls.def(
+      "clamp_",
+      [](py::object self, std::optional<double> lo, std::optional<double> hi) {
+        const V& x = py::cast<const V&>(self);
+        return overwrite(self, ad::clamp(x.detach(), lo, hi).data(), "clamp_");
+      },
+      py::arg("min") = py::none(), py::arg("max") = py::none(), "Clamps in place.");
+  cls.def(
+      "fill_",
+      [](py::object self, double value) {
+        const V& x = py::cast<const V&>(self);
+        Tensor t = Tensor::empty(x.shape(), x.dtype(), x.device());
+        return overwrite(self, t.fill_(value), "fill_");
+      },
+      py::arg("value"), "Sets every element to value; returns self.");
+  cls.def(
+      "zero_",
+      [](py::object self) {
+        const V& x = py::cast<const V&>(self);
+        Tensor t = Tensor::empty(x.shape(), x.dtype(), x.device());
+        return overwrite(self, t.zero_(), "zero_");
+      },
+      "Sets every element to 0; returns self.");
+  cls.def(
+      "copy_",
+      [](py::object self, py::handle src) {
+        const V& x = py::cast<const V&>(self);
+        const Tensor s = to_variable(src, std::nullopt, x.device()).data();
+        Tensor t = Tensor::empty(x.shape(), x.dtype(), x.device());
+        return overwrite(self, t.copy_(s), "copy_");
+      },
+      py::arg("src"), "Copies src (broadcast, cast, from any device) into self; returns self.");
+  cls.def(
+      "uniform_",
+      [](py::object self, double low, double high) {
+        const V& x = py::cast<const V&>(self);
+        return overwrite(self, ember::uniform(x.shape(), low, high, x.dtype(), x.device()),
+                         "uniform_");
+      },
+      py::arg("a") = 0.0, py::arg("b") = 1.0, "Fills with uniform values on [a, b).");
+  cls.def(
+      "normal_",
+      [](py::object self, double mean, double std) {
+        const V& x = py::cast<const V&>(self);
+        return overwrite(self, ember::normal(x.shape(), mean, std, x.dtype(), x.device()),
+                         "normal_");
+      },
+      py::arg("mean") = 0.0, py::arg("std") = 1.0, "Fills with normal values.");
+}
+
+}  // namespace ember::python

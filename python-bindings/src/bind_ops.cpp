@@ -1,0 +1,291 @@
+// bind_ops.cpp — the elementwise, reduction and matmul ops of autodiff-engine's builder headers,
+// each as ember.<op> and as a Tensor method. Every op runs (and is recorded) in C++.
+#include <ember/autodiff/ops.h>
+#include <ember/error.h>
+#include <ember/ops/creation.h>
+
+#include <map>
+
+#include "def_op.h"
+
+namespace ember::python {
+
+namespace ad = ember::autodiff;
+
+namespace {
+
+using V = Variable;
+
+// One binary op: its tensor-tensor form, and its forms with a scalar on the right or left (null
+// where the op has none: the scalar then becomes a 0-d tensor).
+struct Binary {
+  V (*tt)(const V&, const V&);
+  V (*ts)(const V&, double);
+  V (*st)(double, const V&);
+  bool arithmetic;  // a Python float makes an integer tensor floating (as in PyTorch)
+};
+
+#define EMBER_TT(op) [](const V& a, const V& b) { return ad::op(a, b); }
+#define EMBER_TS(op) [](const V& a, double s) { return ad::op(a, s); }
+#define EMBER_ST(op) [](double s, const V& a) { return ad::op(s, a); }
+#define EMBER_SWAP(op) [](double s, const V& a) { return ad::op(a, s); }
+
+const std::map<std::string, Binary>& binaries() {
+  static const std::map<std::string, Binary> table = {
+      {"add", {EMBER_TT(add), EMBER_TS(add), EMBER_SWAP(add), true}},
+      {"sub", {EMBER_TT(sub), EMBER_TS(sub), EMBER_ST(sub), true}},
+      {"mul", {EMBER_TT(mul), EMBER_TS(mul), EMBER_SWAP(mul), true}},
+      {"div", {EMBER_TT(div), EMBER_TS(div), EMBER_ST(div), true}},
+      {"pow", {EMBER_TT(pow), EMBER_TS(pow), EMBER_ST(pow), true}},
+      {"maximum", {EMBER_TT(maximum), EMBER_TS(maximum), EMBER_SWAP(maximum), true}},
+      {"minimum", {EMBER_TT(minimum), EMBER_TS(minimum), EMBER_SWAP(minimum), true}},
+      {"eq", {EMBER_TT(eq), EMBER_TS(eq), EMBER_SWAP(eq), false}},
+      {"ne", {EMBER_TT(ne), EMBER_TS(ne), EMBER_SWAP(ne), false}},
+      {"lt", {EMBER_TT(lt), EMBER_TS(lt), EMBER_SWAP(gt), false}},
+      {"le", {EMBER_TT(le), EMBER_TS(le), EMBER_SWAP(ge), false}},
+      {"gt", {EMBER_TT(gt), EMBER_TS(gt), EMBER_SWAP(lt), false}},
+      {"ge", {EMBER_TT(ge), EMBER_TS(ge), EMBER_SWAP(le), false}},
+      {"logical_and", {EMBER_TT(logical_and), nullptr, nullptr, false}},
+      {"logical_or", {EMBER_TT(logical_or), nullptr, nullptr, false}},
+      {"logical_xor", {EMBER_TT(logical_xor), nullptr, nullptr, false}},
+  };
+  return table;
+}
+#undef EMBER_TT
+#undef EMBER_TS
+#undef EMBER_ST
+#undef EMBER_SWAP
+
+// A Python float meets an integer tensor: the tensor becomes float32 first, as in PyTorch.
+V floating_for(const V& x, py::handle scalar, bool arithmetic) {
+  if (arithmetic && is_python_float(scalar) && !is_floating(x.dtype()))
+    return ad::to(x, DType::Float32);
+  return x;
+}
+
+// A scalar as a 0-d tensor beside `like` (for ops without a scalar form): like's dtype, or
+// float32 when a Python float meets an integer tensor.
+V scalar_operand(py::handle s, const V& like) {
+  const bool widen = is_python_float(s) && !is_floating(like.dtype());
+  return V(
+      ember::scalar_tensor(scalar_value(s), widen ? DType::Float32 : like.dtype(), like.device()));
+}
+
+// Reductions take dim=None | int | tuple of ints.
+template <V (*F)(const V&, const std::vector<int64_t>&, bool)> auto reduce() {
+  return
+      [](const V& x, py::handle dim, bool keepdim) { return F(x, dims_from_object(dim), keepdim); };
+}
+V sum_(const V& x, const std::vector<int64_t>& d, bool k) { return ad::sum(x, d, k); }
+V mean_(const V& x, const std::vector<int64_t>& d, bool k) { return ad::mean(x, d, k); }
+V prod_(const V& x, const std::vector<int64_t>& d, bool k) { return ad::prod(x, d, k); }
+V amax_(const V& x, const std::vector<int64_t>& d, bool k) { return ad::amax(x, d, k); }
+V amin_(const V& x, const std::vector<int64_t>& d, bool k) { return ad::amin(x, d, k); }
+V logsumexp_(const V& x, const std::vector<int64_t>& d, bool k) { return ad::logsumexp(x, d, k); }
+V all_(const V& x, const std::vector<int64_t>& d, bool k) { return ad::all(x, d, k); }
+V any_(const V& x, const std::vector<int64_t>& d, bool k) { return ad::any(x, d, k); }
+
+// var/std: correction=1 by default; unbiased=False means correction 0 (PyTorch's older name).
+int64_t correction_of(std::optional<int64_t> correction, std::optional<bool> unbiased) {
+  if (correction) return *correction;
+  return unbiased.value_or(true) ? 1 : 0;
+}
+
+// max(x) -> the largest value; max(x, dim) -> (values, indices); max(x, other) -> maximum.
+py::object extreme(const V& x, py::handle dim, bool keepdim, bool is_max) {
+  if (dim.is_none()) return py::cast(is_max ? ad::amax(x) : ad::amin(x));
+  if (py::isinstance<V>(dim))
+    return py::cast(binary(is_max ? "maximum" : "minimum", py::cast(x), dim));
+  auto [values, indices] = is_max ? ad::max(x, py::cast<int64_t>(dim), keepdim)
+                                  : ad::min(x, py::cast<int64_t>(dim), keepdim);
+  return values_indices(values, indices);
+}
+
+}  // namespace
+
+bool is_operand(py::handle obj) {
+  return py::isinstance<V>(obj) || is_scalar(obj) || PyList_Check(obj.ptr()) ||
+         PyTuple_Check(obj.ptr()) || py::hasattr(obj, "__array_interface__");
+}
+
+Variable binary(const std::string& name, py::handle a, py::handle b) {
+  const Binary& op = binaries().at(name);
+  const bool a_tensor = py::isinstance<V>(a), b_tensor = py::isinstance<V>(b);
+  if (a_tensor && is_scalar(b)) {
+    const V x = floating_for(py::cast<V>(a), b, op.arithmetic);
+    return op.ts ? op.ts(x, scalar_value(b)) : op.tt(x, scalar_operand(b, x));
+  }
+  if (b_tensor && is_scalar(a)) {
+    const V x = floating_for(py::cast<V>(b), a, op.arithmetic);
+    return op.st ? op.st(scalar_value(a), x) : op.tt(scalar_operand(a, x), x);
+  }
+  if (!a_tensor && !b_tensor) not_a_tensor(name.c_str(), a);
+  const Device device = a_tensor ? py::cast<const V&>(a).device() : py::cast<const V&>(b).device();
+  return op.tt(to_variable(a, std::nullopt, device), to_variable(b, std::nullopt, device));
+}
+
+py::object values_indices(const Variable& values, const Variable& indices) {
+  static py::object type =
+      py::module_::import("collections")
+          .attr("namedtuple")("values_indices", py::make_tuple("values", "indices"));
+  return type(values, indices);
+}
+
+void bind_ops(py::module_& m, TensorClass& cls) {
+  // ---- unary: x [*] -> [*] ----
+#define EMBER_UNARY(name, doc) \
+  def_op(                      \
+      m, cls, #name, [](const V& x) { return ad::name(x); }, doc);
+  EMBER_UNARY(neg, "-x.")
+  EMBER_UNARY(abs, "|x|.")
+  EMBER_UNARY(sign, "-1, 0 or 1 (no gradient).")
+  EMBER_UNARY(exp, "e^x.")
+  EMBER_UNARY(log, "The natural logarithm.")
+  EMBER_UNARY(log1p, "log(1 + x), accurate for small x.")
+  EMBER_UNARY(sqrt, "The square root.")
+  EMBER_UNARY(rsqrt, "1 / sqrt(x).")
+  EMBER_UNARY(sin, "The sine.")
+  EMBER_UNARY(cos, "The cosine.")
+  EMBER_UNARY(tanh, "The hyperbolic tangent.")
+  EMBER_UNARY(sigmoid, "1 / (1 + e^-x).")
+  EMBER_UNARY(relu, "max(x, 0).")
+  EMBER_UNARY(silu, "x sigmoid(x).")
+  EMBER_UNARY(logical_not, "not x, as bool.")
+#undef EMBER_UNARY
+  def_op(
+      m, cls, "negative", [](const V& x) { return ad::neg(x); }, "-x.");
+  def_op(
+      m, cls, "leaky_relu", [](const V& x, double s) { return ad::leaky_relu(x, s); },
+      "x > 0 ? x : negative_slope x.", py::arg("negative_slope") = 0.01);
+  def_op(
+      m, cls, "elu", [](const V& x, double a) { return ad::elu(x, a); },
+      "x > 0 ? x : alpha (e^x - 1).", py::arg("alpha") = 1.0);
+  def_op(
+      m, cls, "gelu", [](const V& x, const std::string& a) { return ad::gelu(x, a); },
+      "x Phi(x); approximate 'none' (erf) or 'tanh'.", py::arg("approximate") = "none");
+  def_op(
+      m, cls, "softplus", [](const V& x, double b, double t) { return ad::softplus(x, b, t); },
+      "log(1 + e^(beta x)) / beta.", py::arg("beta") = 1.0, py::arg("threshold") = 20.0);
+
+  // ---- the backward ops of the activations: (grad, x) or (grad, y) -> dx ----
+#define EMBER_BACKWARD(name)                                                         \
+  m.def(                                                                             \
+      #name, [](const V& g, const V& x) { return ad::name(g, x); }, py::arg("grad"), \
+      py::arg("x"));
+  EMBER_BACKWARD(relu_backward)
+  EMBER_BACKWARD(silu_backward)
+  EMBER_BACKWARD(sigmoid_backward)
+  EMBER_BACKWARD(tanh_backward)
+#undef EMBER_BACKWARD
+
+  // ---- binary: tensors or scalars on either side, broadcast ----
+  for (const auto& entry : binaries()) {
+    const std::string name = entry.first;
+    def_op(
+        m, cls, entry.first.c_str(),
+        [name](py::handle a, py::handle b) { return binary(name, a, b); },
+        "Elementwise, with NumPy broadcasting; either side may be a number.", py::arg("other"));
+  }
+  m.def(
+      "where",
+      [](const V& cond, py::handle a, py::handle b) {
+        const V like = py::isinstance<V>(a)   ? py::cast<V>(a)
+                       : py::isinstance<V>(b) ? py::cast<V>(b)
+                                              : V(ember::zeros({}, DType::Float32, cond.device()));
+        auto operand = [&](py::handle o) {
+          return is_scalar(o) ? scalar_operand(o, like)
+                              : to_variable(o, std::nullopt, cond.device());
+        };
+        return ad::where(cond, operand(a), operand(b));
+      },
+      py::arg("condition"), py::arg("input"), py::arg("other"),
+      "input where condition (bool) is true, other where false; broadcast; either may be a "
+      "number.");
+  def_op(
+      m, cls, "clamp",
+      [](const V& x, std::optional<double> lo, std::optional<double> hi) {
+        return ad::clamp(x, lo, hi);
+      },
+      "min(max(x, min), max); either bound may be None.", py::arg("min") = py::none(),
+      py::arg("max") = py::none());
+  def_op(
+      m, cls, "clip",
+      [](const V& x, std::optional<double> lo, std::optional<double> hi) {
+        return ad::clamp(x, lo, hi);
+      },
+      "Another name of clamp.", py::arg("min") = py::none(), py::arg("max") = py::none());
+  def_op(
+      m, cls, "masked_fill",
+      [](const V& x, const V& mask, double value) { return ad::masked_fill(x, mask, value); },
+      "x with value where mask (bool, broadcast to x) is true.", py::arg("mask"), py::arg("value"));
+
+  // ---- reductions: dim None (every dim), an int or a tuple ----
+  const auto dim = py::arg("dim") = py::none();
+  const auto keepdim = py::arg("keepdim") = false;
+  def_op(m, cls, "sum", reduce<sum_>(), "The sum over dim.", dim, keepdim);
+  def_op(m, cls, "mean", reduce<mean_>(), "The mean over dim.", dim, keepdim);
+  def_op(m, cls, "prod", reduce<prod_>(), "The product over dim.", dim, keepdim);
+  def_op(m, cls, "amax", reduce<amax_>(), "The largest value over dim.", dim, keepdim);
+  def_op(m, cls, "amin", reduce<amin_>(), "The smallest value over dim.", dim, keepdim);
+  def_op(m, cls, "logsumexp", reduce<logsumexp_>(), "log(sum(exp(x))) over dim.", dim, keepdim);
+  def_op(m, cls, "all", reduce<all_>(), "Whether every element over dim is non-zero.", dim,
+         keepdim);
+  def_op(m, cls, "any", reduce<any_>(), "Whether some element over dim is non-zero.", dim, keepdim);
+  def_op(
+      m, cls, "var",
+      [](const V& x, py::handle d, std::optional<bool> unbiased, bool k, std::optional<int64_t> c) {
+        return ad::var(x, dims_from_object(d), correction_of(c, unbiased), k);
+      },
+      "The variance over dim with Bessel's correction (1 unless given).", dim,
+      py::arg("unbiased") = py::none(), keepdim, py::kw_only(), py::arg("correction") = py::none());
+  def_op(
+      m, cls, "std",
+      [](const V& x, py::handle d, std::optional<bool> unbiased, bool k, std::optional<int64_t> c) {
+        return ad::std(x, dims_from_object(d), correction_of(c, unbiased), k);
+      },
+      "The standard deviation over dim.", dim, py::arg("unbiased") = py::none(), keepdim,
+      py::kw_only(), py::arg("correction") = py::none());
+  def_op(
+      m, cls, "norm",
+      [](const V& x, double p, py::handle d, bool k) {
+        return ad::norm(x, p, dims_from_object(d), k);
+      },
+      "The vector p-norm over dim.", py::arg("p") = 2.0, dim, keepdim);
+  def_op(
+      m, cls, "max", [](const V& x, py::handle d, bool k) { return extreme(x, d, k, true); },
+      "max(x): the largest value; max(x, dim): (values, indices); max(x, other): maximum.", dim,
+      keepdim);
+  def_op(
+      m, cls, "min", [](const V& x, py::handle d, bool k) { return extreme(x, d, k, false); },
+      "min(x): the smallest value; min(x, dim): (values, indices); min(x, other): minimum.", dim,
+      keepdim);
+  def_op(
+      m, cls, "argmax",
+      [](const V& x, std::optional<int64_t> d, bool k) { return ad::argmax(x, d, k); },
+      "int64 index of the maximum along dim (of the flattened x without dim).", dim, keepdim);
+  def_op(
+      m, cls, "argmin",
+      [](const V& x, std::optional<int64_t> d, bool k) { return ad::argmin(x, d, k); },
+      "int64 index of the minimum along dim (of the flattened x without dim).", dim, keepdim);
+  m.def(
+      "sum_to", [](const V& x, const Shape& s) { return ad::sum_to(x, s); }, py::arg("input"),
+      py::arg("shape"), "x summed over the dims that broadcast shape to x's shape.");
+
+  // ---- matrix products ----
+  def_op(
+      m, cls, "matmul", [](const V& a, const V& b) { return ad::matmul(a, b); },
+      "NumPy's matmul: dot, matrix, batched (batch dims broadcast).", py::arg("other"));
+  def_op(
+      m, cls, "mm", [](const V& a, const V& b) { return ad::matmul(a, b); },
+      "A matrix product (matmul).", py::arg("other"));
+  def_op(
+      m, cls, "bmm", [](const V& a, const V& b) { return ad::matmul(a, b); },
+      "A batched matrix product (matmul).", py::arg("other"));
+  m.def(
+      "linear",
+      [](const V& x, const V& w, std::optional<V> b) { return ad::linear(x, w, b.value_or(V())); },
+      py::arg("input"), py::arg("weight"), py::arg("bias") = py::none(),
+      "x [*, in] @ weight [out, in]^T + bias [out].");
+}
+
+}  // namespace ember::python

@@ -1,0 +1,24 @@
+// def_op.h — binds one op twice, as ember.<name>(input, ...) and as the method input.<name>(...),
+// with the same docstring and keyword names: each op has one binding line.
+#pragma once
+#include "bindings.h"
+
+namespace ember::python {
+
+template <class F, class... Extra>
+void def_op(py::module_& m, TensorClass& cls, const char* name, F&& f, const char* doc,
+            const Extra&... extra) {
+  m.def(name, f, doc, py::arg("input"), extra...);
+  cls.def(name, std::forward<F>(f), doc, extra...);
+}
+
+// A binary op of tensors and Python/NumPy scalars on either side (bind_ops.cpp): add, sub, mul,
+// div, pow, maximum, minimum, the comparisons and the logical ops, by name.
+Variable binary(const std::string& name, py::handle a, py::handle b);
+// Whether a binary op can take `obj` as an operand (else an operator returns NotImplemented).
+bool is_operand(py::handle obj);
+
+// (values, indices), a namedtuple as PyTorch's max(dim) returns.
+py::object values_indices(const Variable& values, const Variable& indices);
+
+}  // namespace ember::python

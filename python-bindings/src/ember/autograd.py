@@ -1,0 +1,133 @@
+"""ember.autograd: grad mode (no_grad, enable_grad, set_grad_enabled), grad() and the recorded
+graph of a tensor (Graph: its text form, DOT, and a rendering by Graphviz)."""
+
+import functools
+import html
+import re
+import shutil
+import subprocess
+
+from ember import _core
+
+is_grad_enabled = _core.is_grad_enabled
+
+
+class _GradMode:
+    """Sets grad mode inside a with-block or a decorated function, then restores it."""
+
+    mode = True
+
+    def __enter__(self):
+        self._previous = _core.is_grad_enabled()
+        _core.set_grad_enabled(self.mode)
+        return self
+
+    def __exit__(self, *exc):
+        _core.set_grad_enabled(self._previous)
+        return False
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with self.__class__():
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+
+class no_grad(_GradMode):  # noqa: N801 (named as in PyTorch)
+    """Ops inside run without recording history (a context manager or a decorator)."""
+
+    mode = False
+
+
+class enable_grad(_GradMode):  # noqa: N801
+    """Ops inside are recorded again, even within no_grad."""
+
+    mode = True
+
+
+class set_grad_enabled(_GradMode):  # noqa: N801
+    """Turns recording on or off: at once, and back when used as a context manager exits."""
+
+    def __init__(self, mode: bool):
+        self.mode = bool(mode)
+        self._previous = _core.is_grad_enabled()
+        _core.set_grad_enabled(self.mode)
+
+    def __enter__(self):
+        return self
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         allow_unused=False):
+    """The gradients of outputs with respect to inputs, as a tuple (not accumulated in .grad).
+
+    outputs and inputs are tensors or sequences of them; grad_outputs weigh outputs of more than
+    one element; create_graph records the gradients so that they can be differentiated again.
+    """
+    return _core.grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused)
+
+
+_NODE = re.compile(r"^(?P<outs>%\d+.*?) = (?P<op>[\w.]+)\((?P<args>[^)]*)\)(?P<rest>.*)$")
+
+
+class Graph:
+    """The recorded forward graph of a tensor and its backward graph, one typed line per node.
+
+    str(graph) is the text form; to_dot() the Graphviz DOT form; render() draws it with dot.
+    """
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __str__(self):
+        return self.text
+
+    def __repr__(self):
+        return self.text
+
+    def _repr_pretty_(self, printer, cycle):
+        printer.text(self.text)
+
+    def _repr_html_(self):
+        return f"<pre>{html.escape(self.text)}</pre>"
+
+    def to_dot(self) -> str:
+        """The graph in Graphviz DOT: an ellipse per input, a box per node (backward ones
+        shaded), an edge per value used."""
+        lines = ["digraph ember {", "  rankdir=TB;", '  node [fontname="monospace"];']
+        maker = {}  # value -> the DOT node making it
+        for k, line in enumerate(self.text.splitlines()):
+            code, _, note = line.partition("#")
+            match = _NODE.match(code.strip())
+            if match is None:
+                for value in re.findall(r"%\d+", code):
+                    maker[value] = f"v{value[1:]}"
+                    label = html.escape(code.strip(), quote=True)
+                    lines.append(f'  v{value[1:]} [shape=ellipse, label="{label}"];')
+                continue
+            name = f"n{k}"
+            outs = match["outs"].strip()
+            style = ', style=filled, fillcolor="#e8e8ff"' if note.strip() else ""
+            label = html.escape(f"{outs} = {match['op']}", quote=True)
+            lines.append(f'  {name} [shape=box, label="{label}"{style}];')
+            for arg in re.findall(r"%\d+", match["args"]):
+                if arg in maker:
+                    lines.append(f"  {maker[arg]} -> {name};")
+            for value in re.findall(r"%\d+", outs):
+                maker[value] = name
+        lines.append("}")
+        return "\n".join(lines) + "\n"
+
+    def render(self, path, format: str = "svg") -> str:  # noqa: A002 (Graphviz's name)
+        """Writes the graph drawn by Graphviz's dot to path (svg, png, pdf...); returns path."""
+        dot = shutil.which("dot")
+        if dot is None:
+            raise _core.NotSupportedError(
+                "render: Graphviz's `dot` program is not installed. Install the graphviz "
+                "package (apt install graphviz, brew install graphviz or conda install "
+                "graphviz), or write to_dot() to a file and render it elsewhere")
+        subprocess.run([dot, f"-T{format}", "-o", str(path)], input=self.to_dot(), text=True,
+                       check=True)
+        return str(path)

@@ -1,0 +1,58 @@
+"""ember.cuda and the memory statistics of every device (the CPU's always, a GPU's when there)."""
+
+import pytest
+
+import ember
+
+cuda = pytest.mark.skipif(not ember.cuda.is_available(), reason="no CUDA GPU on this machine")
+
+
+def test_cpu_memory_statistics_follow_allocations():
+    ember.reset_peak_memory_stats("cpu")
+    before = ember.memory_allocated("cpu")
+    t = ember.zeros(1 << 18)
+    assert ember.memory_allocated("cpu") >= before + t.nbytes
+    assert ember.max_memory_allocated("cpu") >= before + t.nbytes
+    stats = ember.memory_stats("cpu")
+    assert set(stats) >= {"in_use", "peak", "reserved", "allocations", "limit"}
+    del t
+    assert ember.memory_allocated("cpu") == before
+    ember.empty_cache("cpu")
+
+
+def test_cuda_queries():
+    assert isinstance(ember.cuda.device_count(), int)
+    assert ember.cuda.is_available() == (ember.cuda.device_count() > 0)
+
+
+def test_versions():
+    assert set(ember.versions()) == {"bindings", "autodiff", "core"}
+    assert ember.__version__ == ember.versions()["bindings"]
+
+
+@cuda
+def test_cuda_tensors_and_memory():
+    x = ember.arange(6, dtype=ember.float32).reshape(2, 3).cuda()
+    assert x.device == "cuda:0" and x.is_cuda
+    ember.cuda.reset_peak_memory_stats()
+    y = (x * 2).sum(1)
+    ember.cuda.synchronize()
+    assert y.cpu().tolist() == [6.0, 24.0]
+    assert ember.cuda.memory_allocated() > 0 and ember.cuda.max_memory_allocated() > 0
+    assert "in_use" in ember.cuda.memory_stats()
+    w = ember.ones(3, device="cuda", requires_grad=True)
+    (w * w).sum().backward()
+    assert w.grad.cpu().tolist() == [2.0, 2.0, 2.0]
+    m = x[x > 2]
+    assert m.cpu().tolist() == [3.0, 4.0, 5.0]
+    assert ember.from_dlpack(x).device == "cuda:0"
+
+
+@cuda
+def test_cuda_memory_limit():
+    ember.cuda.set_memory_limit("1MiB")
+    try:
+        with pytest.raises(ember.OutOfMemoryError):
+            ember.zeros(1 << 20, device="cuda")
+    finally:
+        ember.cuda.set_memory_limit(None)

@@ -1,0 +1,244 @@
+"""Elementwise, reduction and matmul ops against NumPy, operators with scalars on either side,
+gradients against finite differences, and hypothesis properties over shapes and dtypes."""
+
+import numpy as np
+import pytest
+from gradcheck import gradcheck
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import ember
+
+RNG = np.random.default_rng(0)
+A = RNG.standard_normal((3, 4))
+B = RNG.standard_normal((4,))
+POS = RNG.uniform(0.5, 2.0, (3, 4))
+
+UNARY = {
+    "neg": (np.negative, A), "abs": (np.abs, A), "exp": (np.exp, A), "log": (np.log, POS),
+    "log1p": (np.log1p, POS), "sqrt": (np.sqrt, POS), "rsqrt": (lambda x: 1 / np.sqrt(x), POS),
+    "sin": (np.sin, A), "cos": (np.cos, A), "tanh": (np.tanh, A),
+    "sigmoid": (lambda x: 1 / (1 + np.exp(-x)), A), "relu": (lambda x: np.maximum(x, 0), A),
+    "silu": (lambda x: x / (1 + np.exp(-x)), A), "sign": (np.sign, A),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_unary_function_and_method(name):
+    ref, x = UNARY[name]
+    t = ember.tensor(x)
+    np.testing.assert_allclose(getattr(ember, name)(t).numpy(), ref(x), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(getattr(t, name)().numpy(), ref(x), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", sorted(set(UNARY) - {"sign", "abs", "relu"}))
+def test_unary_gradients(name):
+    gradcheck(getattr(ember, name), UNARY[name][1])
+
+
+def test_activations_with_parameters():
+    t = ember.tensor(A)
+    np.testing.assert_allclose(ember.leaky_relu(t, 0.1).numpy(), np.where(A > 0, A, 0.1 * A),
+                               rtol=1e-6)
+    np.testing.assert_allclose(t.elu().numpy(), np.where(A > 0, A, np.exp(A) - 1), rtol=1e-5)
+    np.testing.assert_allclose(ember.softplus(t).numpy(), np.log1p(np.exp(A)), rtol=1e-5)
+    assert ember.gelu(t, approximate="tanh").shape == (3, 4)
+
+
+BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
+          "maximum": np.maximum, "minimum": np.minimum}
+
+
+@pytest.mark.parametrize("name", sorted(BINARY))
+def test_binary_broadcasts_like_numpy(name):
+    out = getattr(ember, name)(ember.tensor(A), ember.tensor(B))
+    np.testing.assert_allclose(out.numpy(), BINARY[name](A, B), rtol=1e-6)
+    gradcheck(getattr(ember, name), A, B)
+
+
+def test_pow_and_its_gradients():
+    np.testing.assert_allclose(ember.pow(ember.tensor(POS), ember.tensor(B)).numpy(),
+                               POS ** B, rtol=1e-5)
+    gradcheck(lambda x, y: x ** y, POS, B)
+    gradcheck(lambda x: x ** 3, A)
+    gradcheck(lambda x: 2 ** x, A)
+
+
+def test_operators_with_scalars_on_either_side():
+    t = ember.tensor(POS)
+    for scalar in [2, 2.5, np.float64(2.5), np.int64(3), np.float32(0.5)]:
+        s = float(scalar)
+        for out, ref in [(t + scalar, POS + s), (scalar + t, s + POS), (t - scalar, POS - s),
+                         (scalar - t, s - POS), (t * scalar, POS * s), (scalar * t, s * POS),
+                         (t / scalar, POS / s), (scalar / t, s / POS), (t ** scalar, POS ** s),
+                         (scalar ** t, s ** POS)]:
+            assert isinstance(out, ember.Tensor)
+            np.testing.assert_allclose(out.numpy(), ref, rtol=1e-5)
+    np.testing.assert_allclose((-t).numpy(), -POS)
+    np.testing.assert_allclose(abs(ember.tensor(A)).numpy(), np.abs(A), rtol=1e-6)
+
+
+def test_integer_tensors_and_python_floats_promote_as_pytorch():
+    i = ember.tensor([1, 2, 3])
+    assert (i + 1).dtype == ember.int64
+    assert (i * 2.0).dtype == ember.float32
+    assert (i / 2).dtype == ember.float32
+    assert (i + ember.tensor([1.0])).dtype == ember.float32
+
+
+def test_comparisons_and_logic():
+    t, u = ember.tensor(A), ember.tensor(B)
+    for out, ref in [(t < u, A < B), (t <= 0, A <= 0), (t > u, A > B), (t >= 0.5, A >= 0.5),
+                     (t == t, A == A), (t != u, A != B), (0 < t, 0 < A)]:
+        assert out.dtype == ember.bool
+        np.testing.assert_array_equal(out.numpy(), ref)
+    m = t > 0
+    np.testing.assert_array_equal((~m).numpy(), ~(A > 0))
+    np.testing.assert_array_equal((m & (u > 0)).numpy(), (A > 0) & (B > 0))
+    np.testing.assert_array_equal((m | (u > 0)).numpy(), (A > 0) | (B > 0))
+    np.testing.assert_array_equal((m ^ (u > 0)).numpy(), (A > 0) ^ (B > 0))
+
+
+def test_floor_divide_and_remainder_are_not_supported_yet():
+    t = ember.tensor([5, 7])
+    with pytest.raises(ember.NotSupportedError, match="floor_divide"):
+        t // 2
+    with pytest.raises(ember.NotSupportedError, match="remainder"):
+        t % 2
+    with pytest.raises(ember.NotSupportedError):
+        ~t
+
+
+def test_in_place_operators_keep_the_object():
+    t = ember.tensor([1.0, 2.0])
+    same = t
+    t += 1
+    t *= ember.tensor([2.0, 3.0])
+    t -= 0.5
+    t /= 2
+    assert t is same and t.tolist() == [1.75, 4.25]
+    i = ember.tensor([1, 2])
+    with pytest.raises(TypeError):
+        i += 0.5
+    w = ember.tensor([1.0], requires_grad=True)
+    with pytest.raises(ValueError, match="no_grad"):
+        w += 1
+    with ember.no_grad():
+        w -= 0.5
+    assert w.tolist() == [0.5] and w.requires_grad
+
+
+def test_in_place_methods():
+    t = ember.zeros(3)
+    assert t.fill_(2).tolist() == [2.0] * 3
+    assert t.zero_().tolist() == [0.0] * 3
+    assert t.copy_(ember.tensor([1, 2, 3])).tolist() == [1.0, 2.0, 3.0]
+    assert t.add_(1).tolist() == [2.0, 3.0, 4.0]
+    assert t.clamp_(max=3).tolist() == [2.0, 3.0, 3.0]
+    u = ember.zeros(1000).uniform_(-1, 1).numpy()
+    assert -1 <= u.min() and u.max() < 1
+    assert abs(ember.zeros(1000).normal_(5, 1).numpy().mean() - 5) < 0.2
+
+
+def test_where_clamp_masked_fill():
+    t = ember.tensor(A)
+    np.testing.assert_allclose(ember.where(t > 0, t, 0.0).numpy(), np.where(A > 0, A, 0),
+                               rtol=1e-6)
+    np.testing.assert_allclose(t.clamp(-0.5, 0.5).numpy(), np.clip(A, -0.5, 0.5), rtol=1e-6)
+    np.testing.assert_allclose(t.clamp(min=0).numpy(), np.maximum(A, 0), rtol=1e-6)
+    np.testing.assert_allclose(t.masked_fill(t < 0, 1.0).numpy(), np.where(A < 0, 1, A),
+                               rtol=1e-6)
+    gradcheck(lambda x, y: ember.where(x > 0, x, y), A, A[::-1].copy())
+
+
+REDUCTIONS = {"sum": np.sum, "mean": np.mean, "prod": np.prod, "amax": np.max, "amin": np.min}
+
+
+@pytest.mark.parametrize("name", sorted(REDUCTIONS))
+@pytest.mark.parametrize("dim", [None, 0, 1, -1, (0, 1)])
+def test_reductions_over_dims(name, dim):
+    for keepdim in [False, True]:
+        out = getattr(ember.tensor(A), name)(dim=dim, keepdim=keepdim)
+        ref = REDUCTIONS[name](A, axis=dim, keepdims=keepdim)
+        np.testing.assert_allclose(out.numpy(), ref, rtol=1e-5)
+    gradcheck(lambda x: getattr(ember, name)(x, dim), A)
+
+
+def test_statistics_and_norms():
+    t = ember.tensor(A)
+    np.testing.assert_allclose(t.var().numpy(), A.var(ddof=1), rtol=1e-5)
+    np.testing.assert_allclose(t.var(1, unbiased=False).numpy(), A.var(1), rtol=1e-5)
+    np.testing.assert_allclose(t.std(0, correction=0).numpy(), A.std(0), rtol=1e-5)
+    np.testing.assert_allclose(t.norm().numpy(), np.linalg.norm(A), rtol=1e-5)
+    np.testing.assert_allclose(t.logsumexp(1).numpy(), np.log(np.exp(A).sum(1)), rtol=1e-5)
+    assert bool((t > -10).all()) and not bool((t > 10).any())
+    gradcheck(lambda x: x.var(1), A)
+    gradcheck(lambda x: x.logsumexp(1), A)
+
+
+def test_max_and_min_forms():
+    t = ember.tensor(A)
+    values, indices = t.max(1)
+    np.testing.assert_allclose(values.numpy(), A.max(1), rtol=1e-6)
+    np.testing.assert_array_equal(indices.numpy(), A.argmax(1))
+    r = t.min(dim=0, keepdim=True)
+    assert r.values.shape == (1, 4) and r.indices.dtype == ember.int64
+    np.testing.assert_allclose(t.max().numpy(), A.max(), rtol=1e-6)
+    np.testing.assert_array_equal(t.argmax(1).numpy(), A.argmax(1))
+    assert t.argmin().item() == A.argmin()
+    gradcheck(lambda x: x.max(1).values, A)
+
+
+@pytest.mark.parametrize("shapes", [((3,), (3,)), ((2, 3), (3, 4)), ((3,), (3, 2)),
+                                    ((2, 3), (3,)), ((2, 1, 2, 3), (4, 3, 2))])
+def test_matmul_forms(shapes):
+    a, b = RNG.standard_normal(shapes[0]), RNG.standard_normal(shapes[1])
+    np.testing.assert_allclose((ember.tensor(a) @ ember.tensor(b)).numpy(), a @ b, rtol=1e-5)
+    gradcheck(ember.matmul, a, b)
+
+
+def test_linear():
+    x, w, b = RNG.standard_normal((5, 3)), RNG.standard_normal((2, 3)), RNG.standard_normal(2)
+    out = ember.linear(ember.tensor(x), ember.tensor(w), ember.tensor(b))
+    np.testing.assert_allclose(out.numpy(), x @ w.T + b, rtol=1e-5)
+    gradcheck(ember.linear, x, w, b)
+
+
+shapes = hnp.array_shapes(min_dims=0, max_dims=3, min_side=1, max_side=4)
+floats = st.floats(-10, 10, width=32)
+
+
+@settings(max_examples=40, deadline=None)
+@given(hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3, max_side=4),
+       st.sampled_from(["add", "sub", "mul", "maximum"]),
+       st.sampled_from([np.float32, np.float64, np.int32, np.int64]))
+def test_property_binary_broadcasting(bshapes, name, dtype):
+    a = np.arange(np.prod(bshapes.input_shapes[0]), dtype=dtype).reshape(bshapes.input_shapes[0])
+    b = np.ones(bshapes.input_shapes[1], dtype=dtype) * 3
+    out = getattr(ember, name)(ember.tensor(a), ember.tensor(b))
+    ref = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "maximum": np.maximum}[name]
+    assert out.shape == bshapes.result_shape
+    np.testing.assert_allclose(out.numpy(), ref(a, b), rtol=1e-6)
+
+
+@settings(max_examples=40, deadline=None)
+@given(hnp.arrays(np.float64, shapes, elements=floats), st.data())
+def test_property_reductions(x, data):
+    dims = data.draw(st.none() | st.lists(st.integers(0, max(x.ndim - 1, 0)), unique=True,
+                                          min_size=1, max_size=max(x.ndim, 1)).map(tuple))
+    if x.ndim == 0:
+        dims = None
+    keepdim = data.draw(st.booleans())
+    out = ember.tensor(x).sum(dim=dims, keepdim=keepdim)
+    np.testing.assert_allclose(out.numpy(), x.sum(axis=dims, keepdims=keepdim), rtol=1e-9,
+                               atol=1e-9)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 5), st.integers(1, 5), st.integers(1, 5), st.integers(0, 2))
+def test_property_matmul(n, k, m, batch):
+    a = RNG.standard_normal((batch, n, k) if batch else (n, k))
+    b = RNG.standard_normal((k, m))
+    np.testing.assert_allclose((ember.tensor(a) @ ember.tensor(b)).numpy(), a @ b, rtol=1e-9,
+                               atol=1e-12)
