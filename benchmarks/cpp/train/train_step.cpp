@@ -8,6 +8,7 @@
 //   ember_train_bench --device cpu --batch 32 [--steps 30] [--warmup 5]
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <string>

@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "ember/error.h"
+#include "parallel.h"
 
 // EMBER_BLAS(sgemm_) is the BLAS's name for sgemm_.
 #define EMBER_BLAS_JOIN(prefix, name) prefix##name
@@ -33,32 +34,11 @@ void EMBER_BLAS(dgemm_)(const char* trans_a, const char* trans_b, const int* m, 
                         const double* b, const int* ldb, const double* beta, double* c,
                         const int* ldc, size_t trans_a_len, size_t trans_b_len);
 
-// OpenBLAS-only thread controls, declared weak: null when the BLAS linked is another one.
+// OpenBLAS's thread control, declared weak: null when the BLAS linked is another one.
 void EMBER_BLAS(openblas_set_num_threads)(int threads) __attribute__((weak));
-int EMBER_BLAS(openblas_get_num_threads)() __attribute__((weak));
 }
 
 namespace ember::cpu {
-
-// OpenBLAS (pthreads build) threads every large GEMM with a pool of its own. Inside Ember's
-// parallel loops, which already keep every core busy with one GEMM per thread, that second pool
-// would only oversubscribe the cores; such loops hold this guard, which makes OpenBLAS
-// single-threaded until it goes out of scope. With other BLAS libraries it does nothing.
-class BlasSingleThreaded {
- public:
-  BlasSingleThreaded()
-      : saved_(EMBER_BLAS(openblas_get_num_threads) ? EMBER_BLAS(openblas_get_num_threads)() : 1) {
-    if (saved_ > 1) EMBER_BLAS(openblas_set_num_threads)(1);
-  }
-  ~BlasSingleThreaded() {
-    if (saved_ > 1) EMBER_BLAS(openblas_set_num_threads)(saved_);
-  }
-  BlasSingleThreaded(const BlasSingleThreaded&) = delete;
-  BlasSingleThreaded& operator=(const BlasSingleThreaded&) = delete;
-
- private:
-  int saved_;
-};
 
 // BLAS takes 32-bit sizes.
 inline int blas_int(int64_t v) {
@@ -69,13 +49,13 @@ inline int blas_int(int64_t v) {
   return int(v);
 }
 
-// Row-major C[m, n] = op(A) @ op(B) + beta * C, where op(A) = A (stored [m, k]) or A^T (stored
-// [k, m]) and likewise for B ([k, n] or [n, k]); lda, ldb, ldc are the row strides as stored.
-// A row-major matrix is its transpose in column-major, and C^T = op(B)^T @ op(A)^T, so BLAS gets
-// the operands swapped and each transpose flag kept.
+// Row-major C[m, n] = op(A) @ op(B) + beta * C on the calling thread, where op(A) = A (stored
+// [m, k]) or A^T (stored [k, m]) and likewise for B ([k, n] or [n, k]); lda, ldb, ldc are the row
+// strides as stored. A row-major matrix is its transpose in column-major, and
+// C^T = op(B)^T @ op(A)^T, so BLAS gets the operands swapped and each transpose flag kept.
 template <class T>
-void gemm_row_major(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a,
-                    int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+void gemm_one_thread(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a,
+                     int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
   if (k == 0) {  // an empty sum: BLAS would reject the leading dims of the empty operands
     if (beta == T(0))
@@ -89,6 +69,53 @@ void gemm_row_major(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
   if constexpr (std::is_same_v<T, float>)
     EMBER_BLAS(sgemm_)(&ta, &tb, &M, &N, &K, &one, b, &LDA, a, &LDB, &beta, c, &LDC, 1, 1);
   else EMBER_BLAS(dgemm_)(&ta, &tb, &M, &N, &K, &one, b, &LDA, a, &LDB, &beta, c, &LDC, 1, 1);
+}
+
+// One thread pool for everything. OpenBLAS (pthreads build) threads a large GEMM with a pool of
+// its own whose threads spin while they wait, as OpenMP's do; two spinning pools on the same
+// cores take turns stealing them from each other (a small CNN's training step ran 4x slower on 2
+// cores). So OpenBLAS is kept single-threaded, and a GEMM called outside a parallel region is
+// split here over OpenMP's threads instead: C's rows (or, when it has few, its columns) in equal
+// bands, one single-threaded GEMM each. With another BLAS the first part does nothing.
+inline void keep_blas_single_threaded() {
+  static const bool done = [] {
+    if (EMBER_BLAS(openblas_set_num_threads)) EMBER_BLAS(openblas_set_num_threads)(1);
+    return true;
+  }();
+  (void)done;
+}
+
+// Below this many multiply-adds a GEMM runs on one thread.
+constexpr int64_t kThreadedGemm = int64_t(1) << 18;
+
+template <class T>
+void gemm_row_major(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a,
+                    int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+  keep_blas_single_threaded();
+  int64_t threads = 1;
+#ifdef _OPENMP
+  if (!omp_in_parallel() && m * n * k >= kThreadedGemm) threads = num_threads();
+#endif
+  const bool by_rows = m >= n;
+  threads = std::min(threads, by_rows ? m : n);
+  if (threads <= 1) {
+    gemm_one_thread(trans_a, trans_b, m, n, k, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  blas_int(std::max({lda, ldb, ldc}));  // throws here, not inside the parallel region
+  const int64_t total = by_rows ? m : n;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(int(threads)) schedule(static)
+#endif
+  for (int64_t t = 0; t < threads; ++t) {
+    const int64_t begin = total * t / threads, end = total * (t + 1) / threads;
+    if (by_rows)  // rows [begin, end) of C and of op(A)
+      gemm_one_thread(trans_a, trans_b, end - begin, n, k, trans_a ? a + begin : a + begin * lda,
+                      lda, b, ldb, beta, c + begin * ldc, ldc);
+    else  // columns [begin, end) of C and of op(B)
+      gemm_one_thread(trans_a, trans_b, m, end - begin, k, a, lda,
+                      trans_b ? b + begin * ldb : b + begin, ldb, beta, c + begin, ldc);
+  }
 }
 
 }  // namespace ember::cpu

@@ -48,14 +48,13 @@ int64_t image_threads(const ConvDims& d) { return d.N >= num_threads() ? num_thr
 // Calls fn(begin, end, slot) on ranges of the N images, slot in [0, image_threads(d)) naming the
 // range's scratch buffers. With at least one image per thread the images are spread over
 // threads, each running its GEMMs single-threaded; with fewer (a single image, say) they run in
-// turn and BLAS threads each GEMM.
+// turn and each GEMM is split over the threads (gemm_row_major).
 template <class Fn> void over_images(const ConvDims& d, Fn&& fn) {
   const int64_t slots = image_threads(d);
   if (slots == 1) {
     fn(int64_t(0), d.N, int64_t(0));
     return;
   }
-  BlasSingleThreaded one_gemm_per_thread;
   parallel_for(slots, d.N / slots * d.O * d.K() * d.P(), [&](int64_t first, int64_t last) {
     for (int64_t slot = first; slot < last; ++slot)
       fn(d.N * slot / slots, d.N * (slot + 1) / slots, slot);

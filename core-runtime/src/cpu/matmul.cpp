@@ -15,9 +15,6 @@
 namespace ember::cpu {
 namespace {
 
-// OpenBLAS runs a GEMM of fewer multiply-adds than this on one thread.
-constexpr int64_t kSmallGemm = 64 * 64 * 64;
-
 // a: [batch, m, k] ([batch, k, m] with trans_a), b: [batch, k, n] ([batch, n, k] with trans_b),
 // out: [batch, m, n]; T is float or double.
 template <class T>
@@ -35,9 +32,8 @@ void blas_batched(const Tensor& a, const Tensor& b, Tensor& out, const GemmFlags
   };
   // A batch of small GEMMs, or of enough GEMMs to balance the threads (4 or more per thread), is
   // spread over threads with one single-threaded GEMM each; otherwise the GEMMs run one after
-  // another and BLAS threads each of them.
-  if (m * n * k < kSmallGemm || batch >= 4 * num_threads()) {
-    BlasSingleThreaded one_gemm_per_thread;
+  // another, each split over the threads (gemm_row_major).
+  if (m * n * k < kThreadedGemm || batch >= 4 * num_threads()) {
     parallel_for(batch, m * n * k, [&](int64_t begin, int64_t end) {
       for (int64_t p = begin; p < end; ++p) one(p);
     });
