@@ -143,6 +143,14 @@ TEST(Eager, RetainGradKeepsAnIntermediatesGradient) {
   EXPECT_EQ(values(x.grad()), (std::vector<float>{9, 15}));
 }
 
+TEST(Eager, CloneCopiesAndPassesTheGradient) {
+  ad::Variable x(vec({1, 2}), true);
+  ad::Variable y = ad::clone(x);
+  EXPECT_FALSE(y.data().shares_storage(x.data()));
+  ad::sum(y * y).backward();
+  EXPECT_EQ(values(x.grad()), (std::vector<float>{2, 4}));
+}
+
 TEST(Eager, DetachStopsTheGradient) {
   ad::Variable x(vec({2}), true);
   ad::Variable y = ad::sum(x * x.detach());
@@ -197,6 +205,9 @@ TEST(Eager, PrintsTheRecordedForwardAndItsBackward) {
   EXPECT_TRUE(contains(ad::Variable(vec({1}), false).graph_str(), "no recorded history"));
   const std::string of_vector = ad::tanh(x).graph_str();  // its gradient is an input
   EXPECT_TRUE(contains(of_vector, "input %2 (grad_output):f32[2]")) << of_vector;
+  const std::string dot = y.graph_dot();
+  EXPECT_TRUE(contains(dot, "digraph ember {")) << dot;
+  EXPECT_TRUE(contains(dot, "label=\"tanh_backward")) << dot;
 }
 
 TEST(Eager, OnlyLeavesCanChangeRequiresGrad) {

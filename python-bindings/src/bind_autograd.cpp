@@ -72,7 +72,8 @@ void bind_autograd(py::module_& m, TensorClass& cls) {
           py::arg("hook"),
           "hook(grad) runs when backward computes this tensor's gradient; it may return a "
           "replacement tensor (None keeps the gradient).")
-      .def("_graph_str", &V::graph_str);
+      .def("_graph_str", &V::graph_str)
+      .def("_graph_dot", &V::graph_dot);
 
   m.def("is_grad_enabled", &ad::grad_enabled, "Whether ops on tensors are recorded.");
   m.def("set_grad_enabled", &ad::set_grad_enabled, py::arg("mode"), "Turns recording on or off.");

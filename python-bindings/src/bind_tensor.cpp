@@ -152,16 +152,8 @@ void bind_tensor(py::module_& m, TensorClass& cls) {
           "type", [](const Variable& x, DType dtype) { return cast(x, dtype); }, py::arg("dtype"))
       .def(
           "clone",
-          [](const Variable& x) {
-            if (x.requires_grad() && autodiff::grad_enabled())
-              throw ember::NotSupportedError(
-                  "clone",
-                  "autodiff-engine has no clone op, so a copy of a tensor that requires "
-                  "grad cannot keep its history. Fix: x.detach().clone(), or clone "
-                  "under ember.no_grad()");
-            return Variable(x.data().clone());
-          },
-          "A copy of the data in new memory.")
+          [](const Variable& x) { return autodiff::clone(x); },
+          "A copy of the data in new memory; gradients flow back through it.")
       .def("__repr__", &tensor_repr)
       .def("__len__",
            [](const Variable& x) {

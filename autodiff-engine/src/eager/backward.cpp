@@ -458,12 +458,24 @@ std::vector<Variable> grad(const std::vector<Variable>& outputs,
   return result;
 }
 
+namespace {
+// The forward graph recorded up to v with its backward graph appended (from the cache).
+const Graph& recorded_graph(const Variable& v) {
+  History h = prepare({v}, {});
+  h.structure.root_has_grad[0] = v.numel() != 1;  // a non-scalar's gradient is an input
+  want_accumulated(h);
+  return backward_graph(h).graph;
+}
+}  // namespace
+
 std::string Variable::graph_str() const {
   if (!requires_grad()) return "(no recorded history: " + str() + ")\n";
-  History h = prepare({*this}, {});
-  h.structure.root_has_grad[0] = numel() != 1;  // a non-scalar's gradient is an input
-  want_accumulated(h);
-  return backward_graph(h).graph.str();
+  return recorded_graph(*this).str();
+}
+
+std::string Variable::graph_dot() const {
+  if (!requires_grad()) return "digraph ember {\n}\n";
+  return recorded_graph(*this).to_dot();
 }
 
 BackwardCacheStats backward_cache_stats() { return stats; }

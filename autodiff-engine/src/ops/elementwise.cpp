@@ -391,6 +391,13 @@ std::vector<OpDef> elementwise_ops() {
       EMBER_UNARY(relu, Numeric, relu_grad),
       EMBER_UNARY(silu, Floating, silu_grad),
       EMBER_UNARY(logical_not, Bool, nullptr),
+      // y = a copy of x in new memory (contiguous);  dx = dy
+      {"clone",
+       [](const Types& in, const Attrs&) -> Types {
+         return {infer::unary("clone", in, DTypeRule::Promoted)};
+       },
+       [](const Tensors& in, const Attrs&) -> Tensors { return {in[0].clone()}; },
+       [](const GradContext& c) -> Grads { return {c.dy()}; }},
       // y = x itself (a view) with no rule: gradients stop here.
       {"detach",
        [](const Types& in, const Attrs&) -> Types {

@@ -12,7 +12,7 @@ def _iter(self):
 
 def _graph(self):
     """The recorded forward graph that made this tensor and its backward graph (a Graph)."""
-    return Graph(self._graph_str())
+    return Graph(self._graph_str(), self._graph_dot())
 
 
 Tensor.__iter__ = _iter

@@ -3,7 +3,6 @@ graph of a tensor (Graph: its text form, DOT, and a rendering by Graphviz)."""
 
 import functools
 import html
-import re
 import shutil
 import subprocess
 
@@ -69,17 +68,15 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     return _core.grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused)
 
 
-_NODE = re.compile(r"^(?P<outs>%\d+.*?) = (?P<op>[\w.]+)\((?P<args>[^)]*)\)(?P<rest>.*)$")
-
-
 class Graph:
     """The recorded forward graph of a tensor and its backward graph, one typed line per node.
 
     str(graph) is the text form; to_dot() the Graphviz DOT form; render() draws it with dot.
     """
 
-    def __init__(self, text: str):
+    def __init__(self, text: str, dot: str):
         self.text = text
+        self.dot = dot
 
     def __str__(self):
         return self.text
@@ -94,31 +91,9 @@ class Graph:
         return f"<pre>{html.escape(self.text)}</pre>"
 
     def to_dot(self) -> str:
-        """The graph in Graphviz DOT: an ellipse per input, a box per node (backward ones
-        shaded), an edge per value used."""
-        lines = ["digraph ember {", "  rankdir=TB;", '  node [fontname="monospace"];']
-        maker = {}  # value -> the DOT node making it
-        for k, line in enumerate(self.text.splitlines()):
-            code, _, note = line.partition("#")
-            match = _NODE.match(code.strip())
-            if match is None:
-                for value in re.findall(r"%\d+", code):
-                    maker[value] = f"v{value[1:]}"
-                    label = html.escape(code.strip(), quote=True)
-                    lines.append(f'  v{value[1:]} [shape=ellipse, label="{label}"];')
-                continue
-            name = f"n{k}"
-            outs = match["outs"].strip()
-            style = ', style=filled, fillcolor="#e8e8ff"' if note.strip() else ""
-            label = html.escape(f"{outs} = {match['op']}", quote=True)
-            lines.append(f'  {name} [shape=box, label="{label}"{style}];')
-            for arg in re.findall(r"%\d+", match["args"]):
-                if arg in maker:
-                    lines.append(f"  {maker[arg]} -> {name};")
-            for value in re.findall(r"%\d+", outs):
-                maker[value] = name
-        lines.append("}")
-        return "\n".join(lines) + "\n"
+        """The graph in Graphviz DOT: an ellipse per input, parameter or constant, a box per node
+        (backward nodes shaded), an edge per value used, labelled with the value."""
+        return self.dot
 
     def render(self, path, format: str = "svg") -> str:  # noqa: A002 (Graphviz's name)
         """Writes the graph drawn by Graphviz's dot to path (svg, png, pdf...); returns path."""

@@ -71,8 +71,10 @@ class Variable {
   // PyTorch (a training step's parameter update). Bumps the storage's version counter.
   const Variable& copy_(const Variable& src) const;
 
-  // The recorded forward graph that led here, and the text of it and of its backward graph.
+  // The recorded forward graph that led here with its backward graph: as text, and as Graphviz
+  // DOT (an empty digraph for a Variable without history).
   std::string graph_str() const;
+  std::string graph_dot() const;
   std::string str() const { return data().str(); }
 
   VariableImpl* impl() const { return impl_.get(); }

@@ -29,6 +29,7 @@ EMBER_AD_UNARY(relu)
 EMBER_AD_UNARY(silu)
 EMBER_AD_UNARY(logical_not)  // -> bool, no gradient
 EMBER_AD_UNARY(detach)       // x itself, and the gradient stops here
+EMBER_AD_UNARY(clone)        // a copy in new memory; the gradient passes
 #undef EMBER_AD_UNARY
 
 template <class V> if_handle<V> leaky_relu(const V& x, double negative_slope = 0.01) {
