@@ -45,10 +45,10 @@ def check_param_grads(module, x, eps=1e-6, tol=1e-5):
 
 def conv_ref(x, w, b, stride=1, pad=0):
     x = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
-    N, C, H, W = x.shape
-    O, _, kh, kw = w.shape
-    Ho, Wo = (H - kh) // stride + 1, (W - kw) // stride + 1
-    out = np.zeros((N, O, Ho, Wo))
+    batch, _, height, width = x.shape
+    out_channels, _, kh, kw = w.shape
+    Ho, Wo = (height - kh) // stride + 1, (width - kw) // stride + 1
+    out = np.zeros((batch, out_channels, Ho, Wo))
     for i in range(Ho):
         for j in range(Wo):
             patch = x[:, :, i * stride:i * stride + kh, j * stride:j * stride + kw]
