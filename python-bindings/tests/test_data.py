@@ -119,7 +119,7 @@ def test_load_mnist(tmp_path):
     with pytest.raises(DataNotFoundError, match="train-images-idx3-ubyte.gz .*into"):
         load_mnist(tmp_path, train=True)
     write_idx(tmp_path / "t10k-labels-idx1-ubyte", np.array([7, 2], np.uint8))
-    with pytest.raises(DataFormatError, match=r"holds uint8 \[2\]; expected \[3\], one label per image"):
+    with pytest.raises(DataFormatError, match=r"holds uint8 \[2\]; expected \[3\], one label"):
         load_mnist(tmp_path, train=False)
     write_idx(tmp_path / "t10k-images-idx3-ubyte.gz", np.zeros((2, 5, 5), np.uint8), compress=True)
     with pytest.raises(DataFormatError, match=r"expected uint8 \[N, 28, 28\]"):

@@ -18,7 +18,8 @@ from ember import nn, optim
 
 def test_round_trip_of_nested_state(tmp_path):
     obj = {
-        "model": {"w": ember.randn(3, 4), "i": ember.arange(5), "scalar": ember.tensor(2.5), "d": ember.ones(2).double()},
+        "model": {"w": ember.randn(3, 4), "i": ember.arange(5), "scalar": ember.tensor(2.5),
+                  "d": ember.ones(2).double()},
         "state": {0: {"step": 3, "buf": ember.zeros(2)}, 7: {}},
         "groups": [{"lr": 0.1, "betas": (0.9, 0.999), "params": [0, 1]}],
         "array": np.arange(6).reshape(2, 3),
