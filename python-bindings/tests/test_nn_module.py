@@ -70,7 +70,10 @@ def test_assigning_a_tensor_to_a_parameter_is_a_type_error():
 
 
 def test_to_dtype_keeps_parameters_and_int_buffers():
-    m = Block().to(ember.float64)
+    m = Block()
+    weight = m.head.weight
+    assert m.to("cpu").to(ember.float32).head.weight is weight
+    m.to(ember.float64)
     assert all(p.dtype == ember.float64 and isinstance(p, nn.Parameter) for p in m.parameters())
     assert m.features[1].running_mean.dtype == ember.float64
     assert m.features[1].num_batches_tracked.dtype == ember.int64
