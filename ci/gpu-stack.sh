@@ -14,6 +14,13 @@ jobs=$(nproc)
 prefix=$root/.devbuild/prefix
 summary=$out/summary.txt
 note() { echo "$*" | tee -a "$summary"; }
+# The distribution's compiler, which links libstdc++ as a shared library. A toolchain that links
+# it statically into each shared library (as the H200 image's default g++ does) gives
+# libember_core a private copy of libstdc++ whose exported symbols clash with the system's
+# copy that NumPy loads: iostream calls then crash in a Python process that imported NumPy first.
+if [[ -x /usr/bin/g++ ]]; then
+  export CXX=/usr/bin/g++ CC=/usr/bin/gcc CUDAHOSTCXX=/usr/bin/g++
+fi
 
 start=$(date +%s)
 cmake -S "$root/core-runtime" -B "$root/.devbuild/core" -G Ninja -DCMAKE_BUILD_TYPE=Release \
@@ -39,18 +46,24 @@ compute-sanitizer --tool memcheck --error-exitcode 9 "$tests" --gtest_filter='Cu
   >"$work/autodiff-memcheck.log" 2>&1
 note "autodiff-engine CUDA half under memcheck: exit $? — $(grep -E 'ERROR SUMMARY' "$work/autodiff-memcheck.log" | tail -1)"
 
-pip_log=$work/python-build.log
-python3 -m venv --system-site-packages "$root/.devbuild/venv" >/dev/null
-CMAKE_PREFIX_PATH=$prefix CMAKE_BUILD_PARALLEL_LEVEL=$jobs "$root/.devbuild/venv/bin/pip" install \
-  --no-build-isolation --no-deps "$root/python-bindings" >"$pip_log" 2>&1 ||
-  { note "python-bindings build failed"; tail -40 "$pip_log"; }
-(cd "$work" && "$root/.devbuild/venv/bin/python" -m pytest "$root/python-bindings/tests" -q \
-  -rs >"$work/pytest.log" 2>&1)
+# The Python package built with CMake directly and used from a folder on PYTHONPATH: the
+# machine's python3 has pybind11, numpy, pytest and torch, but pip may not install into it.
+pkg=$root/.devbuild/python
+cmake -S "$root/python-bindings" -B "$root/.devbuild/pybind" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_PREFIX_PATH="$prefix" -DPython_EXECUTABLE="$(command -v python3)" \
+  -Dpybind11_DIR="$(python3 -m pybind11 --cmakedir)" >"$work/python-build.log" 2>&1 &&
+  ninja -C "$root/.devbuild/pybind" -j"$jobs" >>"$work/python-build.log" 2>&1 &&
+  rm -rf "$pkg" && mkdir -p "$pkg" && cp -r "$root/python-bindings/src/ember" "$pkg/" &&
+  cp "$root"/.devbuild/pybind/_core*.so "$pkg/ember/" ||
+  { note "python-bindings build failed"; grep -E "error" -A5 "$work/python-build.log" | head -40; }
+export PYTHONPATH=$pkg
+(cd "$work" && python3 -m pytest "$root/python-bindings/tests" -q -rs -p no:cacheprovider \
+  >"$work/pytest.log" 2>&1)
 note "python-bindings pytest: exit $? — $(tail -1 "$work/pytest.log")"
-grep -E "FAILED|Error" "$work/pytest.log" | head -20 | tee -a "$summary"
+grep -E "FAILED|SKIPPED" "$work/pytest.log" | head -20 | tee -a "$summary"
 
 for device in cuda cpu; do
-  "$root/.devbuild/venv/bin/python" "$root/benchmarks/train_step.py" --ember-prefix "$prefix" \
+  python3 "$root/benchmarks/train_step.py" --ember-prefix "$prefix" \
     --device $device --build-dir "$root/.devbuild/train" --out "$out/train-step-$device.csv" \
     >"$work/train-$device.log" 2>&1
   note "training step on $device: exit $?"
