@@ -81,7 +81,8 @@ def write_idx(path, array, type_byte=0x08, compress=False):
     header = bytes([0, 0, type_byte, array.ndim]) + b"".join(
         int(d).to_bytes(4, "big") for d in array.shape)
     data = header + array.astype(array.dtype.newbyteorder(">")).tobytes()
-    (gzip.open if compress else open)(path, "wb").write(data)
+    with (gzip.open if compress else open)(path, "wb") as f:  # closed: gzip flushes on close
+        f.write(data)
 
 
 def test_read_idx(tmp_path):
