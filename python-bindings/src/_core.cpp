@@ -35,4 +35,5 @@ PYBIND11_MODULE(_core, m) {
   ep::bind_autograd(m, cls);
   ep::bind_interop(m, cls);
   ep::bind_memory(m);
+  ep::bind_optim(m);
 }

@@ -71,6 +71,7 @@ void bind_indexing(TensorClass& cls);
 void bind_autograd(py::module_& m, TensorClass& cls);
 void bind_interop(py::module_& m, TensorClass& cls);
 void bind_memory(py::module_& m);
+void bind_optim(py::module_& m);
 
 }  // namespace ember::python
 

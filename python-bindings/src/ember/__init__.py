@@ -6,11 +6,15 @@ and, through DLPack, with any other array library. Every op runs in C++ (``ember
 package adds the Python idioms around it.
 """
 
-from ember import (
+from ember import (  # noqa: E402, I001 (they use the names above)
     _core,
     _tensor,  # noqa: F401  (adds the Python sugar to Tensor)
     autograd,
     cuda,
+    data,
+    debug,
+    nn,
+    optim,
 )
 from ember._core import (  # noqa: A004 (as torch)
     DeviceError,
@@ -38,6 +42,7 @@ from ember._core import (  # noqa: A004 (as torch)
     float64,
     from_dlpack,
     from_numpy,
+    get_rng_state,
     half,
     int,
     int8,
@@ -52,6 +57,7 @@ from ember._core import (  # noqa: A004 (as torch)
     memory_stats,
     reset_peak_memory_stats,
     set_memory_limit,
+    set_rng_state,
     short,
     uint8,
     versions,
@@ -59,6 +65,7 @@ from ember._core import (  # noqa: A004 (as torch)
 from ember._ops import *  # noqa: F403  (every op as ember.<name>)
 from ember._ops import __all__ as _op_names
 from ember.autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from ember.serialization import CheckpointError, load, save
 
 __all__ = [
     "DTypeError", "DeviceError", "EmberError", "IndexError", "NotSupportedError",
@@ -69,5 +76,7 @@ __all__ = [
     "is_grad_enabled", "long", "manual_seed", "max_memory_allocated", "memory_allocated",
     "memory_reserved", "memory_stats", "no_grad", "reset_peak_memory_stats", "set_grad_enabled",
     "set_memory_limit", "short", "uint8", "versions", *_op_names,
+    "CheckpointError", "data", "debug", "get_rng_state", "load", "nn", "optim", "save",
+    "set_rng_state",
 ]
 del _core

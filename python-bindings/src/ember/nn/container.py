@@ -1,0 +1,115 @@
+"""Containers: Sequential, ModuleList, ModuleDict, and Identity."""
+
+from collections import OrderedDict
+
+from ember.nn.module import Module
+
+
+class Identity(Module):
+    """Returns its input."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+
+    def forward(self, x):
+        return x
+
+
+class Sequential(Module):
+    """Calls its modules in order, each on the previous one's output. Built from modules (named
+    '0', '1', ...) or from one OrderedDict of named modules."""
+
+    def __init__(self, *modules):
+        super().__init__()
+        if len(modules) == 1 and isinstance(modules[0], OrderedDict):
+            for name, m in modules[0].items():
+                self.add_module(name, m)
+        else:
+            for i, m in enumerate(modules):
+                self.add_module(str(i), m)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return Sequential(OrderedDict(list(self._modules.items())[i]))
+        return list(self._modules.values())[i]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def append(self, module):
+        """Adds a module at the end."""
+        self.add_module(str(len(self)), module)
+        return self
+
+    def forward(self, x):
+        for m in self._modules.values():
+            x = m(x)
+        return x
+
+
+class ModuleList(Module):
+    """A list of modules, registered as '0', '1', ...; it has no forward of its own."""
+
+    def __init__(self, modules=()):
+        super().__init__()
+        for m in modules:
+            self.append(m)
+
+    def append(self, module):
+        """Adds a module at the end."""
+        self.add_module(str(len(self)), module)
+        return self
+
+    def extend(self, modules):
+        """Adds modules at the end."""
+        for m in modules:
+            self.append(m)
+        return self
+
+    def __getitem__(self, i):
+        return list(self._modules.values())[i]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+
+class ModuleDict(Module):
+    """A dict of named modules; it has no forward of its own."""
+
+    def __init__(self, modules=None):
+        super().__init__()
+        for name, m in dict(modules or {}).items():
+            self.add_module(name, m)
+
+    def __getitem__(self, name):
+        return self._modules[name]
+
+    def __setitem__(self, name, module):
+        self.add_module(name, module)
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules)
+
+    def __contains__(self, name):
+        return name in self._modules
+
+    def keys(self):
+        """The names."""
+        return self._modules.keys()
+
+    def values(self):
+        """The modules."""
+        return self._modules.values()
+
+    def items(self):
+        """(name, module) pairs."""
+        return self._modules.items()

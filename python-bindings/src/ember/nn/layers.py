@@ -1,0 +1,111 @@
+"""Layers with parameters: Linear, Conv2d, Embedding. Each checks the input it is most often
+given wrongly and says what it expected; the op itself checks the rest."""
+
+from ember import _core
+from ember.nn import init
+from ember.nn.module import Module, describe
+from ember.nn.parameter import Parameter
+
+
+def _pair(v):
+    return (v, v) if isinstance(v, int) else tuple(v)
+
+
+class Linear(Module):
+    """y = x @ weight.T + bias: x [*, in_features] -> [*, out_features]; weight
+    [out_features, in_features], initialised as PyTorch does."""
+
+    def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
+        super().__init__()
+        self.in_features, self.out_features = in_features, out_features
+        self.weight = Parameter(_core.empty(out_features, in_features, dtype=dtype, device=device))
+        self.bias = (
+            Parameter(_core.empty(out_features, dtype=dtype, device=device)) if bias else None
+        )
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        """PyTorch's default initialisation (nn.init.default_init_)."""
+        init.default_init_(self.weight, self.bias)
+
+    def forward(self, x):
+        if x.ndim == 0 or x.shape[-1] != self.in_features:
+            raise _core.ShapeError(
+                f"input is {describe(x)}; expected [*, {self.in_features}] (the last dim is the "
+                f"in_features; weight is {list(self.weight.shape)}). Fix: flatten or reshape the "
+                f"input, or build Linear({x.shape[-1] if x.ndim else 1}, {self.out_features})"
+            )
+        return _core.linear(x, self.weight, self.bias)
+
+    def extra_repr(self):
+        return (
+            f"in_features={self.in_features}, out_features={self.out_features}, "
+            f"bias={self.bias is not None}"
+        )
+
+
+class Conv2d(Module):
+    """2-D convolution (cross-correlation): x [N, in_channels, H, W] -> [N, out_channels, Ho, Wo];
+    weight [out_channels, in_channels / groups, kh, kw], initialised as PyTorch does."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
+                 groups=1, bias=True, device=None, dtype=None):
+        super().__init__()
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.kernel_size, self.stride = _pair(kernel_size), _pair(stride)
+        self.padding = padding if isinstance(padding, str) else _pair(padding)
+        self.dilation, self.groups = _pair(dilation), groups
+        shape = (out_channels, in_channels // groups, *self.kernel_size)
+        self.weight = Parameter(_core.empty(shape, dtype=dtype, device=device))
+        self.bias = (
+            Parameter(_core.empty(out_channels, dtype=dtype, device=device)) if bias else None
+        )
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        """PyTorch's default initialisation (nn.init.default_init_)."""
+        init.default_init_(self.weight, self.bias)
+
+    def forward(self, x):
+        w = list(self.weight.shape)
+        if x.ndim != 4:
+            raise _core.ShapeError(
+                f"input is {describe(x)}; expected 4 dims [N, C, H, W] (weight is {w}). Fix: "
+                + ("add a batch dim with x.unsqueeze(0)" if x.ndim == 3 else "reshape the input")
+            )
+        if x.shape[1] != self.in_channels:
+            s = "" if self.in_channels == 1 else "s"
+            raise _core.ShapeError(
+                f"input is {describe(x)}; expected {self.in_channels} input channel{s} "
+                f"(weight is {w}). Fix: pass [N, {self.in_channels}, H, W], or build "
+                f"Conv2d({x.shape[1]}, {self.out_channels}, ...)"
+            )
+        return _core.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
+                            self.groups)
+
+    def extra_repr(self):
+        return (
+            f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+            f"stride={self.stride}, padding={self.padding}"
+            + (f", groups={self.groups}" if self.groups != 1 else "")
+            + (", bias=False" if self.bias is None else "")
+        )
+
+
+class Embedding(Module):
+    """Rows of weight [num_embeddings, embedding_dim] at int64 indices: [*] -> [*, dim]. The
+    weight starts standard normal, as PyTorch's."""
+
+    def __init__(self, num_embeddings, embedding_dim, device=None, dtype=None):
+        super().__init__()
+        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+        self.weight = Parameter(
+            _core.empty(num_embeddings, embedding_dim, dtype=dtype, device=device)
+        )
+        init.normal_(self.weight)
+
+    def forward(self, indices):
+        return _core.embedding(indices, self.weight)
+
+    def extra_repr(self):
+        return f"{self.num_embeddings}, {self.embedding_dim}"
