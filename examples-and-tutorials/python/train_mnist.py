@@ -40,6 +40,7 @@ def main():
     parser.add_argument("--subset", type=int, default=0,
                         help="train on the first N training images only (all)")
     parser.add_argument("--momentum", type=float, default=0.9, help="SGD momentum (0.9)")
+    parser.add_argument("--weight-decay", type=float, default=5e-4, help="L2 penalty (5e-4)")
     args = parser.parse_args()
     try:
         data = load(args.data, args.kind, args.subset)
@@ -48,11 +49,11 @@ def main():
         sys.exit(2)
     ember.manual_seed(args.seed)
     model = models.small_cnn().to(args.device)
-    optimizer = ember.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
+    optimizer, scheduler = training.sgd_cosine(model, args, len(data[0]))
     print(f"{args.kind}: {len(data[0])} training and {len(data[2])} test images, "
           f"device {args.device}")
     names = FASHION if args.kind == "fashion" else None
-    training.fit(args, model, optimizer, data, class_names=names)
+    training.fit(args, model, optimizer, data, scheduler, class_names=names)
 
 
 if __name__ == "__main__":

@@ -31,9 +31,20 @@ def base_parser(description, out, epochs, batch_size, lr):
     p.add_argument("--out", default=out, help=f"directory for plots and checkpoint ({out})")
     p.add_argument("--resume", metavar="CHECKPOINT",
                    help="continue from a checkpoint this script wrote")
+    p.add_argument("--stop-after", type=int, metavar="EPOCH",
+                   help="stop after this epoch, as an interrupted run would (then --resume)")
     p.add_argument("--min-accuracy", type=float, default=0.0,
                    help="exit with status 1 if the final test accuracy is below this (0..1)")
     return p
+
+
+def sgd_cosine(model, args, train_size):
+    """SGD with momentum and weight decay; lr falls along half a cosine to 0 over the run,
+    one step per batch. Returns (optimizer, scheduler)."""
+    optimizer = ember.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum,
+                                weight_decay=args.weight_decay)
+    steps = args.epochs * -(-train_size // args.batch_size)
+    return optimizer, ember.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=steps)
 
 
 def loader(x, y, batch_size):
@@ -134,7 +145,8 @@ def fit(args, model, optimizer, data, scheduler=None, clip=None, class_names=Non
     loss_fn = ember.nn.CrossEntropyLoss()
     ember.reset_peak_memory_stats(str(ember.device(args.device)))
     start = time.perf_counter()
-    for epoch in range(done + 1, args.epochs + 1):
+    last = min(args.epochs, args.stop_after or args.epochs)
+    for epoch in range(done + 1, last + 1):
         loss, rate = train_epoch(model, train, loss_fn, optimizer, args.device, epoch,
                                  scheduler, clip)
         accuracy = float(np.mean(predict(model, x_test, args.device) == y_test))
