@@ -6,7 +6,7 @@ and, through DLPack, with any other array library. Every op runs in C++ (``ember
 package adds the Python idioms around it.
 """
 
-from ember import (  # noqa: E402, I001 (they use the names above)
+from ember import (
     _core,
     _tensor,  # noqa: F401  (adds the Python sugar to Tensor)
     autograd,

@@ -42,11 +42,11 @@ class _Encoder:
             if dtype == "bfloat16":  # NumPy has no bfloat16; float32 holds it exactly
                 t = t.float()
             name = self._name(path)
-            self.arrays[name] = np.ascontiguousarray(t.numpy())
+            self.arrays[name] = np.asarray(t.numpy(), order="C")
             return {"__tensor__": name, "dtype": dtype, "device": str(obj.device)}
         if isinstance(obj, np.ndarray):
             name = self._name(path)
-            self.arrays[name] = np.ascontiguousarray(obj)
+            self.arrays[name] = np.asarray(obj, order="C")
             return {"__ndarray__": name}
         if isinstance(obj, np.generic):
             return obj.item()

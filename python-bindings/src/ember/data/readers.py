@@ -93,8 +93,8 @@ def load_mnist(directory, train=True, kind="mnist"):
         )
     if labels.ndim != 1 or len(labels) != len(images):
         raise DataFormatError(
-            f"{labels_path}: holds {list(labels.shape)} labels for {len(images)} images; "
-            "expected one label per image"
+            f"{labels_path}: holds {labels.dtype} {list(labels.shape)}; expected "
+            f"[{len(images)}], one label per image of {images_path}"
         )
     return images, labels.astype(np.int64)
 

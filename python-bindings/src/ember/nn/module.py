@@ -197,15 +197,14 @@ class Module:
         return self
 
     def to(self, *args, **kwargs):
-        """Moves and/or casts every parameter and buffer (floating buffers only take a dtype),
-        as Tensor.to takes its arguments; parameters stay Parameters. Returns self."""
+        """Moves and/or casts every parameter and buffer (integer buffers only move), as
+        Tensor.to takes its arguments. A parameter that changes becomes a new Parameter (build
+        optimizers after to()); one already there stays itself. Returns self."""
         for module in self.modules():
             for name, p in module._parameters.items():
-                if p is not None:
-                    moved = p.detach().to(*args, **kwargs)
-                    module._parameters[name] = p if moved is p else Parameter(
-                        moved, requires_grad=p.requires_grad
-                    )
+                moved = p.detach().to(*args, **kwargs) if p is not None else None
+                if moved is not None and (moved.dtype, moved.device) != (p.dtype, p.device):
+                    module._parameters[name] = Parameter(moved, requires_grad=p.requires_grad)
             for name, b in module._buffers.items():
                 if b is not None:
                     if b.is_floating_point():
