@@ -151,8 +151,7 @@ void bind_tensor(py::module_& m, TensorClass& cls) {
       .def(
           "type", [](const Variable& x, DType dtype) { return cast(x, dtype); }, py::arg("dtype"))
       .def(
-          "clone",
-          [](const Variable& x) { return autodiff::clone(x); },
+          "clone", [](const Variable& x) { return autodiff::clone(x); },
           "A copy of the data in new memory; gradients flow back through it.")
       .def("__repr__", &tensor_repr)
       .def("__len__",

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The layers above core-runtime on a GPU machine, in one call: builds core-runtime (CUDA, one
+# architecture) and autodiff-engine against it, runs autodiff-engine's suite (its CUDA half
+# included) and compute-sanitizer memcheck over the CUDA half, builds the Python package and runs
+# its pytest suite, then the eager training-step benchmark on CUDA (and on this host's CPU)
+# against PyTorch. Logs are packed into OUT_DIR/logs.tgz; summary and CSVs stay beside it.
+#   usage: ci/gpu-stack.sh OUT_DIR
+set -uo pipefail
+out=${1:?usage: ci/gpu-stack.sh OUT_DIR}
+root=$(cd "$(dirname "$0")/.." && pwd)
+work=$out/work
+mkdir -p "$work"
+jobs=$(nproc)
+prefix=$root/.devbuild/prefix
+summary=$out/summary.txt
+note() { echo "$*" | tee -a "$summary"; }
+# The distribution's compiler, which links libstdc++ as a shared library. A toolchain that links
+# it statically into each shared library (as the H200 image's default g++ does) gives
+# libember_core a private copy of libstdc++ whose exported symbols clash with the system's
+# copy that NumPy loads: iostream calls then crash in a Python process that imported NumPy first.
+if [[ -x /usr/bin/g++ ]]; then
+  export CXX=/usr/bin/g++ CC=/usr/bin/gcc CUDAHOSTCXX=/usr/bin/g++
+fi
+
+start=$(date +%s)
+cmake -S "$root/core-runtime" -B "$root/.devbuild/core" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DEMBER_ENABLE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DEMBER_BUILD_TESTS=OFF \
+  >"$work/core-configure.log" 2>&1 &&
+  ninja -C "$root/.devbuild/core" -j"$jobs" >"$work/core-build.log" 2>&1 &&
+  cmake --install "$root/.devbuild/core" --prefix "$prefix" >/dev/null ||
+  { note "core-runtime build failed"; tail -40 "$work"/core-*.log; exit 1; }
+cmake -S "$root/autodiff-engine" -B "$root/.devbuild/autodiff" -G Ninja \
+  -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" >"$work/ad-configure.log" 2>&1 &&
+  ninja -C "$root/.devbuild/autodiff" -j"$jobs" >"$work/ad-build.log" 2>&1 &&
+  cmake --install "$root/.devbuild/autodiff" --prefix "$prefix" >/dev/null ||
+  { note "autodiff-engine build failed"; grep -E "error" -A5 "$work/ad-build.log" | head -60; exit 1; }
+note "builds: $(( $(date +%s) - start )) s"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee -a "$summary"
+
+tests=$root/.devbuild/autodiff/tests/ember_autodiff_tests
+"$tests" --gtest_output="xml:$out/autodiff-tests.xml" >"$work/autodiff-tests.log" 2>&1
+note "autodiff-engine tests: exit $? — $(grep -E '^\[  PASSED' "$work/autodiff-tests.log") $(grep -cE '^\[  SKIPPED \] ' "$work/autodiff-tests.log") skipped"
+grep -E "^\[  FAILED  \]" "$work/autodiff-tests.log" | sort -u | head -40 | tee -a "$summary"
+grep -E "^\[ +OK \] Cuda\." "$work/autodiff-tests.log" | tee -a "$summary"
+compute-sanitizer --tool memcheck --error-exitcode 9 "$tests" --gtest_filter='Cuda*' \
+  >"$work/autodiff-memcheck.log" 2>&1
+note "autodiff-engine CUDA half under memcheck: exit $? — $(grep -E 'ERROR SUMMARY' "$work/autodiff-memcheck.log" | tail -1)"
+
+# The Python package built with CMake directly and used from a folder on PYTHONPATH: the
+# machine's python3 has pybind11, numpy, pytest and torch, but pip may not install into it.
+pkg=$root/.devbuild/python
+cmake -S "$root/python-bindings" -B "$root/.devbuild/pybind" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_PREFIX_PATH="$prefix" -DPython_EXECUTABLE="$(command -v python3)" \
+  -Dpybind11_DIR="$(python3 -m pybind11 --cmakedir)" >"$work/python-build.log" 2>&1 &&
+  ninja -C "$root/.devbuild/pybind" -j"$jobs" >>"$work/python-build.log" 2>&1 &&
+  rm -rf "$pkg" && mkdir -p "$pkg" && cp -r "$root/python-bindings/src/ember" "$pkg/" &&
+  cp "$root"/.devbuild/pybind/_core*.so "$pkg/ember/" ||
+  { note "python-bindings build failed"; grep -E "error" -A5 "$work/python-build.log" | head -40; }
+export PYTHONPATH=$pkg
+(cd "$work" && python3 -m pytest "$root/python-bindings/tests" -q -rs -p no:cacheprovider \
+  >"$work/pytest.log" 2>&1)
+note "python-bindings pytest: exit $? — $(tail -1 "$work/pytest.log")"
+grep -E "FAILED|SKIPPED" "$work/pytest.log" | head -20 | tee -a "$summary"
+
+for device in cuda cpu; do
+  python3 "$root/benchmarks/train_step.py" --ember-prefix "$prefix" \
+    --device $device --build-dir "$root/.devbuild/train" --out "$out/train-step-$device.csv" \
+    >"$work/train-$device.log" 2>&1
+  note "training step on $device: exit $?"
+  tee -a "$summary" <"$work/train-$device.log" | tail -4
+done
+tar -czf "$out/logs.tgz" -C "$out" work && rm -rf "$work"
