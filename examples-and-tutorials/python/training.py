@@ -1,0 +1,164 @@
+"""What the training examples share: the command line, one epoch of training with a progress
+bar, evaluation, checkpoints that resume exactly, and the final report."""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+import plots
+from tqdm import tqdm
+
+import ember
+
+
+def default_device():
+    """'cuda' when a GPU is usable here, else 'cpu'."""
+    return "cuda" if ember.cuda.is_available() else "cpu"
+
+
+def base_parser(description, out, epochs, batch_size, lr):
+    """The options every training example takes, with that example's defaults."""
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--device", default=default_device(),
+                   help="cpu, cuda or cuda:N (default: cuda when a GPU is usable, else cpu)")
+    p.add_argument("--epochs", type=int, default=epochs, help=f"default {epochs}")
+    p.add_argument("--batch-size", type=int, default=batch_size, help=f"default {batch_size}")
+    p.add_argument("--lr", type=float, default=lr, help=f"learning rate (default {lr})")
+    p.add_argument("--seed", type=int, default=0, help="seeds the split, init and shuffling")
+    p.add_argument("--out", default=out, help=f"directory for plots and checkpoint ({out})")
+    p.add_argument("--resume", metavar="CHECKPOINT",
+                   help="continue from a checkpoint this script wrote")
+    p.add_argument("--stop-after", type=int, metavar="EPOCH",
+                   help="stop after this epoch, as an interrupted run would (then --resume)")
+    p.add_argument("--min-accuracy", type=float, default=0.0,
+                   help="exit with status 1 if the final test accuracy is below this (0..1)")
+    return p
+
+
+def sgd_cosine(model, args, train_size):
+    """SGD with momentum and weight decay; lr falls along half a cosine to 0 over the run,
+    one step per batch. Returns (optimizer, scheduler)."""
+    optimizer = ember.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum,
+                                weight_decay=args.weight_decay)
+    steps = args.epochs * -(-train_size // args.batch_size)
+    return optimizer, ember.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=steps)
+
+
+def loader(x, y, batch_size):
+    """Shuffled batches of (images, labels) tensors. The order is drawn from ember's generator,
+    so ember.manual_seed, and the RNG state a checkpoint restores, fix it."""
+    return ember.data.DataLoader(ember.data.TensorDataset(x, y), batch_size=batch_size,
+                                 shuffle=True)
+
+
+def train_epoch(model, loader, loss_fn, optimizer, device, epoch, scheduler=None, clip=None):
+    """One pass over loader; returns (mean loss, images per second). scheduler, when given,
+    steps after every batch; clip, when given, clips the gradients' joint norm to it."""
+    model.train()
+    total, count = 0.0, 0
+    start = time.perf_counter()
+    bar = tqdm(loader, desc=f"epoch {epoch}", unit="batch", leave=False, disable=None)
+    for images, labels in bar:
+        images, labels = images.to(device), labels.to(device)
+        loss = loss_fn(model(images), labels)
+        optimizer.zero_grad()
+        loss.backward()
+        if clip is not None:
+            ember.nn.utils.clip_grad_norm_(model.parameters(), clip)
+        optimizer.step()
+        if scheduler is not None:
+            scheduler.step()
+        total += loss.item() * len(labels)  # .item() waits for the device
+        count += len(labels)
+        rate = count / (time.perf_counter() - start)
+        bar.set_postfix(loss=f"{loss.item():.4f}", img_s=f"{rate:.0f}")
+    return total / count, count / (time.perf_counter() - start)
+
+
+def predict(model, x, device, batch_size=512):
+    """The predicted class of every image of x (a NumPy array), as a NumPy array."""
+    model.eval()
+    out = []
+    with ember.no_grad():
+        for i in range(0, len(x), batch_size):
+            logits = model(ember.tensor(x[i:i + batch_size]).to(device))  # [B, classes]
+            out.append(logits.argmax(1).cpu().numpy())
+    return np.concatenate(out)
+
+
+def save_checkpoint(path, model, optimizer, epoch, history, scheduler=None):
+    """Model, optimizer (and schedule) state, ember's RNG state, the epoch and the history."""
+    state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+             "rng": ember.get_rng_state(), "epoch": epoch, "history": history}
+    if scheduler is not None:
+        state["scheduler"] = scheduler.state_dict()
+    ember.save(state, path)
+
+
+def load_checkpoint(path, model, optimizer, scheduler=None):
+    """Restores what save_checkpoint wrote; returns (epoch done, history)."""
+    state = ember.load(path)
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    if scheduler is not None:
+        scheduler.load_state_dict(state["scheduler"])
+    ember.set_rng_state(state["rng"])
+    return state["epoch"], state["history"]
+
+
+def peak_memory(device):
+    """Peak bytes held by tensors on device (the caching allocator's statistics)."""
+    return ember.max_memory_allocated(str(ember.device(device)))
+
+
+def finish(args, history, seconds, images_per_s):
+    """Prints the final report, writes metrics.json and exits 1 below --min-accuracy."""
+    accuracy = history["test_accuracy"][-1]
+    peak = peak_memory(args.device)
+    print(f"test accuracy {accuracy:.2%} | {images_per_s:.0f} images/s (training) | "
+          f"{seconds:.1f} s | device {args.device} | peak memory {peak / 2**20:.1f} MiB")
+    metrics = {"history": history, "test_accuracy": accuracy, "images_per_s": images_per_s,
+               "seconds": seconds, "device": args.device, "peak_memory_bytes": peak}
+    with open(os.path.join(args.out, "metrics.json"), "w") as f:
+        json.dump(metrics, f, indent=1)
+    if accuracy < args.min_accuracy:
+        print(f"test accuracy {accuracy:.2%} is below --min-accuracy {args.min_accuracy:.2%}",
+              file=sys.stderr)
+        sys.exit(1)
+
+
+def fit(args, model, optimizer, data, scheduler=None, clip=None, class_names=None):
+    """Trains model for args.epochs epochs (continuing from args.resume), tests after each,
+    checkpoints after each, then writes the plots and the report. data: (x_train, y_train,
+    x_test, y_test) NumPy arrays; scheduler steps per batch."""
+    x_train, y_train, x_test, y_test = data
+    os.makedirs(args.out, exist_ok=True)
+    checkpoint = os.path.join(args.out, "checkpoint.safetensors")
+    history, done = {"train_loss": [], "test_accuracy": [], "images_per_s": []}, 0
+    if args.resume:
+        done, history = load_checkpoint(args.resume, model, optimizer, scheduler)
+        print(f"resumed from {args.resume} after epoch {done}")
+    train = loader(x_train, y_train, args.batch_size)
+    loss_fn = ember.nn.CrossEntropyLoss()
+    ember.reset_peak_memory_stats(str(ember.device(args.device)))
+    start = time.perf_counter()
+    last = min(args.epochs, args.stop_after or args.epochs)
+    for epoch in range(done + 1, last + 1):
+        loss, rate = train_epoch(model, train, loss_fn, optimizer, args.device, epoch,
+                                 scheduler, clip)
+        accuracy = float(np.mean(predict(model, x_test, args.device) == y_test))
+        for key, value in zip(history, (loss, accuracy, rate)):
+            history[key].append(value)
+        print(f"epoch {epoch:3d}  train loss {loss:.4f}  test accuracy {accuracy:.2%}  "
+              f"{rate:.0f} images/s", flush=True)
+        save_checkpoint(checkpoint, model, optimizer, epoch, history, scheduler)
+    seconds = time.perf_counter() - start
+    predictions = predict(model, x_test, args.device)
+    plots.curves(history, os.path.join(args.out, "curves.png"))
+    plots.confusion(y_test, predictions, os.path.join(args.out, "confusion.png"), class_names)
+    plots.misclassified(x_test, y_test, predictions, os.path.join(args.out, "misclassified.png"),
+                        class_names=class_names)
+    finish(args, history, seconds, float(np.mean(history["images_per_s"][done:] or [0.0])))

@@ -1,0 +1,127 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 2 · Automatic differentiation
+#
+# Every op on a tensor with `requires_grad=True` runs at once *and* is recorded. `backward()`
+# asks the engine for the **backward graph** of what was recorded — built from one gradient rule
+# per op, each of which only adds nodes — and runs it. Because the backward graph is made of
+# ordinary ops, it can be printed, and differentiated again.
+
+# %%
+import shutil
+
+import numpy as np
+
+import ember
+
+device = "cuda" if ember.cuda.is_available() else "cpu"
+
+# %% [markdown]
+# ## A small function and its graphs
+# $f(x, w) = \sum \tanh(x \cdot w) \cdot x$
+
+# %%
+x = ember.tensor([0.5, -1.0, 2.0], requires_grad=True, device=device)
+w = ember.tensor([1.5, 0.3, -0.7], requires_grad=True, device=device)
+f = ((x * w).tanh() * x).sum()
+print("f =", f.item())
+
+# %% [markdown]
+# `f.graph()` prints the forward graph (one typed line per node, `%id:dtype[shape] = op(...)`)
+# and then the backward graph; each backward line says which forward node's rule made it.
+# (Ask for it before `backward()`, which frees the tensors the graph saved.)
+
+# %%
+graph = f.graph()
+print(graph)
+f.backward()
+print("df/dx =", x.grad)
+print("df/dw =", w.grad)
+
+# %% [markdown]
+# With Graphviz's `dot` installed the same graph is drawn (backward nodes shaded); without it,
+# `to_dot()` still gives the DOT text.
+
+# %%
+if shutil.which("dot"):
+    from IPython.display import SVG, display
+
+    display(SVG(graph.render("autodiff_graph.svg")))
+else:
+    print(graph.to_dot()[:400], "...")
+
+# %% [markdown]
+# ## Checking a gradient against finite differences
+# The derivative along each coordinate is close to $(f(x + h e_i) - f(x - h e_i)) / 2h$. In
+# float64 with $h = 10^{-6}$ the two agree to about $10^{-9}$.
+
+# %%
+def fn(x, w):
+    return ((x * w).tanh() * x).sum()
+
+
+x64 = x.detach().double().requires_grad_()
+w64 = w.detach().double()
+fn(x64, w64).backward()
+h = 1e-6
+numeric = []
+for i in range(3):
+    step = ember.zeros(3, dtype=ember.float64, device=device)
+    step[i] = h
+    with ember.no_grad():
+        numeric.append((fn(x64 + step, w64) - fn(x64 - step, w64)).item() / (2 * h))
+print("autodiff   ", x64.grad.cpu().numpy())
+print("differences", np.array(numeric))
+print("max error  ", np.abs(x64.grad.cpu().numpy() - numeric).max())
+
+# %% [markdown]
+# ## A second derivative
+# `ember.autograd.grad(..., create_graph=True)` records the backward pass itself, so its result
+# can be differentiated again. For $g(x) = x^3$: $g' = 3x^2$ and $g'' = 6x$.
+
+# %%
+x = ember.tensor(2.0, requires_grad=True, device=device)
+g = x * x * x
+(dg,) = ember.autograd.grad(g, x, create_graph=True)
+(d2g,) = ember.autograd.grad(dg, x)
+print(f"g'(2) = {dg.item()} (3x^2 = 12),  g''(2) = {d2g.item()} (6x = 12)")
+
+# %% [markdown]
+# ## The "value used twice" trap
+# In $y = x \cdot x$ the value $x$ is used twice; its gradient is the **sum** of what each use
+# sends back, $x + x = 2x$. A hand-written tape that *assigns* gradients instead of adding them
+# gets $x$ — the classic bug. Ember's driver does the summing, and the backward graph shows it
+# as an `add` node labelled "sum over its 2 uses".
+
+# %%
+x = ember.tensor(3.0, requires_grad=True, device=device)
+y = x * x
+print(y.graph())
+y.backward()
+print("dy/dx =", x.grad.item(), "(2x = 6)")
+
+# %% [markdown]
+# The same rule has a second face in user code: `.grad` **accumulates** across `backward()`
+# calls, which is what gradient accumulation wants and what a training loop that forgets
+# `optimizer.zero_grad()` gets by accident.
+
+# %%
+x = ember.tensor(3.0, requires_grad=True, device=device)
+for step in range(3):
+    (x * x).backward()
+    print(f"after backward #{step + 1}: x.grad = {x.grad.item()}")
+x.grad = None  # what zero_grad() does
+(x * x).backward()
+print("after clearing:", x.grad.item())
