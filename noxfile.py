@@ -4,7 +4,7 @@
   nox -s tests    every test suite of every package (what CI runs, with lint and asan)
   nox -s lint     clang-format (C++/CUDA) and ruff (Python), checking only
   nox -s asan     core-runtime's tests under AddressSanitizer + UBSan (CPU-only build)
-  nox -s demo     the main job: builds Ember and runs the demo programs
+  nox -s demo     the main job: builds Ember and trains the default example (train_digits)
   nox -s bench_gate   the benchmark gate: this checkout against a base commit, side by side
   nox -s bench, bench_compare, bench_plot, bench_baseline: see benchmarks/README.md
 
@@ -112,6 +112,18 @@ def build_cpp_examples(session, core_prefix: Path, build_dir: Path) -> None:
     cmake_build(session, "examples-and-tutorials/cpp", build_dir, prefix_path=core_prefix)
 
 
+def install_python_package(session, extras: str = "") -> None:
+    """Installs python-bindings into the session's virtualenv, built against the C++ packages in
+    PREFIX without build isolation, so that its compiler command stays the same from one run to
+    the next and ccache can serve it."""
+    pyproject = nox.project.load_toml(ROOT / "python-bindings/pyproject.toml")
+    session.install(*pyproject["build-system"]["requires"])
+    env = {"CMAKE_PREFIX_PATH": str(PREFIX)}
+    if shutil.which("ccache"):
+        env["CMAKE_CXX_COMPILER_LAUNCHER"] = "ccache"
+    session.install("--no-build-isolation", f"{ROOT / 'python-bindings'}{extras}", env=env)
+
+
 def tracked_files(*patterns: str) -> list[str]:
     """Files git knows of (committed or new, not ignored) that match the patterns."""
     out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "--",
@@ -147,15 +159,11 @@ def tests(session):
     build_cpp_examples(session, static_prefix, BUILD / "examples-static")
     ctest(session, BUILD / "examples-static")
 
-    # python-bindings, built against .install/ without build isolation, so that its compiler
-    # command stays the same from one run to the next and ccache can serve it.
-    pyproject = nox.project.load_toml(ROOT / "python-bindings/pyproject.toml")
-    session.install(*pyproject["build-system"]["requires"])
-    env = {"CMAKE_PREFIX_PATH": str(PREFIX)}
-    if shutil.which("ccache"):
-        env["CMAKE_CXX_COMPILER_LAUNCHER"] = "ccache"
-    session.install("--no-build-isolation", f"{ROOT / 'python-bindings'}[test]", env=env)
+    # python-bindings against .install/, its suite, then the Python examples and tutorials.
+    install_python_package(session, extras="[test]")
     session.run("pytest", str(ROOT / "python-bindings/tests"))
+    session.install("-r", str(ROOT / "examples-and-tutorials/requirements.txt"))
+    session.run("pytest", str(ROOT / "examples-and-tutorials/tests"))
 
     # The benchmark harness's own tests; the gate itself is the bench_gate session.
     session.install("-r", str(ROOT / "benchmarks/requirements.txt"))
@@ -181,15 +189,17 @@ def asan(session):
                                    "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1"})
 
 
-@nox.session(python=False)
+@nox.session
 def demo(session):
-    """The main job. For now: builds Ember and runs the C++ examples against the installed
-    core-runtime (a tour of tensors, then a linear regression trained with hand-written
-    gradients); the default training example replaces them when autodiff-engine can train."""
+    """The main job: builds Ember, installs the Python package and trains the default example,
+    the small CNN on scikit-learn's handwritten digits (examples-and-tutorials/python/
+    train_digits.py), writing its plots and checkpoint into out/train_digits/. Arguments go to
+    the example (e.g. -- --epochs 5 --device cuda)."""
     install_cpp_packages(session, with_tests=False)
-    build_cpp_examples(session, PREFIX, BUILD / "examples-shared")
-    for program in ("tensor_tour", "linear_regression"):
-        session.run(str(BUILD / "examples-shared" / program), external=True)
+    install_python_package(session)
+    session.install("-r", str(ROOT / "examples-and-tutorials/requirements.txt"))
+    session.run("python", str(ROOT / "examples-and-tutorials/python/train_digits.py"),
+                *session.posargs, env={"MPLBACKEND": "Agg"})
 
 
 # ---------------------------------------------------------------- benchmarks

@@ -16,7 +16,8 @@ def write_idx(path, array, gz=False):
     """array (uint8) as an IDX file: 00 00 08 ndim, the dims as big-endian uint32, the bytes."""
     header = bytes([0, 0, 0x08, array.ndim]) + np.asarray(array.shape, ">u4").tobytes()
     data = header + np.ascontiguousarray(array, np.uint8).tobytes()
-    (gzip.open if gz else open)(path, "wb").write(data)
+    with (gzip.open if gz else open)(path, "wb") as f:  # closed: gzip flushes on close
+        f.write(data)
 
 
 @pytest.fixture(scope="module")
