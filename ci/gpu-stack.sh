@@ -3,7 +3,7 @@
 # architecture) and autodiff-engine against it, runs autodiff-engine's suite (its CUDA half
 # included) and compute-sanitizer memcheck over the CUDA half, builds the Python package and runs
 # its pytest suite, then the eager training-step benchmark on CUDA (and on this host's CPU)
-# against PyTorch. Logs are packed into OUT_DIR/logs.tgz; summary and CSVs stay beside it.
+# against PyTorch, and the default example (train_digits) on the GPU. Logs are packed into OUT_DIR/logs.tgz; summary and CSVs stay beside it.
 #   usage: ci/gpu-stack.sh OUT_DIR
 set -uo pipefail
 out=${1:?usage: ci/gpu-stack.sh OUT_DIR}
@@ -69,4 +69,10 @@ for device in cuda cpu; do
   note "training step on $device: exit $?"
   tee -a "$summary" <"$work/train-$device.log" | tail -4
 done
+# The default example on the GPU with its default settings: its metrics.json beside the CSVs.
+MPLBACKEND=Agg python3 "$root/examples-and-tutorials/python/train_digits.py" --device cuda \
+  --out "$work/train_digits" >"$work/train-digits.log" 2>&1
+note "train_digits on cuda: exit $?"
+tail -4 "$work/train-digits.log" | tee -a "$summary"
+cp "$work/train_digits/metrics.json" "$out/train-digits-cuda-metrics.json" 2>/dev/null
 tar -czf "$out/logs.tgz" -C "$out" work && rm -rf "$work"
