@@ -3,7 +3,8 @@
 # architecture) and autodiff-engine against it, runs autodiff-engine's suite (its CUDA half
 # included) and compute-sanitizer memcheck over the CUDA half, builds the Python package and runs
 # its pytest suite, then the eager training-step benchmark on CUDA (and on this host's CPU)
-# against PyTorch, and the default example (train_digits) on the GPU. Logs are packed into OUT_DIR/logs.tgz; summary and CSVs stay beside it.
+# against PyTorch, and the default example (train_digits) on the GPU. Logs are packed into
+# OUT_DIR/logs.tgz; summary, CSVs and the example's metrics stay beside it.
 #   usage: ci/gpu-stack.sh OUT_DIR
 set -uo pipefail
 out=${1:?usage: ci/gpu-stack.sh OUT_DIR}
