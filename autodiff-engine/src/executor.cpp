@@ -4,6 +4,7 @@
 
 #include <chrono>
 
+#include "debug_log.h"
 #include "ember/allocator.h"
 #include "ember/autodiff/op.h"
 #include "ember/device.h"
@@ -53,6 +54,7 @@ std::vector<Tensor> run(const Graph& graph, std::vector<Tensor> env,
     const int64_t before = options.profile ? in_use(device) : 0;
 
     std::vector<Tensor> outputs = node.op->run(inputs, node.attrs);
+    if (debug_enabled()) log_op(node.op->name, inputs, outputs, start);
     for (size_t o = 0; o < node.outputs.size(); ++o) {
       Tensor& slot = env[size_t(node.outputs[o])];
       slot = std::move(outputs[o]);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 
 #include "ember/autodiff/autodiff.h"
 #include "ember/ops/creation.h"
@@ -215,6 +216,20 @@ TEST(Eager, OnlyLeavesCanChangeRequiresGrad) {
   ad::Variable y = x * 2.0;
   EXPECT_THROW(y.set_requires_grad(false), ember::ValueError);
   EXPECT_THROW(ad::Variable(Tensor::from_vector<int64_t>({1}, {1}), true), ember::DTypeError);
+}
+
+TEST(EagerDeathTest, EmberDebugLogsEachOpWithShapesDeviceAndTime) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");  // a fresh process reads EMBER_DEBUG anew
+  EXPECT_EXIT(
+      {
+        setenv("EMBER_DEBUG", "1", 1);
+        ad::Variable x(vec({1, 2}), true);
+        ad::sum(ad::tanh(x)).backward();  // eager ops, then the backward graph's nodes
+        std::exit(0);
+      },
+      ::testing::ExitedWithCode(0),
+      R"(\[ember\] tanh\(f32\[2\]\) -> f32\[2\] on cpu: [0-9.e-]+ ms(.|\n)*)"
+      R"(\[ember\] tanh_backward\(f32\[2\], f32\[2\]\) -> f32\[2\] on cpu)");
 }
 
 TEST(Executor, ProfilesEachNodeAndFreesAfterLastUse) {

@@ -1,6 +1,7 @@
 // variable.cpp — Variables, grad mode and recording each op as it runs.
 #include "ember/autodiff/variable.h"
 
+#include "../debug_log.h"
 #include "record.h"
 
 namespace ember::autodiff {
@@ -100,7 +101,9 @@ std::vector<Variable> apply(const OpDef& op, const std::vector<Variable>& inputs
     tensors.push_back(v.data());
     any_requires_grad = any_requires_grad || v.requires_grad();
   }
+  const auto start = std::chrono::steady_clock::now();
   std::vector<Tensor> outs = op.run(tensors, attrs);
+  if (debug_enabled()) log_op(op.name, tensors, outs, start);
   const bool record = grad_mode && any_requires_grad && op.grad != nullptr;
 
   std::shared_ptr<Record> rec;
