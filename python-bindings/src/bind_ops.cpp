@@ -111,6 +111,8 @@ bool is_operand(py::handle obj) {
 Variable binary(const std::string& name, py::handle a, py::handle b) {
   const Binary& op = binaries().at(name);
   const bool a_tensor = py::isinstance<V>(a), b_tensor = py::isinstance<V>(b);
+  // The common case first, with nothing to convert: a small op's time is this call path.
+  if (a_tensor && b_tensor) return op.tt(py::cast<const V&>(a), py::cast<const V&>(b));
   if (a_tensor && is_scalar(b)) {
     const V x = floating_for(py::cast<V>(a), b, op.arithmetic);
     return op.ts ? op.ts(x, scalar_value(b)) : op.tt(x, scalar_operand(b, x));
