@@ -154,6 +154,16 @@ inline void check_grad_grad(const Fn& f, const std::vector<ember::Tensor>& input
   }
 }
 
+// What every rule is held to: first order, second order, and second order through a tanh, so
+// that the incoming gradient depends on the inputs (for a linear op the second order of f alone
+// is zero whatever its rules do) and each rule's use of it is differentiated too.
+inline void check_rule(const Fn& f, const std::vector<ember::Tensor>& inputs,
+                       const Options& o = {}) {
+  check_grad(f, inputs, o);
+  check_grad_grad(f, inputs, o);
+  check_grad_grad([&](const std::vector<ad::Variable>& v) { return ad::tanh(f(v)); }, inputs, o);
+}
+
 // A float64 tensor of shape with values in [low, high), from a fixed seed.
 inline ember::Tensor random(const ember::Shape& shape, uint64_t seed, double low = -1.0,
                             double high = 1.0, ember::Device device = ember::Device()) {

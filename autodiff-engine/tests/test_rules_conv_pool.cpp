@@ -18,14 +18,6 @@ using Vars = std::vector<ad::Variable>;
 
 namespace {
 
-// First order, second order, and second order through a tanh, so that the incoming gradient
-// depends on the inputs and the second order differentiates each rule's use of it.
-void check_both(const gradcheck::Fn& f, const std::vector<Tensor>& inputs) {
-  gradcheck::check_grad(f, inputs);
-  gradcheck::check_grad_grad(f, inputs);
-  gradcheck::check_grad_grad([&](const Vars& v) { return ad::tanh(f(v)); }, inputs);
-}
-
 struct ConvCase {
   const char* name;
   Shape x, w;
@@ -81,7 +73,7 @@ template <class E> std::string error_of(const std::function<void()>& f) {
 TEST(ConvPoolConv2d, WithBias) {
   for (const ConvCase& c : conv_cases()) {
     SCOPED_TRACE(c.name);
-    check_both(
+    gradcheck::check_rule(
         [&](const Vars& v) {
           return ad::conv2d(v[0], v[1], v[2], c.stride, c.padding, c.dilation, c.groups);
         },
@@ -95,7 +87,8 @@ TEST(ConvPoolConv2d, WithoutBiasNonContiguous) {
   Tensor w = random({3, 2, 3, 3}, 5).transpose(2, 3);
   ASSERT_FALSE(x.is_contiguous());
   ASSERT_FALSE(w.is_contiguous());
-  check_both([](const Vars& v) { return ad::conv2d(v[0], v[1], ad::Variable(), 2, 1); }, {x, w});
+  gradcheck::check_rule([](const Vars& v) { return ad::conv2d(v[0], v[1], ad::Variable(), 2, 1); },
+                        {x, w});
 }
 
 TEST(ConvPoolConv2d, BackwardInputAsAFunction) {
@@ -103,7 +96,7 @@ TEST(ConvPoolConv2d, BackwardInputAsAFunction) {
   // and, at second order, the rules of those.
   for (const ConvCase& c : conv_cases()) {
     SCOPED_TRACE(c.name);
-    check_both(
+    gradcheck::check_rule(
         [&](const Vars& v) {
           return ad::conv2d_backward_input(v[0], v[1], c.x, c.stride, c.padding, c.dilation,
                                            c.groups);
@@ -115,7 +108,7 @@ TEST(ConvPoolConv2d, BackwardInputAsAFunction) {
 TEST(ConvPoolConv2d, BackwardWeightAsAFunction) {
   for (const ConvCase& c : conv_cases()) {
     SCOPED_TRACE(c.name);
-    check_both(
+    gradcheck::check_rule(
         [&](const Vars& v) {
           return ad::conv2d_backward_weight(v[0], v[1], c.w, c.stride, c.padding, c.dilation,
                                             c.groups);
@@ -128,12 +121,12 @@ TEST(ConvPoolConv2d, BackwardOpsNonContiguous) {
   Tensor g = random({2, 3, 3, 3}, 10).transpose(2, 3);
   Tensor x = random({2, 5, 5, 2}, 11).permute({0, 3, 1, 2});
   Tensor w = random({3, 2, 3, 3}, 12).transpose(2, 3);
-  check_both(
+  gradcheck::check_rule(
       [](const Vars& v) {
         return ad::conv2d_backward_input(v[0], v[1], {2, 2, 5, 5}, 2, 1);
       },
       {g, w});
-  check_both(
+  gradcheck::check_rule(
       [](const Vars& v) {
         return ad::conv2d_backward_weight(v[0], v[1], {3, 2, 3, 3}, 2, 1);
       },
@@ -241,7 +234,7 @@ TEST(ConvPoolMaxPool, ValuesAndTheirSecondOrder) {
   // Random inputs have no ties within 1e-6, so the finite differences stay in one piece.
   for (const PoolCase& p : pool_cases()) {
     SCOPED_TRACE(p.name);
-    check_both(
+    gradcheck::check_rule(
         [&](const Vars& v) {
           return ad::max_pool2d(v[0], p.kernel, p.stride, p.padding, p.dilation, p.ceil_mode);
         },
@@ -251,7 +244,7 @@ TEST(ConvPoolMaxPool, ValuesAndTheirSecondOrder) {
 
 TEST(ConvPoolMaxPool, NonContiguousInput) {
   Tensor x = random({2, 5, 5, 2}, 21).permute({0, 3, 2, 1});
-  check_both([](const Vars& v) { return ad::max_pool2d(v[0], 3, 2, 1); }, {x});
+  gradcheck::check_rule([](const Vars& v) { return ad::max_pool2d(v[0], 3, 2, 1); }, {x});
 }
 
 TEST(ConvPoolMaxPool, BackwardAsAFunction) {
@@ -260,7 +253,7 @@ TEST(ConvPoolMaxPool, BackwardAsAFunction) {
     SCOPED_TRACE(p.name);
     ember::MaxPoolResult r = ember::max_pool2d(random({2, 2, 5, 5}, 22), p.kernel, p.stride,
                                                p.padding, p.dilation, p.ceil_mode);
-    check_both(
+    gradcheck::check_rule(
         [](const Vars& v) {
           return ad::max_pool2d_backward(v[0], v[1], {2, 2, 5, 5});
         },
@@ -281,7 +274,7 @@ TEST(ConvPoolAvgPool, ValuesAndTheirSecondOrder) {
     if (p.dilation.h != 1) continue;  // avg_pool2d has no dilation
     for (bool include_pad : {true, false}) {
       SCOPED_TRACE(std::string(p.name) + (include_pad ? ", count_include_pad" : ""));
-      check_both(
+      gradcheck::check_rule(
           [&](const Vars& v) {
             return ad::avg_pool2d(v[0], p.kernel, p.stride, p.padding, p.ceil_mode, include_pad);
           },
@@ -289,7 +282,7 @@ TEST(ConvPoolAvgPool, ValuesAndTheirSecondOrder) {
       const Shape out = ember::avg_pool2d(random({2, 2, 5, 5}, 0), p.kernel, p.stride, p.padding,
                                           p.ceil_mode, include_pad)
                             .shape();
-      check_both(
+      gradcheck::check_rule(
           [&](const Vars& v) {
             return ad::avg_pool2d_backward(v[0], {2, 2, 5, 5}, p.kernel, p.stride, p.padding,
                                            p.ceil_mode, include_pad);
@@ -301,28 +294,30 @@ TEST(ConvPoolAvgPool, ValuesAndTheirSecondOrder) {
 
 TEST(ConvPoolAvgPool, NonContiguousInput) {
   Tensor x = random({2, 5, 5, 2}, 27).permute({0, 3, 1, 2});
-  check_both([](const Vars& v) { return ad::avg_pool2d(v[0], 3, 2, 1, true, false); }, {x});
+  gradcheck::check_rule([](const Vars& v) { return ad::avg_pool2d(v[0], 3, 2, 1, true, false); },
+                        {x});
 }
 
 TEST(ConvPoolAdaptiveAvgPool, ValuesAndBackward) {
   for (Size2 out : {Size2(2, 3), Size2(1), Size2(5), Size2(3, 7)}) {
     SCOPED_TRACE(std::to_string(out.h) + " x " + std::to_string(out.w));
-    check_both([&](const Vars& v) { return ad::adaptive_avg_pool2d(v[0], out); },
-               {random({2, 2, 5, 5}, 28)});
-    check_both(
+    gradcheck::check_rule([&](const Vars& v) { return ad::adaptive_avg_pool2d(v[0], out); },
+                          {random({2, 2, 5, 5}, 28)});
+    gradcheck::check_rule(
         [](const Vars& v) {
           return ad::adaptive_avg_pool2d_backward(v[0], {2, 2, 5, 5});
         },
         {random({2, 2, out.h, out.w}, 29)});
   }
   Tensor x = random({2, 5, 5, 2}, 30).permute({0, 3, 1, 2});
-  check_both([](const Vars& v) { return ad::adaptive_avg_pool2d(v[0], Size2(2, 3)); }, {x});
+  gradcheck::check_rule([](const Vars& v) { return ad::adaptive_avg_pool2d(v[0], Size2(2, 3)); },
+                        {x});
 }
 
 TEST(ConvPoolChain, ConvPoolLinearNetwork) {
   // conv -> tanh -> max pool -> avg pool -> linear: every rule of the chain at first and
   // second order at once.
-  check_both(
+  gradcheck::check_rule(
       [](const Vars& v) {
         ad::Variable h = ad::tanh(ad::conv2d(v[0], v[1], v[2], 1, 1));
         h = ad::avg_pool2d(ad::max_pool2d(h, 2, 1), 2, 2, 0, true);

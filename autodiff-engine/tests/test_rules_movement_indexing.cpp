@@ -18,18 +18,6 @@ using gradcheck::random;
 
 namespace {
 
-// First order on f, second order on f squared (f is linear in its floating inputs, so only the
-// square's gradient depends on them; differentiating it runs each backward op's own rule).
-void check_rule(const gradcheck::Fn& f, const std::vector<Tensor>& inputs) {
-  gradcheck::check_grad(f, inputs);
-  gradcheck::check_grad_grad(
-      [&](const Vars& xs) {
-        ad::Variable y = f(xs);
-        return y * y;
-      },
-      inputs);
-}
-
 Tensor indices(const std::vector<int64_t>& values, const Shape& shape) {
   return Tensor::from_vector(values, shape);
 }
@@ -55,25 +43,33 @@ ad::Val input(ad::Graph& g, const Shape& shape, ember::DType dtype = ember::DTyp
 }  // namespace
 
 TEST(MovementPad, ConstantWithPadsAndCrops) {
-  check_rule(
+  gradcheck::check_rule(
       [](const Vars& x) {
         return ad::pad(x[0], {1, 2, 0, 1}, "constant", 0.5);
       },
       {random({3, 2}, 1).t()});
   // negative pads crop: the cropped elements get no gradient
-  check_rule([](const Vars& x) { return ad::pad(x[0], {-1, 2, 1, -2}); }, {random({3, 4}, 2)});
-  check_rule([](const Vars& x) { return ad::pad(x[0], {}); }, {random({}, 3)});
+  gradcheck::check_rule(
+      [](const Vars& x) {
+        return ad::pad(x[0], {-1, 2, 1, -2});
+      },
+      {random({3, 4}, 2)});
+  gradcheck::check_rule([](const Vars& x) { return ad::pad(x[0], {}); }, {random({}, 3)});
 }
 
 TEST(MovementPad, EveryModeFirstAndSecondOrder) {
   for (const char* mode : {"reflect", "replicate", "circular"}) {
     SCOPED_TRACE(mode);
-    check_rule(
+    gradcheck::check_rule(
         [&](const Vars& x) {
           return ad::pad(x[0], {2, 1, 1, 2}, mode);
         },
         {random({2, 4, 3}, 4).transpose(1, 2)});  // [2, 3, 4], non-contiguous
-    check_rule([&](const Vars& x) { return ad::pad(x[0], {0, 2}, mode); }, {random({1, 3}, 5)});
+    gradcheck::check_rule(
+        [&](const Vars& x) {
+          return ad::pad(x[0], {0, 2}, mode);
+        },
+        {random({1, 3}, 5)});
   }
 }
 
@@ -96,7 +92,7 @@ TEST(MovementPad, CircularAgainstBruteForce) {
 TEST(MovementPad, PadBackwardEveryMode) {
   for (const char* mode : {"constant", "reflect", "replicate", "circular"}) {
     SCOPED_TRACE(mode);
-    check_rule(
+    gradcheck::check_rule(
         [&](const Vars& g) {
           return ad::pad_backward(g[0], {3, 4}, {1, 2, 2, 0}, mode);
         },
@@ -106,42 +102,44 @@ TEST(MovementPad, PadBackwardEveryMode) {
 
 TEST(MovementIndex, IndexSelectWithRepeatedIndices) {
   const Tensor index = indices({2, 0, 2, 2}, {4});
-  check_rule([](const Vars& x) { return ad::index_select(x[0], 1, x[1]); },
-             {random({3, 8}, 9).slice(1, 1, 8, 2), index});
-  check_rule([](const Vars& x) { return ad::index_select(x[0], 0, x[1]); },
-             {random({4, 3}, 10).t(), index});
-  check_rule([](const Vars& x) { return ad::index_select(x[0], 0, x[1]); },
-             {random({3}, 11), indices({}, {0})});
+  gradcheck::check_rule([](const Vars& x) { return ad::index_select(x[0], 1, x[1]); },
+                        {random({3, 8}, 9).slice(1, 1, 8, 2), index});
+  gradcheck::check_rule([](const Vars& x) { return ad::index_select(x[0], 0, x[1]); },
+                        {random({4, 3}, 10).t(), index});
+  gradcheck::check_rule([](const Vars& x) { return ad::index_select(x[0], 0, x[1]); },
+                        {random({3}, 11), indices({}, {0})});
 }
 
 TEST(MovementIndex, IndexAddGradientsForXAndSrc) {
-  check_rule([](const Vars& x) { return ad::index_add(x[0], 1, x[1], x[2]); },
-             {random({2, 3}, 12), indices({1, 1, 0, 1}, {4}), random({4, 2}, 13).t()});
+  gradcheck::check_rule([](const Vars& x) { return ad::index_add(x[0], 1, x[1], x[2]); },
+                        {random({2, 3}, 12), indices({1, 1, 0, 1}, {4}), random({4, 2}, 13).t()});
 }
 
 TEST(MovementIndex, GatherWithRepeatedIndices) {
   // index smaller than x in the other dim; rows 0 and 1 read column 2 several times
   const Tensor index = indices({2, 2, 0, 1, 2, 1}, {2, 3});
-  check_rule([](const Vars& x) { return ad::gather(x[0], 1, x[1]); }, {random({4, 3}, 14), index});
-  check_rule([](const Vars& x) { return ad::gather(x[0], 0, x[1]); },
-             {random({3, 4}, 15).t(), indices({3, 3, 0, 3}, {4, 1})});
+  gradcheck::check_rule([](const Vars& x) { return ad::gather(x[0], 1, x[1]); },
+                        {random({4, 3}, 14), index});
+  gradcheck::check_rule([](const Vars& x) { return ad::gather(x[0], 0, x[1]); },
+                        {random({3, 4}, 15).t(), indices({3, 3, 0, 3}, {4, 1})});
 }
 
 TEST(MovementIndex, ScatterAddWithRepeatedIndices) {
   // src [4, 3] is larger than index [2, 3]: the src elements index does not reach get no gradient
-  check_rule([](const Vars& x) { return ad::scatter_add(x[0], 1, x[1], x[2]); },
-             {random({2, 3}, 16), indices({0, 0, 2, 1, 1, 1}, {2, 3}), random({4, 3}, 17).t()});
-  check_rule([](const Vars& x) { return ad::scatter_add(x[0], 0, x[1], x[2]); },
-             {random({3}, 18), indices({2, 2, 2}, {3}), random({3}, 19)});
+  gradcheck::check_rule([](const Vars& x) { return ad::scatter_add(x[0], 1, x[1], x[2]); },
+                        {random({2, 3}, 16), indices({0, 0, 2, 1, 1, 1}, {2, 3}),
+                         random({4, 3}, 17).t()});
+  gradcheck::check_rule([](const Vars& x) { return ad::scatter_add(x[0], 0, x[1], x[2]); },
+                        {random({3}, 18), indices({2, 2, 2}, {3}), random({3}, 19)});
 }
 
 TEST(MovementIndex, EmbeddingWithRepeatedIndices) {
-  check_rule([](const Vars& x) { return ad::embedding(x[0], x[1]); },
-             {random({3, 4}, 20).t(), indices({1, 3, 1, 1, 0, 3}, {2, 3})});
-  check_rule([](const Vars& x) { return ad::embedding(x[0], x[1]); },
-             {random({3, 2}, 21), indices({2}, {})});  // a 0-d index -> [2]
-  check_rule([](const Vars& x) { return ad::embedding_backward(x[0], x[1], 4); },
-             {random({2, 3, 2}, 22), indices({1, 3, 1, 1, 0, 1}, {2, 3})});
+  gradcheck::check_rule([](const Vars& x) { return ad::embedding(x[0], x[1]); },
+                        {random({3, 4}, 20).t(), indices({1, 3, 1, 1, 0, 3}, {2, 3})});
+  gradcheck::check_rule([](const Vars& x) { return ad::embedding(x[0], x[1]); },
+                        {random({3, 2}, 21), indices({2}, {})});  // a 0-d index -> [2]
+  gradcheck::check_rule([](const Vars& x) { return ad::embedding_backward(x[0], x[1], 4); },
+                        {random({2, 3, 2}, 22), indices({1, 3, 1, 1, 0, 1}, {2, 3})});
 }
 
 TEST(MovementIndex, OneHotHasNoGradient) {
