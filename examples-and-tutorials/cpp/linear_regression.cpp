@@ -1,7 +1,8 @@
 // linear_regression.cpp — fits y = x @ w^T + b by gradient descent using core-runtime's ops
-// alone. There is no autodiff yet, so the gradients are written out by hand beside the forward
-// pass (as llm.c does). Runs on a GPU when one is present, else on the CPU, and exits with status
-// 1 unless the fit recovers the weights the data was made with.
+// alone, without autodiff-engine, so the gradients are written out by hand beside the forward
+// pass (as llm.c does); mlp.cpp lets autodiff-engine derive them. Runs on a GPU when one is
+// present, else on the CPU, and exits with status 1 unless the fit recovers the weights the data
+// was made with.
 #include <ember/ember.h>
 
 #include <cstdio>
