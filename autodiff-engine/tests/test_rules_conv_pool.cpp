@@ -6,6 +6,7 @@
 
 #include "ember/autodiff/autodiff.h"
 #include "ember/ops/conv_pool.h"
+#include "expect_error.h"
 #include "gradcheck.h"
 
 namespace ad = ember::autodiff;
@@ -51,16 +52,6 @@ Shape conv_out(const ConvCase& c) {
   return ember::conv2d(random(c.x, 0), random(c.w, 0), Tensor(), c.stride, c.padding, c.dilation,
                        c.groups)
       .shape();
-}
-
-template <class E> std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no error of the expected type";
-  return "";
 }
 
 #define EXPECT_HAS(text, part) \

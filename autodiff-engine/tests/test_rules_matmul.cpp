@@ -5,6 +5,7 @@
 
 #include "ember/autodiff/autodiff.h"
 #include "ember/ops/matmul.h"
+#include "expect_error.h"
 #include "gradcheck.h"
 
 namespace ad = ember::autodiff;
@@ -27,16 +28,6 @@ void expect_infer_matches(const Tensor& a, const Tensor& b) {
   ad::Val y = ad::matmul(g.input(ad::type_of(a)), g.input(ad::type_of(b)));
   EXPECT_EQ(y.type(), ad::type_of(ember::matmul(a, b)))
       << ember::shape_str(a.shape()) << " @ " << ember::shape_str(b.shape());
-}
-
-template <class E> std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no error of the expected type";
-  return "";
 }
 
 }  // namespace

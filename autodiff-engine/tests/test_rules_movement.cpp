@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "expect_error.h"
 #include "gradcheck.h"
 
 namespace ad = ember::autodiff;
@@ -17,21 +18,6 @@ using Vars = std::vector<ad::Variable>;
 using gradcheck::random;
 
 namespace {
-
-// Runs `build` on a graph and expects error E with every one of `parts` in its message.
-template <class E>
-void expect_error(const std::function<void(ad::Graph&)>& build,
-                  const std::vector<std::string>& parts) {
-  ad::Graph g;
-  try {
-    build(g);
-    ADD_FAILURE() << "no error thrown";
-  } catch (const E& e) {
-    const std::string message = e.what();
-    for (const std::string& p : parts)
-      EXPECT_NE(message.find(p), std::string::npos) << "'" << p << "' not in: " << message;
-  }
-}
 
 ad::Val f64_input(ad::Graph& g, const Shape& shape) {
   return g.input(ad::TensorType{shape, ember::DType::Float64, ember::Device()});

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "expect_error.h"
 #include "gradcheck.h"
 
 namespace ad = ember::autodiff;
@@ -20,20 +21,6 @@ namespace {
 
 Tensor indices(const std::vector<int64_t>& values, const Shape& shape) {
   return Tensor::from_vector(values, shape);
-}
-
-template <class E>
-void expect_error(const std::function<void(ad::Graph&)>& build,
-                  const std::vector<std::string>& parts) {
-  ad::Graph g;
-  try {
-    build(g);
-    ADD_FAILURE() << "no error thrown";
-  } catch (const E& e) {
-    const std::string message = e.what();
-    for (const std::string& p : parts)
-      EXPECT_NE(message.find(p), std::string::npos) << "'" << p << "' not in: " << message;
-  }
 }
 
 ad::Val input(ad::Graph& g, const Shape& shape, ember::DType dtype = ember::DType::Float64) {

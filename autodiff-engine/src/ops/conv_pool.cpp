@@ -18,8 +18,9 @@ using Types = std::vector<TensorType>;
 using Tensors = std::vector<Tensor>;
 using Grads = std::vector<Val>;
 
-std::string str(int64_t v) { return std::to_string(v); }
-std::string pair_str(Size2 s) { return "(" + str(s.h) + ", " + str(s.w) + ")"; }
+std::string pair_str(Size2 s) {
+  return "(" + std::to_string(s.h) + ", " + std::to_string(s.w) + ")";
+}
 
 // ---- attributes back to core-runtime's arguments ----
 
@@ -27,7 +28,7 @@ Size2 size2(const char* op, const Attrs& a, const char* name) {
   const std::vector<int64_t>& v = a.ints(name);
   if (v.size() != 2)
     throw ValueError(op, std::string("attribute ") + name + " must hold 2 ints (h, w), got " +
-                             str(int64_t(v.size())));
+                             std::to_string(int64_t(v.size())));
   return {v[0], v[1]};
 }
 
@@ -126,23 +127,28 @@ Shape conv_out_shape(const char* op, const std::string& who, const Shape& x, con
   check_4d(op, who, "weight", w, "[O, C / groups, kh, kw]");
   check_positive(op, "stride", c.stride);
   check_positive(op, "dilation", c.dilation);
-  if (c.groups < 1) throw ValueError(op, "groups (" + str(c.groups) + ") must be >= 1");
+  if (c.groups < 1) throw ValueError(op, "groups (" + std::to_string(c.groups) + ") must be >= 1");
   if (w[1] * c.groups != x[1])
-    throw ShapeError(op, who + "; the input has " + str(x[1]) + " channels, but weight " +
-                             shape_str(w) + " with groups " + str(c.groups) + " expects " +
-                             str(w[1] * c.groups) + " (weight.shape[1] * groups). Fix: weight " +
+    throw ShapeError(op, who + "; the input has " + std::to_string(x[1]) +
+                             " channels, but weight " + shape_str(w) + " with groups " +
+                             std::to_string(c.groups) + " expects " +
+                             std::to_string(w[1] * c.groups) +
+                             " (weight.shape[1] * groups). Fix: weight " +
                              "must be [O, C / groups, kh, kw]");
   if (w[0] % c.groups != 0)
-    throw ShapeError(op, who + "; weight.shape[0] (" + str(w[0]) +
-                             " output channels) must divide by groups (" + str(c.groups) + ")");
+    throw ShapeError(op, who + "; weight.shape[0] (" + std::to_string(w[0]) +
+                             " output channels) must divide by groups (" +
+                             std::to_string(c.groups) + ")");
   if (w[2] < 1 || w[3] < 1) throw ShapeError(op, who + "; the kernel must be at least 1 x 1");
   const int64_t span_h = c.dilation.h * (w[2] - 1) + 1, span_w = c.dilation.w * (w[3] - 1) + 1;
   const SidePads p = side_pads(op, c, span_h, span_w);
   const int64_t room_h = x[2] + p.top + p.bottom, room_w = x[3] + p.left + p.right;
   if (span_h > room_h || span_w > room_w)
-    throw ShapeError(op, who + "; the kernel (" + str(span_h) + " x " + str(span_w) +
-                             " with dilation) is larger than the padded input (" + str(room_h) +
-                             " x " + str(room_w) + "); use a smaller kernel or more padding");
+    throw ShapeError(op, who + "; the kernel (" + std::to_string(span_h) + " x " +
+                             std::to_string(span_w) +
+                             " with dilation) is larger than the padded input (" +
+                             std::to_string(room_h) + " x " + std::to_string(room_w) +
+                             "); use a smaller kernel or more padding");
   return {x[0], w[0], window_count(x[2], w[2], c.stride.h, p.top, p.bottom, c.dilation.h, false),
           window_count(x[3], w[3], c.stride.w, p.left, p.right, c.dilation.w, false)};
 }
@@ -164,13 +170,14 @@ void check_grad_shape(const char* op, const std::string& who, const Shape& grad,
 // x [N, C, H, W], weight [O, C / groups, kh, kw], bias [O] (optional) -> [N, O, Ho, Wo]
 Types conv2d_infer(const Types& in, const Attrs& a) {
   if (in.size() != 2 && in.size() != 3)
-    throw ValueError("conv2d",
-                     "takes 2 or 3 inputs (x, weight, bias), got " + str(int64_t(in.size())));
+    throw ValueError("conv2d", "takes 2 or 3 inputs (x, weight, bias), got " +
+                                   std::to_string(int64_t(in.size())));
   const std::string who = operand_list({"x", "weight", "bias"}, in);
   check_float_operands("conv2d", who, in);
   const Shape out = conv_out_shape("conv2d", who, in[0].shape, in[1].shape, conv_args("conv2d", a));
   if (in.size() == 3 && in[2].shape != Shape{out[1]})
-    throw ShapeError("conv2d", who + "; bias must be [" + str(out[1]) + "] (weight.shape[0])");
+    throw ShapeError("conv2d",
+                     who + "; bias must be [" + std::to_string(out[1]) + "] (weight.shape[0])");
   return {TensorType{out, in[0].dtype, in[0].device}};
 }
 
@@ -250,9 +257,11 @@ Shape pool_out_shape(const char* op, const std::string& who, const Shape& x, con
   const int64_t span_h = p.dilation.h * (p.kernel.h - 1) + 1;
   const int64_t span_w = p.dilation.w * (p.kernel.w - 1) + 1;
   if (span_h > x[2] + 2 * p.padding.h || span_w > x[3] + 2 * p.padding.w)
-    throw ShapeError(op, who + "; the window (" + str(span_h) + " x " + str(span_w) +
-                             ") is larger than the padded input (" + str(x[2] + 2 * p.padding.h) +
-                             " x " + str(x[3] + 2 * p.padding.w) + "); use a smaller kernel_size");
+    throw ShapeError(op, who + "; the window (" + std::to_string(span_h) + " x " +
+                             std::to_string(span_w) + ") is larger than the padded input (" +
+                             std::to_string(x[2] + 2 * p.padding.h) + " x " +
+                             std::to_string(x[3] + 2 * p.padding.w) +
+                             "); use a smaller kernel_size");
   auto count = [&](int64_t in, int64_t k, int64_t s, int64_t pad, int64_t d) {
     return window_count(in, k, s, pad, pad, d, p.ceil_mode);
   };

@@ -20,9 +20,6 @@ using Types = std::vector<TensorType>;
 using Tensors = std::vector<Tensor>;
 using Grads = std::vector<Val>;
 
-std::string str(int64_t v) { return std::to_string(v); }
-int64_t rank(const TensorType& t) { return int64_t(t.shape.size()); }
-
 // ---- padding ----
 
 // Per dim of an unpadded shape: the pads before and after it (0 where `pads` does not reach).
@@ -34,7 +31,8 @@ Pads split_pads(const char* op, const Shape& shape, const std::vector<int64_t>& 
   const size_t n = shape.size();
   if (pads.size() % 2 != 0 || pads.size() > 2 * n)
     throw ValueError(op, "pads " + shape_str(pads) + " for shape " + shape_str(shape) +
-                             "; expected an even number of values, at most " + str(int64_t(2 * n)) +
+                             "; expected an even number of values, at most " +
+                             std::to_string(int64_t(2 * n)) +
                              " ({left, right} per dim, last dim first)");
   Pads p{std::vector<int64_t>(n, 0), std::vector<int64_t>(n, 0)};
   for (size_t i = 0; i < pads.size() / 2; ++i) {
@@ -64,8 +62,9 @@ Shape padded_shape(const char* op, const Shape& shape, const std::vector<int64_t
   Shape out = shape;
   for (size_t d = 0; d < shape.size(); ++d) {
     if (!pads_fit(mode, p.left[d], p.right[d], shape[d]))
-      throw ValueError(op, mode + " pads (" + str(p.left[d]) + ", " + str(p.right[d]) +
-                               ") do not fit dim " + str(int64_t(d)) + " of " + shape_str(shape) +
+      throw ValueError(op, mode + " pads (" + std::to_string(p.left[d]) + ", " +
+                               std::to_string(p.right[d]) + ") do not fit dim " +
+                               std::to_string(int64_t(d)) + " of " + shape_str(shape) +
                                "; constant pads may crop to size 0, reflect pads must be >= 0 "
                                "and < the size, replicate pads >= 0 on a non-empty dim, "
                                "circular pads >= 0 and <= the size");
@@ -169,10 +168,10 @@ int64_t check_index_along(const char* op, const Types& in, int64_t dim) {
   infer::same_device(op, in);
   check_has_dims(op, in[0]);
   check_index_dtype(op, "index", in[1]);
-  if (rank(in[1]) > 1)
+  if (in[1].dim() > 1)
     throw ShapeError(op, operands({{"x", in[0]}, {"index", in[1]}}) +
                              "; index must be 1-D, flatten it first");
-  return wrap_dim(dim, rank(in[0]), op, "x is " + in[0].str());
+  return wrap_dim(dim, in[0].dim(), op, "x is " + in[0].str());
 }
 
 // x's shape with index's length at dim d: index_select's result, index_add's src.
@@ -196,7 +195,8 @@ Types index_add_infer(const Types& in, const Attrs& a) {
   if (in[2].shape != want)
     throw ShapeError("index_add", operands({{"x", in[0]}, {"index", in[1]}, {"src", in[2]}}) +
                                       "; expected src of shape " + shape_str(want) +
-                                      " (x's shape with index's length at dim " + str(d) + ")");
+                                      " (x's shape with index's length at dim " +
+                                      std::to_string(d) + ")");
   return {in[0]};
 }
 
@@ -206,9 +206,9 @@ int64_t check_index_fits(const char* op, const Types& in, int64_t dim) {
   infer::same_device(op, in);
   check_has_dims(op, in[0]);
   check_index_dtype(op, "index", in[1]);
-  const int64_t d = wrap_dim(dim, rank(in[0]), op, "x is " + in[0].str());
+  const int64_t d = wrap_dim(dim, in[0].dim(), op, "x is " + in[0].str());
   const TensorType *x = &in[0], *index = &in[1], *src = in.size() > 2 ? &in[2] : nullptr;
-  bool ok = rank(*index) == rank(*x) && (!src || rank(*src) == rank(*x));
+  bool ok = index->dim() == x->dim() && (!src || src->dim() == x->dim());
   for (size_t i = 0; ok && i < x->shape.size(); ++i)
     ok = (int64_t(i) == d || index->shape[i] <= x->shape[i]) &&
          (!src || index->shape[i] <= src->shape[i]);
@@ -217,7 +217,7 @@ int64_t check_index_fits(const char* op, const Types& in, int64_t dim) {
   if (src) named.emplace_back("src", *src);
   throw ShapeError(op, operands(named) + "; index must have x's number of dims, with " +
                            (src ? "index.size(d) <= src.size(d) for every d and " : "") +
-                           "index.size(d) <= x.size(d) for every d but dim " + str(d));
+                           "index.size(d) <= x.size(d) for every d but dim " + std::to_string(d));
 }
 
 Types gather_infer(const Types& in, const Attrs& a) {
@@ -247,7 +247,7 @@ Val scatter_src_grad(Val dy, int64_t dim, Val index, const Shape& src_shape) {
 Types embedding_infer(const Types& in, const Attrs&) {
   infer::arity("embedding", in, 2);
   infer::same_device("embedding", in);
-  if (rank(in[0]) != 2)
+  if (in[0].dim() != 2)
     throw ShapeError("embedding", operands({{"weight", in[0]}, {"indices", in[1]}}) +
                                       "; weight must be 2-D [num_embeddings, embedding_dim]");
   check_index_dtype("embedding", "indices", in[1]);
@@ -267,7 +267,8 @@ Types embedding_backward_infer(const Types& in, const Attrs& a) {
     throw ShapeError(op, operands({{"grad", in[0]}, {"indices", in[1]}}) +
                              "; grad must have indices' shape plus a last dim of size D");
   const int64_t num_weights = a.i("num_weights");
-  if (num_weights < 0) throw ValueError(op, "num_weights must be >= 0, got " + str(num_weights));
+  if (num_weights < 0)
+    throw ValueError(op, "num_weights must be >= 0, got " + std::to_string(num_weights));
   return {TensorType{{num_weights, grad.back()}, in[0].dtype, in[0].device}};
 }
 
@@ -280,7 +281,8 @@ Types one_hot_infer(const Types& in, const Attrs& a) {
                                            "; a graph needs its output's size before any data "
                                            "exists, so num_classes cannot be inferred: pass it");
   if (classes < 0)
-    throw ValueError("one_hot", "num_classes must be >= 0 or -1 (infer), got " + str(classes));
+    throw ValueError("one_hot",
+                     "num_classes must be >= 0 or -1 (infer), got " + std::to_string(classes));
   Shape shape = in[0].shape;
   shape.push_back(classes);
   return {TensorType{shape, DType::Int64, in[0].device}};

@@ -13,8 +13,6 @@ using Types = std::vector<TensorType>;
 using Tensors = std::vector<Tensor>;
 using Grads = std::vector<Val>;
 
-std::string str(int64_t v) { return std::to_string(v); }
-
 // What core-runtime's matmul and linear check of their operands' dtypes: one, and not bool.
 void check_gemm_dtypes(const char* op, const std::string& who, DType a, DType b) {
   if (a != b)
@@ -41,9 +39,9 @@ Types matmul_infer(const Types& in, const Attrs&) {
   const Shape a = as_matrix_a(in[0].shape), b = as_matrix_b(in[1].shape);
   const int64_t k = a.back(), kb = b[b.size() - 2];
   if (k != kb)
-    throw ShapeError("matmul", who + "; a.shape[-1] (" + str(k) + ") must equal " +
+    throw ShapeError("matmul", who + "; a.shape[-1] (" + std::to_string(k) + ") must equal " +
                                    (in[1].shape.size() == 1 ? "b.shape[0]" : "b.shape[-2]") + " (" +
-                                   str(kb) + ")");
+                                   std::to_string(kb) + ")");
   Shape out;
   try {
     out = broadcast_shapes(batch_of(a), batch_of(b), "matmul");
@@ -93,7 +91,8 @@ Grads matmul_grad(const GradContext& c) {
 // x [*, in], weight [out, in], bias [out] (optional) -> [*, out]
 Types linear_infer(const Types& in, const Attrs&) {
   if (in.size() != 2 && in.size() != 3)
-    throw ValueError("linear", "takes 2 or 3 inputs (x, weight, bias), got " + str(in.size()));
+    throw ValueError("linear",
+                     "takes 2 or 3 inputs (x, weight, bias), got " + std::to_string(in.size()));
   infer::same_device("linear", in);
   const bool has_bias = in.size() == 3;
   const std::string who = "x is " + in[0].str() + ", weight is " + in[1].str() +
@@ -107,10 +106,11 @@ Types linear_infer(const Types& in, const Attrs&) {
   if (w.size() != 2)
     throw ShapeError("linear", who + "; weight must be 2-D [out_features, in_features]");
   if (x.empty() || x.back() != w[1])
-    throw ShapeError("linear",
-                     who + "; x.shape[-1] must equal weight.shape[1] (" + str(w[1]) + ")");
+    throw ShapeError("linear", who + "; x.shape[-1] must equal weight.shape[1] (" +
+                                   std::to_string(w[1]) + ")");
   if (has_bias && in[2].shape != Shape{w[0]})
-    throw ShapeError("linear", who + "; bias must be [" + str(w[0]) + "] (weight.shape[0])");
+    throw ShapeError("linear",
+                     who + "; bias must be [" + std::to_string(w[0]) + "] (weight.shape[0])");
   Shape out(x.begin(), x.end() - 1);
   out.push_back(w[0]);
   return {TensorType{out, in[0].dtype, in[0].device}};

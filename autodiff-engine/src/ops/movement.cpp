@@ -19,8 +19,6 @@ using Types = std::vector<TensorType>;
 using Tensors = std::vector<Tensor>;
 using Grads = std::vector<Val>;
 
-std::string str(int64_t v) { return std::to_string(v); }
-int64_t rank(const TensorType& t) { return int64_t(t.shape.size()); }
 std::string operand(const TensorType& t) { return "x is " + t.str(); }
 
 // `shape` with its one -1 (if any) inferred so that it has as many elements as `from`.
@@ -52,10 +50,10 @@ std::vector<int64_t> distinct_dims(const char* op, const std::vector<int64_t>& d
                                    const TensorType& x) {
   std::vector<int64_t> out;
   for (int64_t d : dims) {
-    const int64_t w = wrap_dim_or_scalar(d, rank(x), op, operand(x));
+    const int64_t w = wrap_dim_or_scalar(d, x.dim(), op, operand(x));
     if (std::find(out.begin(), out.end(), w) != out.end())
-      throw ValueError(op, "dim " + str(w) + " repeated in " + shape_str(dims) + " for " +
-                               operand(x) + "; each dim may appear once");
+      throw ValueError(op, "dim " + std::to_string(w) + " repeated in " + shape_str(dims) +
+                               " for " + operand(x) + "; each dim may appear once");
     out.push_back(w);
   }
   return out;
@@ -64,21 +62,22 @@ std::vector<int64_t> distinct_dims(const char* op, const std::vector<int64_t>& d
 Types transpose_infer(const Types& in, const Attrs& a) {
   infer::arity("transpose", in, 1);
   TensorType t = in[0];
-  const int64_t d0 = wrap_dim_or_scalar(a.i("dim0"), rank(t), "transpose", operand(t));
-  const int64_t d1 = wrap_dim_or_scalar(a.i("dim1"), rank(t), "transpose", operand(t));
-  if (rank(t) > 0) std::swap(t.shape[size_t(d0)], t.shape[size_t(d1)]);
+  const int64_t d0 = wrap_dim_or_scalar(a.i("dim0"), t.dim(), "transpose", operand(t));
+  const int64_t d1 = wrap_dim_or_scalar(a.i("dim1"), t.dim(), "transpose", operand(t));
+  if (t.dim() > 0) std::swap(t.shape[size_t(d0)], t.shape[size_t(d1)]);
   return {t};
 }
 
 Types permute_infer(const Types& in, const Attrs& a) {
   infer::arity("permute", in, 1);
   const std::vector<int64_t>& dims = a.ints("dims");
-  if (int64_t(dims.size()) != rank(in[0]))
+  if (int64_t(dims.size()) != in[0].dim())
     throw ShapeError("permute", "got dims " + shape_str(dims) + " for " + operand(in[0]) +
-                                    "; give a permutation of all " + str(rank(in[0])) + " dims");
+                                    "; give a permutation of all " + std::to_string(in[0].dim()) +
+                                    " dims");
   TensorType t = in[0];
   for (size_t i = 0; i < dims.size(); ++i)
-    t.shape[i] = in[0].shape[size_t(wrap_dim(dims[i], rank(in[0]), "permute"))];
+    t.shape[i] = in[0].shape[size_t(wrap_dim(dims[i], in[0].dim(), "permute"))];
   distinct_dims("permute", dims, in[0]);
   return {t};
 }
@@ -103,7 +102,8 @@ Shape sliced_shape(const char* op, const Shape& shape, const Attrs& a) {
   const int64_t d = wrap_dim(a.i("dim"), int64_t(shape.size()), op, "x is " + shape_str(shape));
   const int64_t step = a.i("step");
   if (step <= 0)
-    throw ValueError(op, "step " + str(step) + " must be positive; to reverse a dim use flip");
+    throw ValueError(op, "step " + std::to_string(step) +
+                             " must be positive; to reverse a dim use flip");
   Shape out = shape;
   out[size_t(d)] = slice_range(shape[size_t(d)], a.i("start"), a.i("stop"), step).second;
   return out;
@@ -134,12 +134,12 @@ Tensor slice_backward_run(const Tensor& grad, const Attrs& a) {
 Types select_infer(const Types& in, const Attrs& a) {
   infer::arity("select", in, 1);
   TensorType t = in[0];
-  const int64_t d = wrap_dim(a.i("dim"), rank(t), "select", operand(t));
+  const int64_t d = wrap_dim(a.i("dim"), t.dim(), "select", operand(t));
   const int64_t n = t.shape[size_t(d)], index = a.i("index");
   if (index < -n || index >= n)
-    throw IndexError("select", "index " + str(index) + " is out of range for dim " + str(d) +
-                                   " of " + operand(t) + "; expected [" + str(-n) + ", " +
-                                   str(n - 1) + "]");
+    throw IndexError("select", "index " + std::to_string(index) + " is out of range for dim " +
+                                   std::to_string(d) + " of " + operand(t) + "; expected [" +
+                                   std::to_string(-n) + ", " + std::to_string(n - 1) + "]");
   t.shape.erase(t.shape.begin() + d);
   return {t};
 }
@@ -149,12 +149,12 @@ Types select_infer(const Types& in, const Attrs& a) {
 std::vector<int64_t> squeezed_dims(const TensorType& x, const std::vector<int64_t>& dims) {
   std::vector<int64_t> out;
   if (dims.empty()) {
-    for (int64_t d = 0; d < rank(x); ++d)
+    for (int64_t d = 0; d < x.dim(); ++d)
       if (x.shape[size_t(d)] == 1) out.push_back(d);
     return out;
   }
   for (int64_t d : distinct_dims("squeeze", dims, x))
-    if (rank(x) > 0 && x.shape[size_t(d)] == 1) out.push_back(d);
+    if (x.dim() > 0 && x.shape[size_t(d)] == 1) out.push_back(d);
   return out;
 }
 
@@ -178,7 +178,7 @@ Tensor squeeze_run(const Tensor& x, const Attrs& a) {
 Types unsqueeze_infer(const Types& in, const Attrs& a) {
   infer::arity("unsqueeze", in, 1);
   TensorType t = in[0];
-  const int64_t d = wrap_dim(a.i("dim"), rank(t) + 1, "unsqueeze", operand(t));
+  const int64_t d = wrap_dim(a.i("dim"), t.dim() + 1, "unsqueeze", operand(t));
   t.shape.insert(t.shape.begin() + d, 1);
   return {t};
 }
@@ -186,12 +186,13 @@ Types unsqueeze_infer(const Types& in, const Attrs& a) {
 Types flatten_infer(const Types& in, const Attrs& a) {
   infer::arity("flatten", in, 1);
   TensorType t = in[0];
-  const int64_t s = wrap_dim_or_scalar(a.i("start_dim"), rank(t), "flatten", operand(t));
-  const int64_t e = wrap_dim_or_scalar(a.i("end_dim"), rank(t), "flatten", operand(t));
-  if (rank(t) == 0) return {TensorType{{1}, t.dtype, t.device}};
+  const int64_t s = wrap_dim_or_scalar(a.i("start_dim"), t.dim(), "flatten", operand(t));
+  const int64_t e = wrap_dim_or_scalar(a.i("end_dim"), t.dim(), "flatten", operand(t));
+  if (t.dim() == 0) return {TensorType{{1}, t.dtype, t.device}};
   if (s > e)
-    throw ValueError("flatten", "start_dim " + str(a.i("start_dim")) + " comes after end_dim " +
-                                    str(a.i("end_dim")) + " for " + operand(t));
+    throw ValueError("flatten", "start_dim " + std::to_string(a.i("start_dim")) +
+                                    " comes after end_dim " + std::to_string(a.i("end_dim")) +
+                                    " for " + operand(t));
   Shape shape(t.shape.begin(), t.shape.begin() + s);
   int64_t merged = 1;
   for (int64_t i = s; i <= e; ++i)
@@ -230,18 +231,19 @@ Tensor flip_run(const Tensor& x, const Attrs& a) {
 // none), of its size.
 void check_joinable(const char* op, const Types& in, int64_t skip) {
   for (size_t i = 0; i < in.size(); ++i) {
-    const std::string which =
-        "input " + str(int64_t(i)) + " is " + in[i].str() + ", input 0 is " + in[0].str();
+    const std::string which = "input " + std::to_string(int64_t(i)) + " is " + in[i].str() +
+                              ", input 0 is " + in[0].str();
     if (in[i].device != in[0].device)
       throw DeviceError(op, which + "; move all inputs to one device first");
     if (in[i].dtype != in[0].dtype)
       throw DTypeError(op, which + "; cast all inputs to one dtype first");
-    bool same = rank(in[i]) == rank(in[0]);
-    for (int64_t k = 0; same && k < rank(in[0]); ++k)
+    bool same = in[i].dim() == in[0].dim();
+    for (int64_t k = 0; same && k < in[0].dim(); ++k)
       same = k == skip || in[i].shape[size_t(k)] == in[0].shape[size_t(k)];
     if (!same)
       throw ShapeError(op, which + (skip < 0 ? "; all inputs must have one shape"
-                                             : "; every dim but dim " + str(skip) + " must match"));
+                                             : "; every dim but dim " + std::to_string(skip) +
+                                                   " must match"));
   }
 }
 
@@ -251,7 +253,7 @@ void check_nonempty(const char* op, const Types& in) {
 
 Types cat_infer(const Types& in, const Attrs& a) {
   check_nonempty("cat", in);
-  const int64_t d = wrap_dim(a.i("dim"), rank(in[0]), "cat", "input 0 is " + in[0].str());
+  const int64_t d = wrap_dim(a.i("dim"), in[0].dim(), "cat", "input 0 is " + in[0].str());
   check_joinable("cat", in, d);
   TensorType t = in[0];
   t.shape[size_t(d)] = 0;
@@ -273,7 +275,7 @@ Grads cat_grad(const GradContext& c) {
 
 Types stack_infer(const Types& in, const Attrs& a) {
   check_nonempty("stack", in);
-  const int64_t d = wrap_dim(a.i("dim"), rank(in[0]) + 1, "stack", "input 0 is " + in[0].str());
+  const int64_t d = wrap_dim(a.i("dim"), in[0].dim() + 1, "stack", "input 0 is " + in[0].str());
   check_joinable("stack", in, -1);
   TensorType t = in[0];
   t.shape.insert(t.shape.begin() + d, int64_t(in.size()));

@@ -30,6 +30,7 @@ struct TensorType {
   DType dtype = DType::Float32;
   Device device;
 
+  int64_t dim() const { return int64_t(shape.size()); }
   int64_t numel() const { return shape_numel(shape); }
   std::string str() const;  // "f32[32,10]", with "@cuda:0" appended off the CPU
   bool operator==(const TensorType& o) const {
