@@ -6,21 +6,13 @@
 
 #include "ember/autodiff/op.h"
 #include "ember/autodiff/ops/apply.h"
+#include "ops/infer.h"
 
 namespace ember::autodiff {
 
 namespace {
 
 bool differentiable(const Value& v) { return is_floating(v.type.dtype); }
-
-// Whether `from` broadcasts to `to` (NumPy's rules): what a rule's gradient may be summed from.
-bool broadcasts_to(const Shape& from, const Shape& to) {
-  if (from.size() > to.size()) return false;
-  const size_t lead = to.size() - from.size();
-  for (size_t i = 0; i < from.size(); ++i)
-    if (from[i] != 1 && from[i] != to[lead + i]) return false;
-  return true;
-}
 
 // The sum of the gradients that reached one value, one `add` node per extra use. The sum
 // replaces the list, so asking again (a wrt value that is also an intermediate) gives it again.
@@ -148,7 +140,7 @@ std::vector<Val> grad(const std::vector<Val>& outputs, const std::vector<Val>& w
         throw DTypeError("grad", rule_error(g, k, i, d.type().str()) + "; expected dtype " +
                                      short_dtype_name(want.dtype));
       if (d.shape() != want.shape) {
-        if (!broadcasts_to(want.shape, d.shape()))
+        if (!infer::broadcastable(want.shape, d.shape()))
           throw ShapeError("grad", rule_error(g, k, i, "shape " + shape_str(d.shape())) +
                                        "; expected " + shape_str(want.shape) +
                                        " (or a shape it broadcasts to)");

@@ -198,13 +198,18 @@ const BackwardGraph& backward_graph(const History& h) {
 
 // ---- 3. binding and running ----
 
-// The tensor of a slot, and whether it is unchanged since it was recorded.
-Tensor slot_tensor(const History& h, int32_t slot) {
-  const int32_t leaves = int32_t(h.leaves.size());
-  if (slot < leaves) return h.leaves[size_t(slot)]->data;
+// The record and output index of a slot that is not a leaf's.
+std::pair<size_t, size_t> locate(const History& h, int32_t slot) {
   auto it = std::upper_bound(h.first_slot.begin(), h.first_slot.end(), slot);
   const size_t r = size_t(it - h.first_slot.begin()) - 1;
-  return h.records[r]->outputs[size_t(slot - h.first_slot[r])];
+  return {r, size_t(slot - h.first_slot[r])};
+}
+
+// The tensor a slot holds: a leaf's data or a record's saved output.
+Tensor slot_tensor(const History& h, int32_t slot) {
+  if (slot < int32_t(h.leaves.size())) return h.leaves[size_t(slot)]->data;
+  const auto [r, o] = locate(h, slot);
+  return h.records[r]->outputs[o];
 }
 
 void check_versions(const History& h, const BackwardGraph& bg) {
@@ -231,12 +236,9 @@ void check_versions(const History& h, const BackwardGraph& bg) {
 
 // The Variable of a slot, with its history (for create_graph).
 Variable slot_variable(const History& h, int32_t slot) {
-  const int32_t leaves = int32_t(h.leaves.size());
-  if (slot < leaves) return Variable(h.leaves[size_t(slot)]);
-  auto it = std::upper_bound(h.first_slot.begin(), h.first_slot.end(), slot);
-  const size_t r = size_t(it - h.first_slot.begin()) - 1;
+  if (slot < int32_t(h.leaves.size())) return Variable(h.leaves[size_t(slot)]);
+  const auto [r, o] = locate(h, slot);
   const auto& rec = h.records[r];
-  const size_t o = size_t(slot - h.first_slot[r]);
   if (auto alive = rec->output_vars[o].lock()) return Variable(alive);
   auto impl = std::make_shared<VariableImpl>();
   impl->data = rec->outputs[o];

@@ -87,12 +87,16 @@ TensorType with_scalar(const char* op, const std::vector<TensorType>& in, const 
   return t;
 }
 
+bool broadcastable(const Shape& from, const Shape& to) {
+  if (from.size() > to.size()) return false;
+  const size_t lead = to.size() - from.size();
+  for (size_t i = 0; i < from.size(); ++i)
+    if (from[i] != 1 && from[i] != to[lead + i]) return false;
+  return true;
+}
+
 void broadcasts_to(const char* op, const char* name, const TensorType& from, const Shape& to) {
-  bool fits = from.shape.size() <= to.size();
-  for (size_t i = 1; fits && i <= from.shape.size(); ++i)
-    fits = from.shape[from.shape.size() - i] == 1 ||
-           from.shape[from.shape.size() - i] == to[to.size() - i];
-  if (!fits)
+  if (!broadcastable(from.shape, to))
     throw ShapeError(op, describe(name, from) + ", which does not broadcast to " + shape_str(to) +
                              "; expected sizes equal to those of " + shape_str(to) + " or 1");
 }

@@ -44,6 +44,8 @@ TensorType binary(const char* op, const std::vector<TensorType>& in, DTypeRule r
 TensorType with_scalar(const char* op, const std::vector<TensorType>& in, const Attrs& attrs,
                        DTypeRule rule);
 // Throws ShapeError unless `from` (the operand `name`) broadcasts to `to` without growing.
+// Whether `from` broadcasts to `to` by NumPy's rules (one way: `to` is not stretched).
+bool broadcastable(const Shape& from, const Shape& to);
 void broadcasts_to(const char* op, const char* name, const TensorType& from, const Shape& to);
 
 // The shape `shape` with the dims `dims` removed (or set to 1 when keepdim); dims empty = all.

@@ -32,7 +32,7 @@ Dims broadcast_dims(const Shape& shape, const Shape& target) {
 }
 
 void check_broadcastable(const char* op, const Shape& from, const Shape& to) {
-  if (broadcast_shapes(from, to, op) != to)
+  if (!infer::broadcastable(from, to))
     throw ShapeError(op, shape_str(from) + " does not broadcast to " + shape_str(to));
 }
 
