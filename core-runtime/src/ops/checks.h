@@ -83,4 +83,71 @@ inline void check_dim(const char* op, const Named& a, int64_t ndim, const char* 
                              (*layout ? std::string(" ") + layout : std::string()));
 }
 
+
+// ---- outputs the caller provides (the `_out` forms) ----
+// Every op `Tensor f(args...)` has a form `const Tensor& f_out(const Tensor& out, args...)` that
+// writes the result into `out` and returns it. `out` must already have the result's exact shape,
+// dtype and device: it is never resized or cast, because a memory planner or a replayed graph
+// placed it. It may be any layout (a strided view of a larger buffer is fine). An elementwise op
+// may write into the very view it reads (out identical to an input); any other overlap between
+// out and an input is a ValueError, since the kernel would read values it has already replaced.
+
+// The first and last byte offsets t can touch in its storage, as [begin, end).
+inline std::pair<int64_t, int64_t> byte_span(const Tensor& t) {
+  int64_t first = t.offset(), last = t.offset();
+  for (int64_t d = 0; d < t.dim(); ++d)
+    if (t.size(d) > 1) last += (t.size(d) - 1) * t.stride(d);
+  const int64_t item = int64_t(t.itemsize());
+  return {first * item, (last + 1) * item};
+}
+
+inline bool same_view(const Tensor& a, const Tensor& b) {
+  return a.shares_storage(b) && a.offset() == b.offset() && a.shape() == b.shape() &&
+         a.strides() == b.strides() && a.dtype() == b.dtype();
+}
+
+// Whether a and b may touch the same bytes (a conservative test on their storage spans).
+inline bool may_overlap(const Tensor& a, const Tensor& b) {
+  if (!a.defined() || !b.defined() || !a.shares_storage(b) || a.numel() == 0 || b.numel() == 0)
+    return false;
+  auto [a0, a1] = byte_span(a);
+  auto [b0, b1] = byte_span(b);
+  return a0 < b1 && b0 < a1;
+}
+
+// ShapeError/DTypeError/DeviceError unless out is defined with exactly this shape, dtype and
+// device; ValueError when out is an expanded view (two elements share one address).
+inline void check_out(const char* op, const Tensor& out, const Shape& shape, DType dtype,
+                      Device device) {
+  check_defined(op, {{"out", out}});
+  const std::string result = std::string("the result is ") + shape_str(shape) + " " +
+                             dtype_name(dtype) + " " + device.str();
+  if (out.device() != device)
+    throw DeviceError(op, operands({{"out", out}}) + "; " + result +
+                              "; allocate out on the operands' device");
+  if (out.shape() != shape)
+    throw ShapeError(op, operands({{"out", out}}) + "; " + result +
+                             "; out must have the result's shape (it is never resized)");
+  if (out.dtype() != dtype)
+    throw DTypeError(op, operands({{"out", out}}) + "; " + result +
+                             "; out must have the result's dtype (it is never cast)");
+  for (int64_t d = 0; d < out.dim(); ++d)
+    if (out.stride(d) == 0 && out.size(d) > 1)
+      throw ValueError(op, operands({{"out", out}}) +
+                               "; out is an expanded view whose elements share memory; pass a "
+                               "tensor with one address per element");
+}
+
+// ValueError when out overlaps one of the inputs (beyond being the identical view, which
+// elementwise ops allow with identical_ok).
+inline void check_out_alias(const char* op, const Tensor& out, std::initializer_list<Named> inputs,
+                            bool identical_ok) {
+  for (const Named& a : inputs) {
+    if (!may_overlap(out, a.tensor) || (identical_ok && same_view(out, a.tensor))) continue;
+    throw ValueError(op, operands({{"out", out}, a}) + "; out overlaps " + a.name +
+                             ", so the kernel would read values it already overwrote; pass an "
+                             "out that does not share memory with the inputs");
+  }
+}
+
 }  // namespace ember

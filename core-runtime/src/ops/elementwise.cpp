@@ -213,11 +213,6 @@ bool can_cast(DType from, DType to) {
   return true;
 }
 
-bool same_view(const Tensor& a, const Tensor& b) {
-  return a.shares_storage(b) && a.offset() == b.offset() && a.shape() == b.shape() &&
-         a.strides() == b.strides();
-}
-
 const Tensor& binary_inplace(BinaryOp op, const Tensor& self, const Tensor& other) {
   const std::string name = std::string(binary_op_name(op)) + "_";
   check_same_device(name.c_str(), {{"self", self}, {"other", other}});
