@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <memory>
+#include <string>
 
 #include "ember/autodiff/autodiff.h"
 #include "ember/ops/creation.h"
@@ -131,6 +133,42 @@ TEST(Eager, HooksSeeAndReplaceGradients) {
   ad::sum(h * h).backward();
   EXPECT_EQ(seen, (std::vector<float>{4, 8}));                 // d/dh = 2h
   EXPECT_EQ(values(x.grad()), (std::vector<float>{80, 160}));  // 10 * 2h * 2
+}
+
+TEST(Eager, RemovedHooksNoLongerRun) {
+  ad::Variable x(vec({1, 2}), true);
+  std::vector<std::string> ran;
+  ad::HookHandle first = x.register_hook([&](const ad::Variable& g) {
+    ran.push_back("first");
+    return g * 2.0;
+  });
+  x.register_hook([&](const ad::Variable& g) {
+    ran.push_back("second");
+    return g * 3.0;  // sees the first hook's replacement: hooks run in registration order
+  });
+  ad::sum(x).backward();
+  EXPECT_EQ(ran, (std::vector<std::string>{"first", "second"}));
+  EXPECT_EQ(values(x.grad()), (std::vector<float>{6, 6}));
+
+  first.remove();
+  first.remove();  // a second remove does nothing
+  ran.clear();
+  x.zero_grad();
+  ad::sum(x).backward();
+  EXPECT_EQ(ran, (std::vector<std::string>{"second"}));
+  EXPECT_EQ(values(x.grad()), (std::vector<float>{3, 3}));
+}
+
+TEST(Eager, AHookHandleDoesNotKeepItsVariableAlive) {
+  ad::HookHandle handle;
+  std::weak_ptr<ad::VariableImpl> alive;
+  {
+    ad::Variable x(vec({1}), true);
+    handle = x.register_hook([](const ad::Variable& g) { return g; });
+    alive = x.impl_ptr();
+  }
+  EXPECT_TRUE(alive.expired());
+  handle.remove();  // the Variable is gone: nothing to do
 }
 
 TEST(Eager, RetainGradKeepsAnIntermediatesGradient) {

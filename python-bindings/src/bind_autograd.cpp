@@ -24,6 +24,13 @@ std::vector<V> variables(py::handle obj) {
 }  // namespace
 
 void bind_autograd(py::module_& m, TensorClass& cls) {
+  py::class_<ad::HookHandle>(m, "RemovableHandle",
+                             "What register_hook returns: remove() unregisters the hook; as a "
+                             "context manager it removes the hook on leaving the block.")
+      .def("remove", &ad::HookHandle::remove, "Unregisters the hook (again: nothing happens).")
+      .def("__enter__", [](py::object self) { return self; })
+      .def("__exit__", [](ad::HookHandle& h, py::args) { h.remove(); });
+
   cls.def_property(
          "requires_grad", &V::requires_grad, [](V& x, bool flag) { x.set_requires_grad(flag); },
          "Whether backward computes a gradient for this tensor (settable on leaves).")
@@ -63,7 +70,7 @@ void bind_autograd(py::module_& m, TensorClass& cls) {
       .def(
           "register_hook",
           [](const V& x, py::function fn) {
-            x.register_hook([fn](const V& grad) -> V {
+            return x.register_hook([fn](const V& grad) -> V {
               py::gil_scoped_acquire gil;
               py::object out = fn(grad);
               return out.is_none() ? V() : out.cast<V>();
@@ -71,7 +78,8 @@ void bind_autograd(py::module_& m, TensorClass& cls) {
           },
           py::arg("hook"),
           "hook(grad) runs when backward computes this tensor's gradient; it may return a "
-          "replacement tensor (None keeps the gradient).")
+          "replacement tensor (None keeps the gradient). Returns a handle whose remove() "
+          "unregisters the hook.")
       .def("_graph_str", &V::graph_str)
       .def("_graph_dot", &V::graph_dot);
 

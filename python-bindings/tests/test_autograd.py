@@ -81,6 +81,25 @@ def test_retain_grad_and_hooks():
     np.testing.assert_allclose(x.grad.numpy(), [30.0, 30.0])
 
 
+def test_register_hook_returns_a_removable_handle():
+    x = ember.tensor([1.0, 2.0], requires_grad=True)
+    handle = x.register_hook(lambda g: g * 10)
+    assert isinstance(handle, ember.autograd.RemovableHandle)
+    x.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [10.0, 10.0])
+    handle.remove()
+    handle.remove()  # a second remove does nothing
+    x.grad = None
+    x.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [1.0, 1.0])
+
+    seen = []
+    with x.register_hook(lambda g: seen.append(g.tolist())):
+        x.sum().backward()
+    x.sum().backward()  # the block removed the hook
+    assert seen == [[1.0, 1.0]]
+
+
 def test_autograd_grad_and_higher_order():
     x = ember.tensor([1.0, 2.0], requires_grad=True)
     y = (x ** 3).sum()

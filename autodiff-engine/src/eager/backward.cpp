@@ -263,8 +263,8 @@ std::unordered_map<ValueId, std::shared_ptr<VariableImpl>> hooked_gradients(
 }
 
 Variable run_hooks(const VariableImpl& v, Variable grad) {
-  for (const GradHook& hook : v.hooks) {
-    Variable replaced = hook(grad);
+  for (const auto& entry : v.hooks) {
+    Variable replaced = entry.second(grad);
     if (replaced.defined()) grad = std::move(replaced);
   }
   return grad;

@@ -29,7 +29,8 @@ struct VariableImpl {
   int32_t output = 0;              // which output of the record this is
   Variable grad;
   bool retains_grad = false;
-  std::vector<GradHook> hooks;
+  std::vector<std::pair<int64_t, GradHook>> hooks;  // (id, hook) in registration order
+  int64_t next_hook_id = 0;
 };
 
 }  // namespace ember::autodiff

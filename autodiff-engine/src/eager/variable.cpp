@@ -1,6 +1,8 @@
 // variable.cpp — Variables, grad mode and recording each op as it runs.
 #include "ember/autodiff/variable.h"
 
+#include <algorithm>
+
 #include "../debug_log.h"
 #include "record.h"
 
@@ -68,12 +70,24 @@ void Variable::retain_grad() const {
                                         ") does not require grad, so it never gets one");
   impl.retains_grad = true;
 }
-void Variable::register_hook(GradHook hook) const {
+HookHandle Variable::register_hook(GradHook hook) const {
   VariableImpl& impl = checked(impl_, "register_hook");
   if (!impl.requires_grad)
     throw ValueError("register_hook", "this Variable (" + impl.data.str() +
                                           ") does not require grad, so a hook would never run");
-  impl.hooks.push_back(std::move(hook));
+  const int64_t id = impl.next_hook_id++;
+  impl.hooks.emplace_back(id, std::move(hook));
+  return HookHandle(impl_, id);
+}
+
+void HookHandle::remove() {
+  std::shared_ptr<VariableImpl> impl = impl_.lock();
+  if (!impl) return;
+  auto& hooks = impl->hooks;
+  hooks.erase(std::remove_if(hooks.begin(), hooks.end(),
+                             [&](const auto& entry) { return entry.first == id_; }),
+              hooks.end());
+  impl_.reset();
 }
 
 Variable Variable::detach() const { return Variable(data(), false); }

@@ -9,6 +9,7 @@ import subprocess
 from ember import _core
 
 is_grad_enabled = _core.is_grad_enabled
+RemovableHandle = _core.RemovableHandle
 
 
 class _GradMode:

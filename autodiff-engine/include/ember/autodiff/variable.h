@@ -29,6 +29,19 @@ struct VariableImpl;
 // may return a replacement (undefined: keep it).
 using GradHook = std::function<Variable(const Variable& grad)>;
 
+// What register_hook returns: remove() unregisters that hook (PyTorch's RemovableHandle). It
+// does not keep the Variable alive; removing twice, or after the Variable died, does nothing.
+class HookHandle {
+ public:
+  HookHandle() = default;
+  HookHandle(std::weak_ptr<VariableImpl> impl, int64_t id) : impl_(std::move(impl)), id_(id) {}
+  void remove();
+
+ private:
+  std::weak_ptr<VariableImpl> impl_;
+  int64_t id_ = -1;
+};
+
 class Variable {
  public:
   Variable() = default;  // undefined
@@ -56,7 +69,7 @@ class Variable {
   void set_grad(Variable grad) const;
   void zero_grad() const;  // drops .grad (like PyTorch's set_to_none)
   void retain_grad() const;
-  void register_hook(GradHook hook) const;
+  HookHandle register_hook(GradHook hook) const;  // hooks run in registration order
 
   // Differentiates this Variable with respect to every leaf that requires grad and accumulates
   // into their .grad. Without grad_output the Variable must hold one element. retain_graph
