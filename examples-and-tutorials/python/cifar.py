@@ -11,8 +11,8 @@ import numpy as np
 import ember
 from ember import nn
 
-CLASSES = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship",
-           "truck"]
+# The ten classes in label order, shortened (airplane, automobile) to fit the plots' labels.
+CLASSES = ["plane", "car", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
 
 
 def load(directory, subset=0):

@@ -23,7 +23,7 @@ import ember
 
 def parse_args(argv=None):
     """The common options (training.base_parser) and this example's own, from argv (default
-    the command line)."""
+    the command line); sets the memory cap."""
     parser = training.base_parser(__doc__.splitlines()[0], out="out/train_cifar10", epochs=15,
                                   batch_size=128, lr=0.1)
     parser.add_argument("--data", required=True, help="directory with the CIFAR-10 batches")
@@ -32,7 +32,8 @@ def parse_args(argv=None):
     parser.add_argument("--accumulate", type=int, default=1, metavar="K",
                         help="batches per optimizer step: the effective batch is K x batch size")
     parser.add_argument("--memory-limit", metavar="BYTES",
-                        help="cap the device's memory, e.g. 2GiB or 512MiB (no cap)")
+                        help="cap the device's memory, e.g. 2GiB or 512MiB (no cap beyond "
+                        "EMBER_MEMORY_LIMIT's)")
     parser.add_argument("--width", type=int, default=16,
                         help="channels of the first stage; the others have 2x and 4x (16)")
     parser.add_argument("--blocks", type=int, default=1,
@@ -42,6 +43,11 @@ def parse_args(argv=None):
     args = parser.parse_args(argv)
     if args.accumulate < 1:
         parser.error(f"--accumulate is {args.accumulate}; pass 1 or more")
+    try:  # the cap is set before anything is allocated on the device
+        if args.memory_limit:
+            ember.set_memory_limit(args.memory_limit, str(ember.device(args.device)))
+    except ember.ValueError as e:
+        parser.error(f"--memory-limit: {e}")
     return args
 
 
@@ -72,8 +78,6 @@ def main(argv=None):
     except (ember.data.DataNotFoundError, ember.data.DataFormatError) as e:
         print(f"train_cifar10: {e}", file=sys.stderr)
         sys.exit(2)
-    if args.memory_limit:
-        ember.set_memory_limit(args.memory_limit, str(ember.device(args.device)))
     ember.manual_seed(args.seed)
     try:
         model, optimizer, scheduler = build(args, data[0])

@@ -156,3 +156,8 @@ def test_accumulation_equals_one_large_batch():
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
     with_bn = zip(one_step(halves, norm=True), one_step([(x, y)], norm=True))
     assert max(np.abs(a - b).max() for a, b in with_bn) > 1e-4
+
+
+def test_unreadable_memory_limit_is_a_usage_error(cifar_dir, tmp_path, capsys):
+    status, err = run_main(capsys, cifar_dir, "--memory-limit", "lots", "--out", tmp_path)
+    assert status == 2 and "--memory-limit" in err and "'2GiB'" in err
