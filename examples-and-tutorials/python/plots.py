@@ -49,7 +49,8 @@ def confusion(labels, predictions, path, class_names=None):
 
 
 def misclassified(images, labels, predictions, path, limit=40, class_names=None):
-    """Up to limit misclassified images [N, 1, H, W] (or [N, H, W]), titled 'true -> predicted'."""
+    """Up to limit misclassified images [N, 1, H, W] (or [N, H, W]; [N, 3, H, W] in colour),
+    titled 'true -> predicted'."""
     wrong = np.flatnonzero(labels != predictions)[:limit]
     names = class_names or [str(i) for i in range(10)]
     cols = 10
@@ -58,7 +59,10 @@ def misclassified(images, labels, predictions, path, limit=40, class_names=None)
     for ax in axes.flat:
         ax.axis("off")
     for ax, i in zip(axes.flat, wrong):
-        ax.imshow(images[i].reshape(images.shape[-2:]), cmap="gray_r")
+        if images.ndim == 4 and images.shape[1] == 3:
+            ax.imshow(images[i].transpose(1, 2, 0))  # [H, W, 3], uint8 or in [0, 1]
+        else:
+            ax.imshow(images[i].reshape(images.shape[-2:]), cmap="gray_r")
         ax.set_title(f"{names[labels[i]]}->{names[predictions[i]]}", fontsize=8)
     fig.suptitle(f"{len(np.flatnonzero(labels != predictions))} misclassified test images "
                  "(true->predicted)", fontsize=10)

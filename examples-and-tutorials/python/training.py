@@ -2,6 +2,7 @@
 bar, evaluation, checkpoints that resume exactly, and the final report."""
 
 import argparse
+import itertools
 import json
 import os
 import sys
@@ -38,12 +39,12 @@ def base_parser(description, out, epochs, batch_size, lr):
     return p
 
 
-def sgd_cosine(model, args, train_size):
+def sgd_cosine(model, args, train_size, accumulate=1):
     """SGD with momentum and weight decay; lr falls along half a cosine to 0 over the run,
-    one step per batch. Returns (optimizer, scheduler)."""
+    one step per optimizer step (accumulate batches). Returns (optimizer, scheduler)."""
     optimizer = ember.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum,
                                 weight_decay=args.weight_decay)
-    steps = args.epochs * -(-train_size // args.batch_size)
+    steps = args.epochs * -(-(-(-train_size // args.batch_size)) // accumulate)
     return optimizer, ember.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=steps)
 
 
@@ -54,27 +55,46 @@ def loader(x, y, batch_size):
                                  shuffle=True)
 
 
-def train_epoch(model, loader, loss_fn, optimizer, device, epoch, scheduler=None, clip=None):
-    """One pass over loader; returns (mean loss, images per second). scheduler, when given,
-    steps after every batch; clip, when given, clips the gradients' joint norm to it."""
+def train_step(model, batches, loss_fn, optimizer, device, clip=None):
+    """One optimizer step over batches, a list of (images, labels) micro-batches: each loss is
+    divided by their number and back-propagated at once, so .grad sums to the gradient of the
+    mean loss (of equal micro-batches) while only one micro-batch's activations are alive
+    (gradient accumulation). clip, when given, clips the gradients' joint norm to it first.
+    Returns (sum of loss x images, images)."""
+    optimizer.zero_grad()
+    total, count = 0.0, 0
+    for images, labels in batches:
+        images, labels = images.to(device), labels.to(device)
+        loss = loss_fn(model(images), labels)
+        (loss / len(batches)).backward()
+        total += loss.item() * len(labels)  # .item() waits for the device
+        count += len(labels)
+    if clip is not None:
+        ember.nn.utils.clip_grad_norm_(model.parameters(), clip)
+    optimizer.step()
+    return total, count
+
+
+def train_epoch(model, loader, loss_fn, optimizer, device, epoch, scheduler=None, clip=None,
+                accumulate=1):
+    """One pass over loader; returns (mean loss, images per second). Each optimizer step takes
+    accumulate batches (train_step); scheduler, when given, steps after every optimizer step;
+    clip, when given, clips the gradients' joint norm to it."""
     model.train()
     total, count = 0.0, 0
     start = time.perf_counter()
-    bar = tqdm(loader, desc=f"epoch {epoch}", unit="batch", leave=False, disable=None)
-    for images, labels in bar:
-        images, labels = images.to(device), labels.to(device)
-        loss = loss_fn(model(images), labels)
-        optimizer.zero_grad()
-        loss.backward()
-        if clip is not None:
-            ember.nn.utils.clip_grad_norm_(model.parameters(), clip)
-        optimizer.step()
+    bar = tqdm(total=len(loader), desc=f"epoch {epoch}", unit="batch", leave=False, disable=None)
+    batches = iter(loader)
+    while group := list(itertools.islice(batches, accumulate)):
+        loss, n = train_step(model, group, loss_fn, optimizer, device, clip)
         if scheduler is not None:
             scheduler.step()
-        total += loss.item() * len(labels)  # .item() waits for the device
-        count += len(labels)
+        total += loss
+        count += n
         rate = count / (time.perf_counter() - start)
-        bar.set_postfix(loss=f"{loss.item():.4f}", img_s=f"{rate:.0f}")
+        bar.update(len(group))
+        bar.set_postfix(loss=f"{loss / n:.4f}", img_s=f"{rate:.0f}")
+    bar.close()
     return total / count, count / (time.perf_counter() - start)
 
 
@@ -114,14 +134,22 @@ def peak_memory(device):
     return ember.max_memory_allocated(str(ember.device(device)))
 
 
+def memory_limit(device):
+    """The device's memory cap in bytes (set_memory_limit or EMBER_MEMORY_LIMIT), 0 for none."""
+    return ember.memory_stats(str(ember.device(device)))["limit"]
+
+
 def finish(args, history, seconds, images_per_s):
-    """Prints the final report, writes metrics.json and exits 1 below --min-accuracy."""
+    """Prints the final report (peak memory against the cap, when there is one), writes
+    metrics.json and exits 1 below --min-accuracy."""
     accuracy = history["test_accuracy"][-1]
-    peak = peak_memory(args.device)
+    peak, limit = peak_memory(args.device), memory_limit(args.device)
+    cap = f" of a {limit / 2**20:.0f} MiB cap ({peak / limit:.0%})" if limit else ""
     print(f"test accuracy {accuracy:.2%} | {images_per_s:.0f} images/s (training) | "
-          f"{seconds:.1f} s | device {args.device} | peak memory {peak / 2**20:.1f} MiB")
+          f"{seconds:.1f} s | device {args.device} | peak memory {peak / 2**20:.1f} MiB{cap}")
     metrics = {"history": history, "test_accuracy": accuracy, "images_per_s": images_per_s,
-               "seconds": seconds, "device": args.device, "peak_memory_bytes": peak}
+               "seconds": seconds, "device": args.device, "peak_memory_bytes": peak,
+               "memory_limit_bytes": limit}
     with open(os.path.join(args.out, "metrics.json"), "w") as f:
         json.dump(metrics, f, indent=1)
     if accuracy < args.min_accuracy:
@@ -130,10 +158,11 @@ def finish(args, history, seconds, images_per_s):
         sys.exit(1)
 
 
-def fit(args, model, optimizer, data, scheduler=None, clip=None, class_names=None):
+def fit(args, model, optimizer, data, scheduler=None, clip=None, class_names=None, accumulate=1):
     """Trains model for args.epochs epochs (continuing from args.resume), tests after each,
     checkpoints after each, then writes the plots and the report. data: (x_train, y_train,
-    x_test, y_test) NumPy arrays; scheduler steps per batch."""
+    x_test, y_test) NumPy arrays; scheduler steps per optimizer step, which takes accumulate
+    batches of args.batch_size."""
     x_train, y_train, x_test, y_test = data
     os.makedirs(args.out, exist_ok=True)
     checkpoint = os.path.join(args.out, "checkpoint.safetensors")
@@ -148,7 +177,7 @@ def fit(args, model, optimizer, data, scheduler=None, clip=None, class_names=Non
     last = min(args.epochs, args.stop_after or args.epochs)
     for epoch in range(done + 1, last + 1):
         loss, rate = train_epoch(model, train, loss_fn, optimizer, args.device, epoch,
-                                 scheduler, clip)
+                                 scheduler, clip, accumulate)
         accuracy = float(np.mean(predict(model, x_test, args.device) == y_test))
         for key, value in zip(history, (loss, accuracy, rate)):
             history[key].append(value)
