@@ -106,46 +106,53 @@ std::string str(const MKN& s) {
 }
 
 // Odd sizes hit every edge path: partial tiles in m and n, a k tail shorter than a tile, sizes
-// that are not multiples of 4 (no float4 loads), and exact multiples of the 128 x 128 x 8 tiles;
-// the last three are realistic sizes (the full reference costs up to 1.1e9 multiply-adds, a
-// second or two on the host).
-const std::vector<MKN> kShapes = {{1, 1, 1},         {17, 17, 17},    {33, 65, 129},
-                                  {128, 8, 128},     {64, 36, 132},   {129, 7, 255},
-                                  {2, 3000, 5},      {513, 513, 513}, {1000, 777, 513},
-                                  {1024, 1024, 1024}};
+// that are not multiples of 4 (no float4 loads), and exact multiples of the 128 x 128 x 8 tiles.
+// These small shapes are also what racecheck runs (ci/gpu-check.sh); the realistic sizes below
+// cost up to 1.1e9 multiply-adds in the reference, a second or two on the host.
+const std::vector<MKN> kShapes = {{1, 1, 1},     {17, 17, 17},  {33, 65, 129}, {128, 8, 128},
+                                  {64, 36, 132}, {129, 7, 255}, {2, 3000, 5}};
+const std::vector<MKN> kRealisticShapes = {{513, 513, 513}, {1000, 777, 513}, {1024, 1024, 1024}};
 
-TEST_F(TiledGemm, EveryVersionMatchesBruteForceOnOddShapes) {
-  for (const MKN& s : kShapes) {
-    const Tensor a = random_tensor({s.m, s.k}, 1, DType::Float32, kCuda);
-    const Tensor b = random_tensor({s.k, s.n}, 2, DType::Float32, kCuda);
-    const std::vector<double> want = reference(a, b);
-    expect_near_all(matmul(a, b), want, fp32_tol(s.k), "cuBLAS " + str(s));
-    for (int v = 1; v <= kVersions; ++v) {
-      TiledVersion version(v);
-      expect_near_all(matmul(a, b, MatmulAlgo::Tiled), want, fp32_tol(s.k),
-                      "tiled v" + std::to_string(v) + " " + str(s));
-    }
+void check_every_version(const MKN& s) {
+  const Tensor a = random_tensor({s.m, s.k}, 1, DType::Float32, kCuda);
+  const Tensor b = random_tensor({s.k, s.n}, 2, DType::Float32, kCuda);
+  const std::vector<double> want = reference(a, b);
+  expect_near_all(matmul(a, b), want, fp32_tol(s.k), "cuBLAS " + str(s));
+  for (int v = 1; v <= kVersions; ++v) {
+    TiledVersion version(v);
+    expect_near_all(matmul(a, b, MatmulAlgo::Tiled), want, fp32_tol(s.k),
+                    "tiled v" + std::to_string(v) + " " + str(s));
   }
 }
 
-// a.t() and b.t() views are read in place (the v4/v5 loaders switch to their other layout);
+// a.t() and b.t() views are read in place (the v4/v5 loaders switch to their other layout).
+void check_transposed(const MKN& s) {
+  const Tensor at = random_tensor({s.k, s.m}, 3, DType::Float32, kCuda);
+  const Tensor bt = random_tensor({s.n, s.k}, 4, DType::Float32, kCuda);
+  const Tensor a = at.t().contiguous(), b = bt.t().contiguous();
+  const std::vector<double> want = reference(at.t(), bt.t());
+  for (int v = 1; v <= kVersions; ++v) {
+    TiledVersion version(v);
+    const std::string tag = "tiled v" + std::to_string(v) + " " + str(s);
+    expect_near_all(matmul(at.t(), b, MatmulAlgo::Tiled), want, fp32_tol(s.k), tag + " a.t()");
+    expect_near_all(matmul(a, bt.t(), MatmulAlgo::Tiled), want, fp32_tol(s.k), tag + " b.t()");
+    expect_near_all(matmul(at.t(), bt.t(), MatmulAlgo::Tiled), want, fp32_tol(s.k), tag + " both");
+  }
+  expect_near_all(matmul(at.t(), bt.t()), want, fp32_tol(s.k), "cuBLAS both transposed");
+}
+
+TEST_F(TiledGemm, EveryVersionMatchesBruteForceOnOddShapes) {
+  for (const MKN& s : kShapes) check_every_version(s);
+}
+
 // 128 x 64 x 96 keeps every stride a multiple of 4, so the float4 paths run too.
 TEST_F(TiledGemm, TransposedOperands) {
-  for (const MKN& s : {MKN{33, 65, 129}, MKN{128, 64, 96}, MKN{1000, 777, 513}}) {
-    const Tensor at = random_tensor({s.k, s.m}, 3, DType::Float32, kCuda);
-    const Tensor bt = random_tensor({s.n, s.k}, 4, DType::Float32, kCuda);
-    const Tensor a = at.t().contiguous(), b = bt.t().contiguous();
-    const std::vector<double> want = reference(at.t(), bt.t());
-    for (int v = 1; v <= kVersions; ++v) {
-      TiledVersion version(v);
-      const std::string tag = "tiled v" + std::to_string(v) + " " + str(s);
-      expect_near_all(matmul(at.t(), b, MatmulAlgo::Tiled), want, fp32_tol(s.k), tag + " a.t()");
-      expect_near_all(matmul(a, bt.t(), MatmulAlgo::Tiled), want, fp32_tol(s.k), tag + " b.t()");
-      expect_near_all(matmul(at.t(), bt.t(), MatmulAlgo::Tiled), want, fp32_tol(s.k),
-                      tag + " both");
-    }
-    expect_near_all(matmul(at.t(), bt.t()), want, fp32_tol(s.k), "cuBLAS both transposed");
-  }
+  for (const MKN& s : {MKN{33, 65, 129}, MKN{128, 64, 96}}) check_transposed(s);
+}
+
+TEST_F(TiledGemm, EveryVersionMatchesBruteForceAtRealisticSizes) {
+  for (const MKN& s : kRealisticShapes) check_every_version(s);
+  check_transposed({1000, 777, 513});
 }
 
 // Rows that start 1 element into a wider buffer: misaligned base, leading dims not multiples of
