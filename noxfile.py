@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import nox
@@ -67,6 +68,14 @@ def cmake_args(cuda: bool = True, build_type: str = "Release") -> list[str]:
     openblas = scipy_openblas()
     if openblas:
         args.append(f"-DEMBER_SCIPY_OPENBLAS={openblas}")
+    else:
+        print(
+            "WARNING: scipy-openblas32 is not installed beside nox, so core-runtime links the "
+            "system BLAS, which may be too old for this CPU (5x slower GEMMs on Debian 12). "
+            "Fix: pip install -r ci/requirements.txt (or pip install scipy-openblas32) in nox's "
+            "environment.",
+            file=sys.stderr,
+        )
     if shutil.which("ninja"):
         args += ["-G", "Ninja"]
     launchers = ["CXX"]

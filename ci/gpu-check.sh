@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
 # Builds core-runtime with CUDA for one architecture, runs the whole C++ test suite (CUDA cases
-# included), and runs compute-sanitizer memcheck over the whole suite. Meant for a GPU machine
-# (the H200 runs of benchmarks/results/ were made with it); writes logs and a summary to $OUT_DIR.
-#   usage: ci/gpu-check.sh OUT_DIR [--no-memcheck]
+# included), then compute-sanitizer: memcheck over the whole suite, and racecheck and synccheck
+# over the tests that reach a kernel using shared memory. Meant for a GPU machine (the H200 runs
+# of benchmarks/results/ were made with it); writes logs and a summary to OUT_DIR, one line per
+# sanitizer with its ERROR SUMMARY.
+#   usage: ci/gpu-check.sh OUT_DIR [--no-sanitizers]
+#   EMBER_SANITIZER_TIMEOUT: seconds each sanitizer run may take (default 1800); a run cut off
+#   says so in the summary.
 set -uo pipefail
-out=${1:?usage: ci/gpu-check.sh OUT_DIR [--no-memcheck]}
-memcheck=1
-[[ "${2:-}" == "--no-memcheck" ]] && memcheck=0
+out=${1:?usage: ci/gpu-check.sh OUT_DIR [--no-sanitizers]}
+sanitize=1
+[[ "${2:-}" == "--no-sanitizers" ]] && sanitize=0
 mkdir -p "$out"
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${EMBER_GPU_BUILD_DIR:-$root/.devbuild/core}
 jobs=$(nproc)
+limit=${EMBER_SANITIZER_TIMEOUT:-1800}
 
 start=$(date +%s)
 cmake -S "$root/core-runtime" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
@@ -26,14 +31,53 @@ rc=$?
 grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran" "$out/tests.log" | tail -5
 grep -E "^\[  FAILED  \]" "$out/tests.log" | sort -u | head -80
 echo "test exit code: $rc"
+((sanitize)) || exit $rc
 
-if ((memcheck)); then
-  # The whole suite: a filter on "cuda" in the test name skipped the TiledGemm and ConvPaths
-  # tests, the hand-written GEMM and implicit-GEMM kernels (the CPU cases cost it little).
-  # No --leak-check: the caching allocators and cuBLAS handles keep their memory until the
-  # process exits by design (as PyTorch's do), which a leak check would report as 30-odd leaks.
-  compute-sanitizer --tool memcheck --error-exitcode 9 "$tests" >"$out/memcheck.log" 2>&1
-  echo "memcheck exit code: $? ($(grep -c "ERROR SUMMARY" "$out/memcheck.log") summaries)"
-  grep -E "ERROR SUMMARY|Invalid|out of bounds" "$out/memcheck.log" | sort | uniq -c | head -20
-fi
+# The kernels that use shared memory (grep __shared__ src/cuda, and group_scratch in reduce.cuh)
+# and the tests that reach them on the GPU:
+#   gemm_tiled.cuh v2-v5                     TiledGemm, Matmul, CudaMatchesCpu (matmul_tiled)
+#   conv_implicit_gemm.cuh, conv_pool.cu     ConvPaths, Conv2d (bias_grad_partial's block_sum)
+#   reduce.cuh group_allreduce               Reduction (reduction.cu), Softmax and Loss
+#                                            (softmax_loss.cu)
+#   normalization.cu block_combine,          BatchNorm, LayerNorm
+#     block_sum, ln_params_partial
+shared_memory_tests='TiledGemm.*:ConvPaths.*:CudaMatchesCpu.*'
+for suite in Matmul Conv2d Reduction Softmax Loss BatchNorm LayerNorm; do
+  shared_memory_tests+=":Devices/$suite.*/cuda0"
+done
+
+# sanitize TOOL LOG [gtest args...]: one compute-sanitizer run, then its summary line.
+# --target-processes application-only: the death test of CudaBackend re-executes the test binary
+# to fault a kernel on purpose; the tool would count that child's planted fault as an error.
+# No --leak-check: the caching allocators and cuBLAS handles keep their memory until the
+# process exits by design (as PyTorch's do), which a leak check would report as 30-odd leaks.
+sanitize() {
+  local tool=$1 log=$2
+  shift 2
+  local t0=$(date +%s)
+  timeout "$limit" compute-sanitizer --tool "$tool" --target-processes application-only \
+    --error-exitcode 9 "$tests" "$@" >"$log" 2>&1
+  local code=$? took=$(( $(date +%s) - t0 ))
+  local summary
+  summary=$(grep -E "ERROR SUMMARY" "$log" | tail -1 | sed 's/^=* *//')
+  [[ -n "$summary" ]] || summary="no ERROR SUMMARY"
+  ((code == 124)) && summary+=" (cut off after $limit s)"
+  local passed
+  passed=$(grep -E "^\[  PASSED  \]" "$log" | tail -1)
+  echo "$tool: $summary; exit $code; $took s; ${passed:-no PASSED line}"
+  # The device functions the reports name, counted: Ember's (ember::...) or a library's (cuBLAS's
+  # nvjet_*, ...), so that a hazard inside cuBLAS is told apart from one in Ember's kernels.
+  grep -E "^=+ +at |Race reported between .* at " "$log" |
+    sed -E 's/.* at (void )?//; s/\(anonymous namespace\):://g; s/[<(+].*//' |
+    sort | uniq -c | sort -rn | head -10
+}
+
+# The whole suite (no filter): a filter on "cuda" in the test name once skipped the TiledGemm
+# and ConvPaths tests, the hand-written GEMM and implicit-GEMM kernels.
+sanitize memcheck "$out/memcheck.log"
+# racecheck costs most per shared-memory access: it skips the *AtRealisticSizes* tests (GEMMs up
+# to 1024^3, convs of 3e9 multiply-adds), whose kernels the small-shape tests run through the
+# same code paths, edge tiles included.
+sanitize racecheck "$out/racecheck.log" --gtest_filter="$shared_memory_tests-*AtRealisticSizes*"
+sanitize synccheck "$out/synccheck.log" --gtest_filter="$shared_memory_tests"
 exit $rc

@@ -4,6 +4,9 @@
 // engine's three kernels (vectorised, 32-bit strided, 64-bit strided), and behaviour on a machine
 // without a GPU. Device-parameterised tests also run on the CPU, which checks the tests.
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "ember/cuda.h"
@@ -165,6 +168,45 @@ TEST_P(CudaBackend, SyncModeRunsTheSameWork) {
   expect_equal(t.t().contiguous().t(), t);
   set_cuda_sync_mode(false);
   if (device().is_cuda()) EXPECT_NE(cuda_current_stream(device().index), nullptr);
+}
+
+// Runs exp over a tensor whose storage is an address no GPU maps (from_blob takes any aligned
+// pointer; below 64 KiB nothing is ever mapped), so the kernel faults. Prints the error's message
+// to stderr and exits: 0 when it contains every string of `want`, 1 when it misses one, 2 when
+// nothing was thrown. Runs in a death test's child process: the fault leaves the CUDA context
+// unusable, and _Exit skips the destructors that would touch it.
+[[noreturn]] void fault_in_exp(bool sync, const std::vector<std::string>& want) {
+  set_cuda_sync_mode(sync);
+  Tensor bad = from_blob(reinterpret_cast<void*>(uintptr_t(4096)), {4096}, DType::Float32,
+                         Device("cuda:0"), [](void*) {});
+  try {
+    Tensor y = exp(bad);
+    y.to_vector<float>();  // without sync mode the fault surfaces here, at the next sync
+  } catch (const DeviceError& e) {
+    const std::string msg = e.what();
+    std::fprintf(stderr, "%s\n", msg.c_str());
+    for (const std::string& w : want)
+      if (msg.find(w) == std::string::npos) {
+        std::fprintf(stderr, "missing: '%s'\n", w.c_str());
+        std::_Exit(1);
+      }
+    std::_Exit(0);
+  }
+  std::_Exit(2);
+}
+
+// In sync mode (EMBER_CUDA_SYNC=1) a kernel's fault is reported by the op that launched it,
+// with its operands; without it, by a later call whose message says how to find the op.
+TEST_P(CudaBackend, SyncModeNamesTheOpWhoseKernelFaulted) {
+  if (device().is_cpu()) GTEST_SKIP() << "a CUDA fault needs a GPU";
+  // "threadsafe" re-executes the test binary for the child: a fork would inherit the parent's
+  // CUDA context, which a child cannot use.
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(fault_in_exp(true, {"exp: CUDA error", "operands [4096] float32 cuda:0",
+                                  "restart the process"}),
+              ::testing::ExitedWithCode(0), "exp: CUDA error");
+  EXPECT_EXIT(fault_in_exp(false, {"CUDA error", "rerun with EMBER_CUDA_SYNC=1 to name it"}),
+              ::testing::ExitedWithCode(0), "EMBER_CUDA_SYNC=1");
 }
 
 // Over 2^31 elements: the strided kernel's 64-bit version (2 GiB of uint8; GPU only).

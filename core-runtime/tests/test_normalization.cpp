@@ -343,6 +343,36 @@ TEST_P(BatchNorm, Errors) {
   expect_error<ShapeError>([&] { batch_norm_backward(x, x, Tensor(), c4, r.save_invstd, true); },
                            {"batch_norm_backward", "save_mean is [4] float32",
                             "expected save_mean [3] float32"});
+  expect_error<DTypeError>(
+      [&] { batch_norm_backward(x, x, Tensor(), r.save_mean, c3.to(DType::Float64), true); },
+      {"batch_norm_backward", "save_invstd is [3] float64", "expected save_invstd [3] float32"});
+}
+
+// An operand on the other device is a DeviceError naming it, checked before any shape: a saved
+// statistic on another device was reported as a ShapeError. x on this test's device, the odd one
+// on the other (so both directions run across the two instantiations).
+TEST_P(BatchNorm, MixedDevicesAreDeviceErrors) {
+  if (!cuda_is_available()) GTEST_SKIP() << "needs a CUDA device for the second device";
+  const Device other = device().is_cpu() ? Device("cuda:0") : Device("cpu");
+  const std::string there = "float32 " + other.str();
+  Tensor x = random_tensor({8, 3}, 1, DType::Float32, device());
+  BatchNormResult r = batch_norm(x, Tensor(), Tensor(), Tensor(), Tensor(), true);
+  const Tensor mean_there = r.save_mean.to(other), invstd_there = r.save_invstd.to(other);
+  expect_error<DeviceError>(
+      [&] { batch_norm_backward(x, x, Tensor(), mean_there, r.save_invstd, true); },
+      {"batch_norm_backward", "save_mean is [3] " + there, "one device"});
+  expect_error<DeviceError>(
+      [&] { batch_norm_backward(x.t(), x, Tensor(), r.save_mean, invstd_there, true); },
+      {"batch_norm_backward", "save_invstd is [3] " + there});
+  expect_error<DeviceError>(
+      [&] { batch_norm_backward(x.to(other), x, Tensor(), r.save_mean, r.save_invstd, true); },
+      {"batch_norm_backward", "grad_out is [8, 3] " + there});
+  expect_error<DeviceError>(
+      [&] { batch_norm_backward(x, x, r.save_mean.to(other), r.save_mean, r.save_invstd, true); },
+      {"batch_norm_backward", "weight is [3] " + there});
+  LayerNormResult f = layer_norm(x, {3});
+  expect_error<DeviceError>([&] { layer_norm_backward(x, x, {3}, f.mean.to(other), f.rstd); },
+                            {"layer_norm_backward", "mean is [8, 1] " + there});
 }
 
 // ---------------- layer norm ----------------

@@ -186,14 +186,22 @@ TEST_P(Reduction, SumDtypes) {
     for (const Tensor& x : layouts(dt, device(), 0, 100))
       for (const auto& dims : kDimSets)
         check_reduce([](auto& x, auto& d, bool k) { return sum(x, d, k); }, ref_sum, x, dims, 0, 0);
-  for (DType dt : {DType::Float16, DType::BFloat16}) {
-    Tensor x = test::random_tensor({5, 40}, 3, dt, device());
-    Tensor got = sum(x, {1});
-    EXPECT_EQ(got.dtype(), dt);
-    // The inputs are exact in the half type; the sum is accumulated in float and rounded once.
-    expect_close(got, ref_reduce(x, {1}, ref_sum), 0.02, 0.01);
-    expect_close(mean(x, {0}), ref_reduce(x, {0}, ref_mean), 0.005, 0.01);
-  }
+  // The inputs are exact in the half type; the sum is accumulated in float and rounded once: at
+  // most u * |sum| off (test::unit_roundoff), plus float's n * 2^-24 * sum |x|. Accumulated in
+  // the half type, 1000 values in [0, 1] would stall once the partial sum's spacing outgrew them
+  // (float16 steps by 0.25 above 256, bfloat16 by 2): off by units, where the bound allows 0.2
+  // (float16) and 2 (bfloat16) at a sum near 500; over 40 values in [-1, 1], by ~4e-3 against
+  // 2e-3 (float16).
+  for (DType dt : {DType::Float16, DType::BFloat16})
+    for (int64_t n : {40, 1000}) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " n " + std::to_string(n));
+      const double u = test::unit_roundoff(dt);
+      Tensor x = test::random_tensor({5, n}, 3, dt, device(), n == 40 ? -1.0 : 0.0, 1.0);
+      Tensor got = sum(x, {1});
+      EXPECT_EQ(got.dtype(), dt);
+      expect_close(got, ref_reduce(x, {1}, ref_sum), 2.0 * double(n * n) * 0x1p-24, u);
+      expect_close(mean(x, {0}), ref_reduce(x, {0}, ref_mean), 2.0 * 25 * 0x1p-24, u);
+    }
 }
 
 TEST_P(Reduction, LargeFullSumIsAccurateAndSplitOverThreads) {

@@ -86,7 +86,11 @@ std::vector<Tensor> layouts(DType dtype, Device device, double lo = -3, double h
 
 TEST_P(Softmax, EveryDimLayoutAndDtype) {
   for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
-    const double tol = dt == DType::Float32 ? 1e-6 : dt == DType::Float64 ? 1e-13 : 1e-2;
+    // Half types compute in float and round once: u * |y| (test::unit_roundoff) plus float's
+    // error, under 1e-6 for |y| <= 8 here.
+    const bool half = dt == DType::Float16 || dt == DType::BFloat16;
+    const double atol = dt == DType::Float64 ? 1e-13 : half ? 2e-6 : 1e-6;
+    const double rtol = half ? test::unit_roundoff(dt) : atol;
     for (const Tensor& x : layouts(dt, device()))
       for (int64_t dim : {0, 1, 2, -1, -3})
         for (bool log : {false, true}) {
@@ -94,7 +98,7 @@ TEST_P(Softmax, EveryDimLayoutAndDtype) {
           Tensor y = log ? log_softmax(x, dim) : softmax(x, dim);
           EXPECT_EQ(y.shape(), x.shape());
           EXPECT_EQ(y.dtype(), dt);
-          expect_close(y, ref_softmax(x, dim, log), tol, tol);
+          expect_close(y, ref_softmax(x, dim, log), atol, rtol);
         }
   }
 }
@@ -150,7 +154,8 @@ TEST_P(Softmax, BackwardMatchesFiniteDifferences) {
   Tensor h = test::random_tensor({4, 9}, 8, DType::Float16, device());
   Tensor y = softmax(h, 1), g = test::random_tensor({4, 9}, 9, DType::Float16, device());
   Tensor ref = softmax_backward(g.to(DType::Float64), y.to(DType::Float64), 1);
-  expect_close(softmax_backward(g, y, 1), ref, 2e-3, 1e-2);
+  // Computed in float, rounded once to float16: u * |ref| and float's ~1e-7 (a 9-term dot).
+  expect_close(softmax_backward(g, y, 1), ref, 1e-6, test::unit_roundoff(DType::Float16));
 }
 
 // Softmax backward over the last dim, from the closed form in double.
@@ -175,18 +180,74 @@ TEST_P(Softmax, LongRowsAndVectorisableRows) {
   for (Shape shape : {Shape{33, 1024}, Shape{5, 1001}, Shape{2, 33000}})
     for (DType dt : {DType::Float32, DType::Float64, DType::BFloat16}) {
       SCOPED_TRACE(shape_str(shape) + " " + dtype_name(dt));
-      const double tol = dt == DType::BFloat16 ? 1e-2 : 1e-6;
-      // The backward subtracts nearly equal numbers: its error is absolute, not relative.
-      const double gtol = dt == DType::BFloat16 ? 2e-2 : dt == DType::Float32 ? 1e-6 : 1e-12;
+      // bfloat16 computes in float and rounds once: u * |y| (test::unit_roundoff), plus float's
+      // relative 1e-5 from the row's sum. A sum kept in bfloat16 would stall long before 33000
+      // terms (its spacing passes 1 at 256).
+      const bool bf16 = dt == DType::BFloat16;
+      const double tol = bf16 ? test::unit_roundoff(dt) + 1e-5 : 1e-6;
+      // The backward subtracts nearly equal numbers: its float error is absolute, not relative.
+      const double gatol = bf16 ? 1e-5 : dt == DType::Float32 ? 1e-6 : 1e-12;
+      const double grtol = bf16 ? test::unit_roundoff(dt) : gatol;
       Tensor x = test::random_tensor(shape, 30, dt, device(), -5, 5);
       Tensor g = test::random_tensor(shape, 31, dt, device());
       for (bool log : {false, true}) {
         Tensor y = log ? log_softmax(x, -1) : softmax(x, -1);
-        expect_close(y, ref_softmax(x, -1, log), tol * 1e-2, tol);
+        expect_close(y, ref_softmax(x, -1, log), bf16 ? 1e-7 : tol * 1e-2, tol);
         Tensor gx = log ? log_softmax_backward(g, y, -1) : softmax_backward(g, y, -1);
-        expect_close(gx, ref_softmax_backward(g, y, log), gtol, gtol);
+        expect_close(gx, ref_softmax_backward(g, y, log), gatol, grtol);
       }
     }
+}
+
+// Rows 0-2 of a [4, n] tensor hold one NaN each (first, middle, last element); row 3 none.
+Tensor rows_with_nans(int64_t n, DType dtype, Device device) {
+  Values v = test::random_values(4 * n, 40, -3, 3);
+  v[0] = NAN;
+  v[size_t(n + n / 2)] = NAN;
+  v[size_t(3 * n - 1)] = NAN;
+  return Tensor::from_vector(v, {4, n}).to(device, dtype);
+}
+
+// Row r of got (a [4, n] result) is all NaN for r < 3; row 3 is close to want's row 3.
+void expect_nan_rows(const Tensor& got, const Values& want, int64_t n, double tol) {
+  const Values g = got.to_vector<double>();
+  for (int64_t r = 0; r < 3; ++r)
+    for (int64_t k = 0; k < n; ++k)
+      ASSERT_TRUE(std::isnan(g[size_t(r * n + k)]))
+          << "row " << r << " element " << k << " is " << g[size_t(r * n + k)];
+  for (int64_t k = 0; k < n; ++k)
+    ASSERT_NEAR(g[size_t(3 * n + k)], want[size_t(3 * n + k)], tol) << "row 3 element " << k;
+}
+
+// A NaN anywhere in a row makes the whole row NaN, as on the CPU and in PyTorch; a max that
+// skipped it gave softmax([NaN, 1, 2]) = [0, 0.27, 0.73] on CUDA. The lengths take every GPU
+// path: registers element by element (3, 1001), registers with 16-byte vectors (8, 1024), and
+// looped (2049: odd and over 8 x 256 elements; 33000); the transposed layout always loops.
+TEST_P(Softmax, NanInARowMakesTheRowNan) {
+  for (int64_t n : {3, 8, 1001, 1024, 2049, 33000})
+    for (DType dt : {DType::Float32, DType::Float16})
+      for (bool transposed : {false, true}) {
+        SCOPED_TRACE("n " + std::to_string(n) + " " + dtype_name(dt) +
+                     (transposed ? " transposed" : ""));
+        Tensor x = rows_with_nans(n, dt, device());
+        if (transposed) x = x.t().contiguous().t();
+        for (bool log : {false, true})
+          expect_nan_rows(log ? log_softmax(x, 1) : softmax(x, 1), ref_softmax(x, 1, log), n, 0.01);
+      }
+  // Cross entropy, forward and backward, reduces the same (max, sum) statistics.
+  for (int64_t n : {3, 1024, 2049}) {
+    SCOPED_TRACE("cross entropy, n " + std::to_string(n));
+    Tensor x = rows_with_nans(n, DType::Float32, device());
+    Tensor t = Tensor::from_vector<int64_t>({1, 2, 0, 1}, {4}).to(device());
+    Values l = cross_entropy(x, t, Tensor(), -100, LossReduction::None).to_vector<double>();
+    for (int r = 0; r < 3; ++r) EXPECT_TRUE(std::isnan(l[size_t(r)])) << "row " << r;
+    EXPECT_NEAR(l[3], -ref_softmax(x, 1, true)[size_t(3 * n + 1)], 1e-5);
+    Tensor g = Tensor::from_vector<float>({1, 1, 1, 1}, {4}).to(device());
+    Values want = ref_softmax(x, 1, false);
+    want[size_t(3 * n + 1)] -= 1;  // softmax - one_hot(target)
+    expect_nan_rows(cross_entropy_backward(g, x, t, Tensor(), -100, LossReduction::None), want, n,
+                    1e-6);
+  }
 }
 
 TEST_P(Softmax, Errors) {
@@ -335,11 +396,16 @@ TEST_P(Loss, CrossEntropyHalfTypesAndAllIgnored) {
   std::vector<int64_t> tv;
   for (int64_t i = 0; i < 64; ++i) tv.push_back(i * 7 % 10);
   Tensor t = Tensor::from_vector(tv, {64}).to(device());
-  double ref = cross_entropy(x, t).item<double>();
+  // The reference sees the logits rounded to dt; the loss is computed and averaged in float and
+  // rounded once: u * |loss| (test::unit_roundoff) plus float's ~1e-6. A mean kept in the half
+  // type would be off by several u.
   for (DType dt : {DType::Float32, DType::Float16, DType::BFloat16}) {
-    Tensor l = cross_entropy(x.to(dt), t);
+    Tensor xd = x.to(dt);
+    const double ref = cross_entropy(xd.to(DType::Float64), t).item<double>();
+    Tensor l = cross_entropy(xd, t);
     EXPECT_EQ(l.dtype(), dt);
-    EXPECT_NEAR(l.item<double>(), ref, dt == DType::Float32 ? 1e-5 : 0.03);
+    EXPECT_NEAR(l.item<double>(), ref, test::unit_roundoff(dt) * std::fabs(ref) + 1e-5)
+        << dtype_name(dt);
   }
   Tensor ignored = Tensor::from_vector<int64_t>({-100, -100}, {2}).to(device());
   Tensor x2 = test::random_tensor({2, 3}, 14, DType::Float32, device());
@@ -499,17 +565,22 @@ TEST_P(Loss, PointwiseLossesStableAndInLowPrecision) {
                {1, -1, 0, -std::exp(-30.0)}, 1e-7, 1e-5);
   // l1 at a tie has gradient 0 (sign(0)), as PyTorch
   expect_close(l1_loss_backward(one, y, y, LossReduction::Sum), {0, 0, 0, 0});
+  // Each element's loss is computed in float and rounded to dt (u * |l|, test::unit_roundoff);
+  // the mean of those non-negative losses is taken in float and rounded again: 2u * |mean| in
+  // all. A mean accumulated in the half type would drift by far more over 128 terms.
   for (DType dt : {DType::Float16, DType::BFloat16}) {
+    SCOPED_TRACE(dtype_name(dt));
+    const double u = test::unit_roundoff(dt);
     Tensor a = test::random_tensor({8, 16}, 24, dt, device(), -2, 2);
     Tensor b = test::random_tensor({8, 16}, 25, dt, device(), 0, 1);
     Tensor got = mse_loss(a, b);
     EXPECT_EQ(got.dtype(), dt);
-    EXPECT_NEAR(got.item<double>(),
-                mse_loss(a.to(DType::Float64), b.to(DType::Float64)).item<double>(), 0.02);
+    const double want = mse_loss(a.to(DType::Float64), b.to(DType::Float64)).item<double>();
+    EXPECT_NEAR(got.item<double>(), want, 2 * u * want + 1e-5);
     expect_close(binary_cross_entropy_with_logits(a, b, Tensor(), LossReduction::None),
                  binary_cross_entropy_with_logits(a.to(DType::Float64), b.to(DType::Float64),
                                                   Tensor(), LossReduction::None),
-                 0.01, 0.01);
+                 1e-6, u);
   }
 }
 

@@ -69,6 +69,23 @@ inline void expect_close(const Tensor& t, const Tensor& expected, double atol = 
   expect_close(t, expected.to_vector<double>(), atol, rtol);
 }
 
+// The unit roundoff u of a floating dtype: rounding a real in its normal range to it errs by at
+// most u * |value| (float16 2^-11, bfloat16 2^-8, float32 2^-24, float64 2^-53). A kernel that
+// computes a half type in float and rounds once is within u * |exact| plus float's own error;
+// one that accumulated in the half type would be off by sqrt(n) to n times u.
+inline double unit_roundoff(DType t) {
+  switch (t) {
+    case DType::Float16:
+      return 0x1p-11;
+    case DType::BFloat16:
+      return 0x1p-8;
+    case DType::Float32:
+      return 0x1p-24;
+    default:
+      return 0x1p-53;
+  }
+}
+
 // Runs `fn`, expects it to throw E, and checks that the message contains every string in `parts`.
 template <class E, class F> void expect_error(F&& fn, const std::vector<std::string>& parts) {
   try {

@@ -125,8 +125,10 @@ __global__ void __launch_bounds__(kThreads)
     const int64_t j = int64_t(it) * blockDim.x + threadIdx.x;
     if (active && j * VEC < n) {
       load_vec<VEC>(xp, j, v[it]);
+      // A NaN becomes the max and stays it (x > NaN is false), so the row's result is NaN, as
+      // on the CPU; `x > m` alone would skip it and give the other elements a finite softmax.
 #pragma unroll
-      for (int e = 0; e < VEC; ++e) m = v[it][e] > m ? v[it][e] : m;
+      for (int e = 0; e < VEC; ++e) m = (v[it][e] > m || reducers::is_nan(v[it][e])) ? v[it][e] : m;
     }
   }
   // This thread's (max, sum). With no element above -inf it holds nothing: its exps are 0 (not

@@ -34,14 +34,16 @@ void check_param(const char* op, const Tensor& x, const Named& p, const Shape& s
                              shape_str(shape) + " (" + what + ")");
 }
 
-// Saved statistics handed back to a backward: [shape] in the compute dtype, on x's device.
+// Saved statistics handed back to a backward: [shape] in the compute dtype, on x's device. Each
+// mismatch has its own error type: a statistic on another device is a DeviceError, not a shape.
 void check_saved(const char* op, const Tensor& x, const Named& s, const Shape& shape) {
-  check_defined(op, {s});
-  if (s.tensor.device() != x.device() || s.tensor.dtype() != compute_dtype(x.dtype()) ||
-      s.tensor.shape() != shape)
-    throw ShapeError(op, operands({{"x", x}, s}) + "; expected " + s.name + " " + shape_str(shape) +
-                             " " + dtype_name(compute_dtype(x.dtype())) + " " + x.device().str() +
-                             ", as returned by the forward op");
+  check_same_device(op, {{"x", x}, s});
+  const std::string expected = std::string("; expected ") + s.name + " " + shape_str(shape) + " " +
+                               dtype_name(compute_dtype(x.dtype())) + " " + x.device().str() +
+                               ", as returned by the forward op";
+  if (s.tensor.dtype() != compute_dtype(x.dtype()))
+    throw DTypeError(op, operands({{"x", x}, s}) + expected);
+  if (s.tensor.shape() != shape) throw ShapeError(op, operands({{"x", x}, s}) + expected);
 }
 
 void check_grad_out(const char* op, const Tensor& grad_out, const Tensor& x) {
@@ -142,6 +144,11 @@ void batch_norm_update_stats(const Tensor& running_mean, const Tensor& running_v
 NormGrads batch_norm_backward(const Tensor& grad_out, const Tensor& x, const Tensor& weight,
                               const Tensor& save_mean, const Tensor& save_invstd, bool training) {
   const char* op = "batch_norm_backward";
+  // Devices first: an operand on another device is a DeviceError whatever else is wrong with it.
+  check_same_device(op, {{"grad_out", grad_out},
+                         {"x", x},
+                         {"save_mean", save_mean},
+                         {"save_invstd", save_invstd}});
   check_batch_norm_input(op, x);
   check_grad_out(op, grad_out, x);
   const Shape channels{x.size(1)};

@@ -178,10 +178,11 @@ template <class T> struct LogSumExp {
   static constexpr bool kOrdered = false;
   EMBER_HOST_DEVICE acc_t init() const { return {lowest<C>(), C(0)}; }
   // One exp per element: either x is the new max (rescale the sum) or it adds exp(x - max).
-  // x == max adds exactly 1, which also covers -inf and +inf, where x - max would be NaN.
+  // x == max adds exactly 1, which also covers -inf and +inf, where x - max would be NaN. A NaN
+  // becomes the max (and the sum NaN): combine() then keeps it, as max() does.
   EMBER_HOST_DEVICE acc_t step(acc_t a, T x, int64_t) const {
     C v = C(x);
-    if (v > a.max) return {v, a.sum * std::exp(a.max - v) + C(1)};
+    if (v > a.max || is_nan(v)) return {v, a.sum * std::exp(a.max - v) + C(1)};
     return {a.max, a.sum + (v == a.max ? C(1) : std::exp(v - a.max))};
   }
   EMBER_HOST_DEVICE acc_t combine(acc_t a, acc_t b) const {
