@@ -56,8 +56,9 @@ void expect_untouched_outside(const StepView& s, const std::string& what) {
 // Another dtype than t's, for the wrong-dtype case.
 DType other_dtype(DType t) { return t == DType::Float64 ? DType::Float32 : DType::Float64; }
 
-template <class E> void expect_named(const std::string& op, const Form& form, const Outs& outs,
-                                     const std::string& what) {
+template <class E>
+void expect_named(const std::string& op, const Form& form, const Outs& outs,
+                  const std::string& what) {
   SCOPED_TRACE(op + ": " + what);
   expect_error<E>([&] { form(outs); }, {op});
 }
@@ -85,10 +86,10 @@ void check_out_form(const std::string& op, const Outs& refs, const Form& form) {
   for (const Tensor& r : refs) {
     steps.push_back(step_view(r));
     views.push_back(steps.back().view);
-    transposed.push_back(r.dim() >= 2 ? Tensor::empty(r.transpose(0, r.dim() - 1).shape(),
-                                                      r.dtype(), r.device())
-                                            .transpose(0, r.dim() - 1)
-                                      : like(r));
+    transposed.push_back(
+        r.dim() >= 2 ? Tensor::empty(r.transpose(0, r.dim() - 1).shape(), r.dtype(), r.device())
+                           .transpose(0, r.dim() - 1)
+                     : like(r));
   }
   form(views);
   form(transposed);
@@ -146,12 +147,14 @@ Tensor rnd(const Shape& s, uint32_t seed, Device d, DType t = DType::Float32) {
 
 TEST_P(Out, Creation) {
   const Device d = device();
-  check_out_form("zeros", zeros({3, 4}, DType::Float32, d),
-                 [&](const Tensor& o) { zeros_out(o, {3, 4}, DType::Float32, d); });
+  check_out_form("zeros", zeros({3, 4}, DType::Float32, d), [&](const Tensor& o) {
+    zeros_out(o, {3, 4}, DType::Float32, d);
+  });
   check_out_form("ones", ones({5}, DType::Int32, d),
                  [&](const Tensor& o) { ones_out(o, {5}, DType::Int32, d); });
-  check_out_form("full", full({2, 3}, 2.5, DType::Float64, d),
-                 [&](const Tensor& o) { full_out(o, {2, 3}, 2.5, DType::Float64, d); });
+  check_out_form("full", full({2, 3}, 2.5, DType::Float64, d), [&](const Tensor& o) {
+    full_out(o, {2, 3}, 2.5, DType::Float64, d);
+  });
   check_out_form("scalar_tensor", scalar_tensor(4.0, DType::Float32, d),
                  [&](const Tensor& o) { scalar_tensor_out(o, 4.0, DType::Float32, d); });
   check_out_form("arange", arange(7, std::nullopt, d),
@@ -175,25 +178,47 @@ TEST_P(Out, Random) {
       draw_out(o, &h);
     });
   };
-  same([&](Generator* g) { return rand({4, 5}, DType::Float32, d, g); },
-       [&](const Tensor& o, Generator* g) { rand_out(o, {4, 5}, DType::Float32, d, g); }, "uniform");
+  same(
+      [&](Generator* g) {
+        return rand({4, 5}, DType::Float32, d, g);
+      },
+      [&](const Tensor& o, Generator* g) {
+        rand_out(o, {4, 5}, DType::Float32, d, g);
+      },
+      "uniform");
   same([&](Generator* g) { return uniform({6}, -2, 3, DType::Float64, d, g); },
        [&](const Tensor& o, Generator* g) { uniform_out(o, {6}, -2, 3, DType::Float64, d, g); },
        "uniform");
-  same([&](Generator* g) { return randn({3, 7}, DType::Float32, d, g); },
-       [&](const Tensor& o, Generator* g) { randn_out(o, {3, 7}, DType::Float32, d, g); }, "normal");
+  same(
+      [&](Generator* g) {
+        return randn({3, 7}, DType::Float32, d, g);
+      },
+      [&](const Tensor& o, Generator* g) {
+        randn_out(o, {3, 7}, DType::Float32, d, g);
+      },
+      "normal");
   same([&](Generator* g) { return normal({5}, 1, 2, DType::Float32, d, g); },
        [&](const Tensor& o, Generator* g) { normal_out(o, {5}, 1, 2, DType::Float32, d, g); },
        "normal");
-  same([&](Generator* g) { return bernoulli({4, 4}, 0.3, DType::Float32, d, g); },
-       [&](const Tensor& o, Generator* g) { bernoulli_out(o, {4, 4}, 0.3, DType::Float32, d, g); },
-       "bernoulli");
+  same(
+      [&](Generator* g) {
+        return bernoulli({4, 4}, 0.3, DType::Float32, d, g);
+      },
+      [&](const Tensor& o, Generator* g) {
+        bernoulli_out(o, {4, 4}, 0.3, DType::Float32, d, g);
+      },
+      "bernoulli");
   Tensor probs = abs(rnd({3, 4}, 1, d, DType::Float32));
   same([&](Generator* g) { return bernoulli(probs, g); },
        [&](const Tensor& o, Generator* g) { bernoulli_out(o, probs, g); }, "bernoulli");
-  same([&](Generator* g) { return randint(-5, 9, {2, 6}, DType::Int32, d, g); },
-       [&](const Tensor& o, Generator* g) { randint_out(o, -5, 9, {2, 6}, DType::Int32, d, g); },
-       "randint");
+  same(
+      [&](Generator* g) {
+        return randint(-5, 9, {2, 6}, DType::Int32, d, g);
+      },
+      [&](const Tensor& o, Generator* g) {
+        randint_out(o, -5, 9, {2, 6}, DType::Int32, d, g);
+      },
+      "randint");
   same([&](Generator* g) { return randperm(11, DType::Int64, d, g); },
        [&](const Tensor& o, Generator* g) { randperm_out(o, 11, DType::Int64, d, g); }, "randperm");
   same([&](Generator* g) { return randperm(11, DType::Int16, d, g); },
@@ -214,34 +239,58 @@ TEST_P(Out, Reductions) {
   };
   for (bool keep : {false, true}) {
     SCOPED_TRACE(keep ? "keepdim" : "no keepdim");
-    both("sum", x, [&](auto& t) { return sum(t, {1}, keep); },
-         [&](auto& o, auto& t) { sum_out(o, t, {1}, keep); });
-    both("sum", xi, [&](auto& t) { return sum(t, {}, keep); },
-         [&](auto& o, auto& t) { sum_out(o, t, {}, keep); });
-    both("prod", x, [&](auto& t) { return prod(t, {0, 2}, keep); },
-         [&](auto& o, auto& t) { prod_out(o, t, {0, 2}, keep); });
-    both("mean", x, [&](auto& t) { return mean(t, {-1}, keep); },
-         [&](auto& o, auto& t) { mean_out(o, t, {-1}, keep); });
-    both("var", x, [&](auto& t) { return var(t, {0}, 1, keep); },
-         [&](auto& o, auto& t) { var_out(o, t, {0}, 1, keep); });
-    both("std", x, [&](auto& t) { return ember::std(t, {1, 2}, 0, keep); },
-         [&](auto& o, auto& t) { std_out(o, t, {1, 2}, 0, keep); });
-    both("amax", x, [&](auto& t) { return amax(t, {1}, keep); },
-         [&](auto& o, auto& t) { amax_out(o, t, {1}, keep); });
-    both("amin", x, [&](auto& t) { return amin(t, {2}, keep); },
-         [&](auto& o, auto& t) { amin_out(o, t, {2}, keep); });
-    both("argmax", x, [&](auto& t) { return argmax(t, 1, keep); },
-         [&](auto& o, auto& t) { argmax_out(o, t, 1, keep); });
-    both("argmin", x, [&](auto& t) { return argmin(t, std::nullopt, keep); },
-         [&](auto& o, auto& t) { argmin_out(o, t, std::nullopt, keep); });
-    both("logsumexp", x, [&](auto& t) { return logsumexp(t, {0}, keep); },
-         [&](auto& o, auto& t) { logsumexp_out(o, t, {0}, keep); });
-    both("all", xi, [&](auto& t) { return all(t, {1}, keep); },
-         [&](auto& o, auto& t) { all_out(o, t, {1}, keep); });
-    both("any", xi, [&](auto& t) { return any(t, {0}, keep); },
-         [&](auto& o, auto& t) { any_out(o, t, {0}, keep); });
-    both("norm", x, [&](auto& t) { return norm(t, 3.0, {1}, keep); },
-         [&](auto& o, auto& t) { norm_out(o, t, 3.0, {1}, keep); });
+    both(
+        "sum", x, [&](auto& t) { return sum(t, {1}, keep); },
+        [&](auto& o, auto& t) { sum_out(o, t, {1}, keep); });
+    both(
+        "sum", xi, [&](auto& t) { return sum(t, {}, keep); },
+        [&](auto& o, auto& t) { sum_out(o, t, {}, keep); });
+    both(
+        "prod", x,
+        [&](auto& t) {
+          return prod(t, {0, 2}, keep);
+        },
+        [&](auto& o, auto& t) {
+          prod_out(o, t, {0, 2}, keep);
+        });
+    both(
+        "mean", x, [&](auto& t) { return mean(t, {-1}, keep); },
+        [&](auto& o, auto& t) { mean_out(o, t, {-1}, keep); });
+    both(
+        "var", x, [&](auto& t) { return var(t, {0}, 1, keep); },
+        [&](auto& o, auto& t) { var_out(o, t, {0}, 1, keep); });
+    both(
+        "std", x,
+        [&](auto& t) {
+          return ember::std(t, {1, 2}, 0, keep);
+        },
+        [&](auto& o, auto& t) {
+          std_out(o, t, {1, 2}, 0, keep);
+        });
+    both(
+        "amax", x, [&](auto& t) { return amax(t, {1}, keep); },
+        [&](auto& o, auto& t) { amax_out(o, t, {1}, keep); });
+    both(
+        "amin", x, [&](auto& t) { return amin(t, {2}, keep); },
+        [&](auto& o, auto& t) { amin_out(o, t, {2}, keep); });
+    both(
+        "argmax", x, [&](auto& t) { return argmax(t, 1, keep); },
+        [&](auto& o, auto& t) { argmax_out(o, t, 1, keep); });
+    both(
+        "argmin", x, [&](auto& t) { return argmin(t, std::nullopt, keep); },
+        [&](auto& o, auto& t) { argmin_out(o, t, std::nullopt, keep); });
+    both(
+        "logsumexp", x, [&](auto& t) { return logsumexp(t, {0}, keep); },
+        [&](auto& o, auto& t) { logsumexp_out(o, t, {0}, keep); });
+    both(
+        "all", xi, [&](auto& t) { return all(t, {1}, keep); },
+        [&](auto& o, auto& t) { all_out(o, t, {1}, keep); });
+    both(
+        "any", xi, [&](auto& t) { return any(t, {0}, keep); },
+        [&](auto& o, auto& t) { any_out(o, t, {0}, keep); });
+    both(
+        "norm", x, [&](auto& t) { return norm(t, 3.0, {1}, keep); },
+        [&](auto& o, auto& t) { norm_out(o, t, 3.0, {1}, keep); });
     ValuesIndices mx = max(x, 1, keep), mn = min(x, 2, keep);
     check_out_form("max", {mx.values, mx.indices},
                    [&](const Outs& o) { max_out(o[0], o[1], x, 1, keep); });
@@ -359,12 +408,14 @@ TEST_P(Out, ConvPool) {
   Tensor y = conv2d(x, w, bias, 2, 1, 1, 2);
   check_out_form("conv2d", y, [&](const Tensor& o) { conv2d_out(o, x, w, bias, 2, 1, 1, 2); });
   Tensor gy = rnd(y.shape(), 32, d);
-  check_out_form(
-      "conv2d_backward_input", conv2d_backward_input(gy, w, x.shape(), 2, 1, 1, 2),
-      [&](const Tensor& o) { conv2d_backward_input_out(o, gy, w, x.shape(), 2, 1, 1, 2); });
-  check_out_form(
-      "conv2d_backward_weight", conv2d_backward_weight(gy, x, w.shape(), 2, 1, 1, 2),
-      [&](const Tensor& o) { conv2d_backward_weight_out(o, gy, x, w.shape(), 2, 1, 1, 2); });
+  check_out_form("conv2d_backward_input", conv2d_backward_input(gy, w, x.shape(), 2, 1, 1, 2),
+                 [&](const Tensor& o) {
+                   conv2d_backward_input_out(o, gy, w, x.shape(), 2, 1, 1, 2);
+                 });
+  check_out_form("conv2d_backward_weight", conv2d_backward_weight(gy, x, w.shape(), 2, 1, 1, 2),
+                 [&](const Tensor& o) {
+                   conv2d_backward_weight_out(o, gy, x, w.shape(), 2, 1, 1, 2);
+                 });
   check_out_form("conv2d_backward_bias", conv2d_backward_bias(gy),
                  [&](const Tensor& o) { conv2d_backward_bias_out(o, gy); });
   MaxPoolResult mp = max_pool2d(x, 3, 2, 1);
@@ -381,8 +432,9 @@ TEST_P(Out, ConvPool) {
                  [&](const Tensor& o) {
                    avg_pool2d_backward_out(o, ga, x.shape(), 3, 2, 1, true, false);
                  });
-  check_out_form("adaptive_avg_pool2d", adaptive_avg_pool2d(x, {3, 4}),
-                 [&](const Tensor& o) { adaptive_avg_pool2d_out(o, x, {3, 4}); });
+  check_out_form("adaptive_avg_pool2d", adaptive_avg_pool2d(x, {3, 4}), [&](const Tensor& o) {
+    adaptive_avg_pool2d_out(o, x, {3, 4});
+  });
   Tensor gad = rnd({2, 4, 3, 4}, 35, d);
   check_out_form("adaptive_avg_pool2d_backward", adaptive_avg_pool2d_backward(gad, x.shape()),
                  [&](const Tensor& o) { adaptive_avg_pool2d_backward_out(o, gad, x.shape()); });
@@ -403,7 +455,9 @@ TEST_P(Out, Normalization) {
   Tensor rm = rnd({3}, 40, d), rv = abs(rnd({3}, 41, d));
   BatchNormResult t = batch_norm(x, w, b, rm, rv, true);
   check_out_form("batch_norm", {t.output, t.save_mean, t.save_invstd, t.batch_var},
-                 [&](const Outs& o) { batch_norm_out(o[0], o[1], o[2], o[3], x, w, b, rm, rv, true); });
+                 [&](const Outs& o) {
+                   batch_norm_out(o[0], o[1], o[2], o[3], x, w, b, rm, rv, true);
+                 });
   BatchNormResult e = batch_norm(x, w, b, rm, rv, false);
   check_out_form("batch_norm", {e.output, e.save_mean, e.save_invstd}, [&](const Outs& o) {
     batch_norm_out(o[0], o[1], o[2], Tensor(), x, w, b, rm, rv, false);
@@ -461,7 +515,8 @@ TEST_P(Out, SoftmaxAndLosses) {
   const Device d = device();
   Tensor x = rnd({4, 6}, 45, d);
   check_out_form("softmax", softmax(x, 1), [&](const Tensor& o) { softmax_out(o, x, 1); });
-  check_out_form("log_softmax", log_softmax(x, 0), [&](const Tensor& o) { log_softmax_out(o, x, 0); });
+  check_out_form("log_softmax", log_softmax(x, 0),
+                 [&](const Tensor& o) { log_softmax_out(o, x, 0); });
   Tensor y = softmax(x, 1), ly = log_softmax(x, 1), gy = rnd({4, 6}, 46, d);
   check_out_form("softmax_backward", softmax_backward(gy, y, 1),
                  [&](const Tensor& o) { softmax_backward_out(o, gy, y, 1); });
@@ -484,10 +539,12 @@ TEST_P(Out, SoftmaxAndLosses) {
                    [&](const Tensor& o) { nll_loss_backward_out(o, gl, ly, target, cw, -100, r); });
     Tensor t2 = rnd({4, 6}, 49, d), p = abs(rnd({6}, 50, d));
     Tensor ge = r == LossReduction::None ? rnd({4, 6}, 51, d) : rnd({}, 51, d);
-    check_out_form("mse_loss", mse_loss(x, t2, r), [&](const Tensor& o) { mse_loss_out(o, x, t2, r); });
+    check_out_form("mse_loss", mse_loss(x, t2, r),
+                   [&](const Tensor& o) { mse_loss_out(o, x, t2, r); });
     check_out_form("mse_loss_backward", mse_loss_backward(ge, x, t2, r),
                    [&](const Tensor& o) { mse_loss_backward_out(o, ge, x, t2, r); });
-    check_out_form("l1_loss", l1_loss(x, t2, r), [&](const Tensor& o) { l1_loss_out(o, x, t2, r); });
+    check_out_form("l1_loss", l1_loss(x, t2, r),
+                   [&](const Tensor& o) { l1_loss_out(o, x, t2, r); });
     check_out_form("l1_loss_backward", l1_loss_backward(ge, x, t2, r),
                    [&](const Tensor& o) { l1_loss_backward_out(o, ge, x, t2, r); });
     Tensor prob = abs(rnd({4, 6}, 52, d));

@@ -83,7 +83,6 @@ inline void check_dim(const char* op, const Named& a, int64_t ndim, const char* 
                              (*layout ? std::string(" ") + layout : std::string()));
 }
 
-
 // ---- outputs the caller provides (the `_out` forms) ----
 // Every op `Tensor f(args...)` has a form `const Tensor& f_out(const Tensor& out, args...)` that
 // writes the result into `out` and returns it. `out` must already have the result's exact shape,

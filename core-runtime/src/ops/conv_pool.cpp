@@ -158,7 +158,6 @@ PoolGeometry pool_geometry(const char* op, const std::string& who, const Shape& 
   return g;
 }
 
-
 // ---------------------------------------------------------------------------------------------
 // Each op takes `given`, the _out form's output (null: allocate it). Every kernel writes
 // contiguous outputs (see write_contiguous).
@@ -200,8 +199,8 @@ Tensor run_conv2d_backward_input(const Tensor& grad_out, const Tensor& weight,
   Tensor grad_x = output(op, given, input_shape, grad_out.dtype(), grad_out.device(),
                          {{"grad_out", grad_out}, {"weight", weight}});
   write_contiguous(op, grad_x, [&](Tensor& dst) {
-    conv2d_backward_input_kernel(grad_out.device())(grad_out.contiguous(), weight.contiguous(),
-                                                    dst, g.params);
+    conv2d_backward_input_kernel(grad_out.device())(grad_out.contiguous(), weight.contiguous(), dst,
+                                                    g.params);
   });
   return grad_x;
 }
@@ -274,8 +273,7 @@ Tensor run_max_pool2d_backward(const Tensor& grad_out, const Tensor& indices,
   Tensor grad_x = output(op, given, input_shape, grad_out.dtype(), grad_out.device(),
                          {{"grad_out", grad_out}, {"indices", indices}});
   write_contiguous(op, grad_x, [&](Tensor& dst) {
-    max_pool2d_backward_kernel(grad_out.device())(grad_out.contiguous(), indices.contiguous(),
-                                                  dst);
+    max_pool2d_backward_kernel(grad_out.device())(grad_out.contiguous(), indices.contiguous(), dst);
   });
   return grad_x;
 }
@@ -295,8 +293,8 @@ Tensor run_avg_pool2d(const Tensor& x, Size2 kernel_size, Size2 stride, Size2 pa
 }
 
 Tensor run_avg_pool2d_backward(const Tensor& grad_out, const Shape& input_shape, Size2 kernel_size,
-                               Size2 stride, Size2 padding, bool ceil_mode,
-                               bool count_include_pad, const Tensor* given) {
+                               Size2 stride, Size2 padding, bool ceil_mode, bool count_include_pad,
+                               const Tensor* given) {
   const char* op = "avg_pool2d_backward";
   check_tensors(op, {{"grad_out", grad_out}});
   const std::string who =
@@ -304,8 +302,8 @@ Tensor run_avg_pool2d_backward(const Tensor& grad_out, const Shape& input_shape,
   PoolGeometry g = pool_geometry(op, who, input_shape, kernel_size, stride, padding, 1, ceil_mode);
   g.params.count_include_pad = count_include_pad;
   check_grad_out(op, who, grad_out, g.out_shape);
-  Tensor grad_x = output(op, given, input_shape, grad_out.dtype(), grad_out.device(),
-                         {{"grad_out", grad_out}});
+  Tensor grad_x =
+      output(op, given, input_shape, grad_out.dtype(), grad_out.device(), {{"grad_out", grad_out}});
   write_contiguous(op, grad_x, [&](Tensor& dst) {
     avg_pool2d_backward_kernel(grad_out.device())(grad_out.contiguous(), dst, g.params);
   });
@@ -341,8 +339,8 @@ Tensor run_adaptive_avg_pool2d_backward(const Tensor& grad_out, const Shape& inp
     throw ShapeError(op, who +
                              "; grad_out must be [N, C, Ho, Wo] with N, C from input_shape, "
                              "and every spatial size >= 1");
-  Tensor grad_x = output(op, given, input_shape, grad_out.dtype(), grad_out.device(),
-                         {{"grad_out", grad_out}});
+  Tensor grad_x =
+      output(op, given, input_shape, grad_out.dtype(), grad_out.device(), {{"grad_out", grad_out}});
   write_contiguous(op, grad_x, [&](Tensor& dst) {
     adaptive_avg_pool2d_backward_kernel(grad_out.device())(grad_out.contiguous(), dst);
   });
@@ -365,15 +363,14 @@ const Tensor& conv2d_out(const Tensor& out, const Tensor& x, const Tensor& weigh
 
 Tensor conv2d_backward_input(const Tensor& grad_out, const Tensor& weight, const Shape& input_shape,
                              Size2 stride, Padding2 padding, Size2 dilation, int64_t groups) {
-  return run_conv2d_backward_input(grad_out, weight, input_shape, stride, padding, dilation,
-                                   groups, nullptr);
+  return run_conv2d_backward_input(grad_out, weight, input_shape, stride, padding, dilation, groups,
+                                   nullptr);
 }
 const Tensor& conv2d_backward_input_out(const Tensor& out, const Tensor& grad_out,
                                         const Tensor& weight, const Shape& input_shape,
                                         Size2 stride, Padding2 padding, Size2 dilation,
                                         int64_t groups) {
-  run_conv2d_backward_input(grad_out, weight, input_shape, stride, padding, dilation, groups,
-                            &out);
+  run_conv2d_backward_input(grad_out, weight, input_shape, stride, padding, dilation, groups, &out);
   return out;
 }
 
@@ -382,10 +379,9 @@ Tensor conv2d_backward_weight(const Tensor& grad_out, const Tensor& x, const Sha
   return run_conv2d_backward_weight(grad_out, x, weight_shape, stride, padding, dilation, groups,
                                     nullptr);
 }
-const Tensor& conv2d_backward_weight_out(const Tensor& out, const Tensor& grad_out,
-                                         const Tensor& x, const Shape& weight_shape,
-                                         Size2 stride, Padding2 padding, Size2 dilation,
-                                         int64_t groups) {
+const Tensor& conv2d_backward_weight_out(const Tensor& out, const Tensor& grad_out, const Tensor& x,
+                                         const Shape& weight_shape, Size2 stride, Padding2 padding,
+                                         Size2 dilation, int64_t groups) {
   run_conv2d_backward_weight(grad_out, x, weight_shape, stride, padding, dilation, groups, &out);
   return out;
 }

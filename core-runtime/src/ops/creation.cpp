@@ -162,8 +162,7 @@ const Tensor& scalar_tensor_out(const Tensor& out, double value, DType dtype, De
   filled("scalar_tensor", {}, value, dtype, device, &out);
   return out;
 }
-const Tensor& arange_out(const Tensor& out, double end, std::optional<DType> dtype,
-                         Device device) {
+const Tensor& arange_out(const Tensor& out, double end, std::optional<DType> dtype, Device device) {
   run_arange(0.0, end, 1.0, dtype, device, &out);
   return out;
 }
@@ -172,8 +171,8 @@ const Tensor& arange_out(const Tensor& out, double start, double end, double ste
   run_arange(start, end, step, dtype, device, &out);
   return out;
 }
-const Tensor& linspace_out(const Tensor& out, double start, double end, int64_t steps,
-                           DType dtype, Device device) {
+const Tensor& linspace_out(const Tensor& out, double start, double end, int64_t steps, DType dtype,
+                           Device device) {
   run_linspace(start, end, steps, dtype, device, &out);
   return out;
 }

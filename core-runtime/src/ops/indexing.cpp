@@ -75,7 +75,6 @@ void add_slices(const Tensor& x, int64_t d, const Tensor& idx, const Tensor& src
   if (!target.shares_storage(x)) x.copy_(target);
 }
 
-
 // given: the _out form's out, or null to allocate the result (as in every op below).
 Tensor run_index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor* given) {
   const char* op = "index_select";
@@ -89,8 +88,7 @@ Tensor run_index_select(const Tensor& x, int64_t dim, const Tensor& index, const
   check_range(op, idx, x.size(d), "dim " + str(d) + " of x (" + describe(x) + ")");
   Shape out_shape = x.shape();
   out_shape[size_t(d)] = idx.numel();
-  Tensor out =
-      output(op, given, out_shape, x.dtype(), x.device(), {{"x", x}, {"index", index}});
+  Tensor out = output(op, given, out_shape, x.dtype(), x.device(), {{"x", x}, {"index", index}});
   select_slices(op, x, d, idx.view({idx.numel()}), out);
   return out;
 }
@@ -379,8 +377,8 @@ Tensor run_pad_backward(const Tensor& grad_out, const Shape& input_shape,
                              shape_str(padded) + " of input shape " + shape_str(input_shape));
   if (m != PadMode::Constant)
     check_pads_fit(op, "input shape " + shape_str(input_shape), input_shape, left, right, m, mode);
-  Tensor grad_in = output(op, given, input_shape, grad_out.dtype(), grad_out.device(),
-                          {{"grad_out", grad_out}});
+  Tensor grad_in =
+      output(op, given, input_shape, grad_out.dtype(), grad_out.device(), {{"grad_out", grad_out}});
   if (m == PadMode::Constant) {
     grad_in.zero_();  // elements cropped away by negative pads get no gradient
     auto [in_part, out_part] = overlap(grad_in, grad_out, left, right);
@@ -463,8 +461,8 @@ const Tensor& gather_out(const Tensor& out, const Tensor& x, int64_t dim, const 
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
   return run_scatter_add("scatter_add", x, dim, index, src, false, nullptr);
 }
-const Tensor& scatter_add_out(const Tensor& out, const Tensor& x, int64_t dim,
-                              const Tensor& index, const Tensor& src) {
+const Tensor& scatter_add_out(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index,
+                              const Tensor& src) {
   run_scatter_add("scatter_add", x, dim, index, src, false, &out);
   return out;
 }

@@ -68,7 +68,6 @@ void check_batch_norm_input(const char* op, const Tensor& x) {
                              "batch dim with unsqueeze(0)");
 }
 
-
 // The outputs of a normalization's backward: grad_input x's shape, grad_weight and grad_bias
 // param_shape, all x's dtype (outs: the _out form's, or null to allocate).
 NormGrads norm_grads(const char* op, const NormGrads* outs, const Tensor& x,
@@ -89,8 +88,8 @@ NormGrads norm_grads(const char* op, const NormGrads* outs, const Tensor& x,
 // outs: the _out form's outputs in BatchNormResult's order, or null to allocate them (and so for
 // every op below). The kernels write contiguous outputs (see write_contiguous).
 BatchNormResult run_batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias,
-                               const Tensor& running_mean, const Tensor& running_var,
-                               bool training, double eps, const BatchNormResult* outs) {
+                               const Tensor& running_mean, const Tensor& running_var, bool training,
+                               double eps, const BatchNormResult* outs) {
   const char* op = "batch_norm";
   check_batch_norm_input(op, x);
   const int64_t c = x.size(1);
@@ -126,10 +125,10 @@ BatchNormResult run_batch_norm(const Tensor& x, const Tensor& weight, const Tens
   BatchNormResult r;
   r.output = output(op, outs ? &outs->output : nullptr, x.shape(), x.dtype(), x.device(), inputs,
                     "output");
-  r.save_mean = output(op, outs ? &outs->save_mean : nullptr, channels, acc, x.device(), inputs,
-                       "save_mean");
-  r.save_invstd = output(op, outs ? &outs->save_invstd : nullptr, channels, acc, x.device(),
-                         inputs, "save_invstd");
+  r.save_mean =
+      output(op, outs ? &outs->save_mean : nullptr, channels, acc, x.device(), inputs, "save_mean");
+  r.save_invstd = output(op, outs ? &outs->save_invstd : nullptr, channels, acc, x.device(), inputs,
+                         "save_invstd");
   if (training)
     r.batch_var = output(op, outs ? &outs->batch_var : nullptr, channels, acc, x.device(), inputs,
                          "batch_var");
@@ -188,8 +187,8 @@ void batch_norm_update_stats(const Tensor& running_mean, const Tensor& running_v
 namespace {
 
 NormGrads run_batch_norm_backward(const Tensor& grad_out, const Tensor& x, const Tensor& weight,
-                                  const Tensor& save_mean, const Tensor& save_invstd,
-                                  bool training, const NormGrads* outs) {
+                                  const Tensor& save_mean, const Tensor& save_invstd, bool training,
+                                  const NormGrads* outs) {
   const char* op = "batch_norm_backward";
   check_batch_norm_input(op, x);
   check_grad_out(op, grad_out, x);
@@ -210,18 +209,18 @@ NormGrads run_batch_norm_backward(const Tensor& grad_out, const Tensor& x, const
   // The per-channel sums are the parameters' gradients, which the kernel keeps in the compute
   // dtype: a float16 or bfloat16 result receives them cast.
   const DType acc = compute_dtype(x.dtype());
-  write_contiguous(
-      op, {r.grad_input, r.grad_weight, r.grad_bias},
-      [&](std::vector<Tensor>& dsts) {
-        Tensor dx3 = dsts[0].view(x3.shape());
-        if (x.size(1) > 0)
-          batch_norm_backward_reduce_kernel(x.device())(dy3, x3, save_mean, save_invstd, dsts[2],
-                                                        dsts[1]);
-        if (x.numel() > 0)
-          batch_norm_backward_input_kernel(x.device())(dy3, x3, save_mean, save_invstd, w, dsts[2],
-                                                       dsts[1], training, dx3);
-      },
-      {x.dtype(), acc, acc});
+  write_contiguous(op, {r.grad_input, r.grad_weight, r.grad_bias},
+                   [&](std::vector<Tensor>& dsts) {
+                     Tensor dx3 = dsts[0].view(x3.shape());
+                     if (x.size(1) > 0)
+                       batch_norm_backward_reduce_kernel(x.device())(dy3, x3, save_mean,
+                                                                     save_invstd, dsts[2], dsts[1]);
+                     if (x.numel() > 0)
+                       batch_norm_backward_input_kernel(x.device())(dy3, x3, save_mean, save_invstd,
+                                                                    w, dsts[2], dsts[1], training,
+                                                                    dx3);
+                   },
+                   {x.dtype(), acc, acc});
   return r;
 }
 
@@ -281,8 +280,7 @@ LayerNormResult run_layer_norm(const Tensor& x, const std::vector<int64_t>& norm
 
 NormGrads run_layer_norm_backward(const Tensor& grad_out, const Tensor& x,
                                   const std::vector<int64_t>& normalized_shape, const Tensor& mean,
-                                  const Tensor& rstd, const Tensor& weight,
-                                  const NormGrads* outs) {
+                                  const Tensor& rstd, const Tensor& weight, const NormGrads* outs) {
   const char* op = "layer_norm_backward";
   auto [m, d] = layer_norm_rows(op, x, normalized_shape);
   check_grad_out(op, grad_out, x);
@@ -296,16 +294,12 @@ NormGrads run_layer_norm_backward(const Tensor& grad_out, const Tensor& x,
   Tensor mean1 = mean.contiguous().view({m});
   Tensor rstd1 = rstd.contiguous().view({m});
   Tensor w = weight.defined() ? weight.contiguous().view({d}) : Tensor();
-  NormGrads r = norm_grads(op, outs, x, normalized_shape,
-                           {{"grad_out", grad_out},
-                            {"x", x},
-                            {"mean", mean},
-                            {"rstd", rstd},
-                            {"weight", weight}});
+  NormGrads r = norm_grads(
+      op, outs, x, normalized_shape,
+      {{"grad_out", grad_out}, {"x", x}, {"mean", mean}, {"rstd", rstd}, {"weight", weight}});
   write_contiguous(op, {r.grad_input, r.grad_weight, r.grad_bias}, [&](std::vector<Tensor>& dsts) {
     Tensor dx2 = dsts[0].view({m, d}), gw = dsts[1].view({d}), gb = dsts[2].view({d});
-    if (m > 0 && d > 0)
-      layer_norm_backward_input_kernel(x.device())(dy2, x2, mean1, rstd1, w, dx2);
+    if (m > 0 && d > 0) layer_norm_backward_input_kernel(x.device())(dy2, x2, mean1, rstd1, w, dx2);
     if (d > 0) layer_norm_backward_params_kernel(x.device())(dy2, x2, mean1, rstd1, gw, gb);
   });
   return r;
@@ -339,8 +333,8 @@ DropoutResult run_dropout(const Tensor& x, double p, bool training, Generator* g
   const std::initializer_list<Named> inputs = {{"x", x}};
   Tensor out = output(op, outs ? &outs->output : nullptr, x.shape(), x.dtype(), x.device(), inputs,
                       "output");
-  Tensor mask = output(op, outs ? &outs->mask : nullptr, x.shape(), DType::Bool, x.device(),
-                       inputs, "mask");
+  Tensor mask =
+      output(op, outs ? &outs->mask : nullptr, x.shape(), DType::Bool, x.device(), inputs, "mask");
   check_outs_apart(op, {{"output", out}, {"mask", mask}});
   bernoulli_out(mask, x.shape(), 1 - p, DType::Bool, x.device(), gen);
   apply_mask(x, mask, p, out);
@@ -359,8 +353,8 @@ Tensor run_dropout_backward(const Tensor& grad, const Tensor& mask, double p, co
       throw ShapeError(op, operands({{"grad", grad}, {"mask", mask}}) +
                                "; mask must be the bool mask dropout returned, of grad's shape");
   }
-  Tensor out =
-      output(op, given, grad.shape(), grad.dtype(), grad.device(), {{"grad", grad}, {"mask", mask}});
+  Tensor out = output(op, given, grad.shape(), grad.dtype(), grad.device(),
+                      {{"grad", grad}, {"mask", mask}});
   if (!mask.defined()) return out.copy_(grad);
   apply_mask(grad, mask, p, out);
   return out;
@@ -376,9 +370,8 @@ BatchNormResult batch_norm(const Tensor& x, const Tensor& weight, const Tensor& 
 }
 BatchNormResult batch_norm_out(const Tensor& output, const Tensor& save_mean,
                                const Tensor& save_invstd, const Tensor& batch_var, const Tensor& x,
-                               const Tensor& weight, const Tensor& bias,
-                               const Tensor& running_mean, const Tensor& running_var,
-                               bool training, double eps) {
+                               const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
+                               const Tensor& running_var, bool training, double eps) {
   const BatchNormResult outs{output, save_mean, save_invstd, batch_var};
   return run_batch_norm(x, weight, bias, running_mean, running_var, training, eps, &outs);
 }

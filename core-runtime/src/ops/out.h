@@ -55,7 +55,8 @@ void write_contiguous(const char* op, std::vector<Tensor> outs, F&& write,
 
 // The same for a kernel with one output: write(dst).
 template <class F> void write_contiguous(const char* op, const Tensor& out, F&& write) {
-  write_contiguous(op, std::vector<Tensor>{out}, [&](std::vector<Tensor>& dsts) { write(dsts[0]); });
+  write_contiguous(op, std::vector<Tensor>{out},
+                   [&](std::vector<Tensor>& dsts) { write(dsts[0]); });
 }
 
 }  // namespace ember

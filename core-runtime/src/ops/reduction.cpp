@@ -57,8 +57,8 @@ const Shape& result_shape(const ReducePlan& p, bool keepdim) {
 }
 
 // Runs kernel(flat) into out through its [kept...] view, the layout every reduction kernel writes.
-template <class F> void write_reduced(const char* op, const ReducePlan& p, const Tensor& out,
-                                      F&& kernel) {
+template <class F>
+void write_reduced(const char* op, const ReducePlan& p, const Tensor& out, F&& kernel) {
   write_contiguous(op, out, [&](Tensor& dst) {
     Tensor flat = dst.view(p.out_shape);
     kernel(flat);
@@ -82,9 +82,8 @@ Tensor run_reduce(const char* op, ReduceOp kind, const Tensor& x, const std::vec
   ReducePlan p = plan(op, x, dims);
   if (!has_identity) check_nonempty(op, x, p, dims);
   Tensor out = output(op, given, result_shape(p, keepdim), out_dtype, x.device(), {{"x", x}});
-  write_reduced(op, p, out, [&](Tensor& flat) {
-    reduce_kernel(x.device())(kind, p.xr, p.nreduce, flat);
-  });
+  write_reduced(op, p, out,
+                [&](Tensor& flat) { reduce_kernel(x.device())(kind, p.xr, p.nreduce, flat); });
   return out;
 }
 
@@ -98,9 +97,9 @@ ValuesIndices run_arg_reduce(const char* op, bool is_max, const Tensor& x,
   ReducePlan p = plan(op, x, dims);
   check_nonempty(op, x, p, dims);
   const Shape& shape = result_shape(p, keepdim);
-  Tensor values = want_values ? output(op, values_out, shape, x.dtype(), x.device(), {{"x", x}},
-                                       "values")
-                              : Tensor();
+  Tensor values = want_values
+                      ? output(op, values_out, shape, x.dtype(), x.device(), {{"x", x}}, "values")
+                      : Tensor();
   Tensor indices = output(op, indices_out, shape, DType::Int64, x.device(),
                           {{"x", x}, {"values", values}}, want_values ? "indices" : "out");
   write_contiguous(op, {values, indices}, [&](std::vector<Tensor>& dsts) {
@@ -142,9 +141,8 @@ Tensor run_norm(const Tensor& x, double p, const std::vector<int64_t>& dims, boo
   ReducePlan r = plan("norm", x, dims);
   if (std::isinf(p)) check_nonempty("norm", x, r, dims);  // max|x| of nothing: as amax
   Tensor out = output("norm", given, result_shape(r, keepdim), x.dtype(), x.device(), {{"x", x}});
-  write_reduced("norm", r, out, [&](Tensor& flat) {
-    norm_kernel(x.device())(r.xr, r.nreduce, p, flat);
-  });
+  write_reduced("norm", r, out,
+                [&](Tensor& flat) { norm_kernel(x.device())(r.xr, r.nreduce, p, flat); });
   return out;
 }
 

@@ -26,7 +26,8 @@ Tensor dim_last(const Tensor& t, int64_t d) {
 
 // given: the _out form's out, or null to allocate the result (as in every op below). The row-wise
 // and pointwise kernels write outputs of any strides, so out is written directly.
-Tensor softmax_forward(const char* op, const Tensor& x, int64_t dim, bool log, const Tensor* given) {
+Tensor softmax_forward(const char* op, const Tensor& x, int64_t dim, bool log,
+                       const Tensor* given) {
   check_defined(op, {{"x", x}});
   check_floating(op, {{"x", x}});
   const int64_t d = wrap_dim_or_scalar(dim, x.dim(), op, "x is " + describe(x));
@@ -126,9 +127,9 @@ template <class F>
 void write_losses(const char* op, const ClassLayout& L, const Tensor& sw, LossReduction reduction,
                   const Tensor& out, F&& kernel) {
   if (reduction == LossReduction::None) {
-    write_contiguous(
-        op, {out}, [&](std::vector<Tensor>& dsts) { kernel(dsts[0].view(L.target.shape())); },
-        {sw.dtype()});
+    write_contiguous(op, {out},
+                     [&](std::vector<Tensor>& dsts) { kernel(dsts[0].view(L.target.shape())); },
+                     {sw.dtype()});
     return;
   }
   Tensor loss = Tensor::empty(L.target.shape(), sw.dtype(), out.device(), op);
@@ -224,15 +225,13 @@ Tensor pointwise_backward(const char* op, PointwiseLoss kind, const Tensor& grad
   }
   const double scale =
       reduction == LossReduction::Mean && x.numel() > 0 ? 1.0 / double(x.numel()) : 1.0;
-  Tensor grad = output(
-      op, given, x.shape(), x.dtype(), x.device(),
-      {{"grad_loss", grad_loss}, {"input", x}, {"target", y}, {"pos_weight", pos_weight}});
+  Tensor grad =
+      output(op, given, x.shape(), x.dtype(), x.device(),
+             {{"grad_loss", grad_loss}, {"input", x}, {"target", y}, {"pos_weight", pos_weight}});
   grad.bump_version();
   pointwise_loss_backward_kernel(x.device())(kind, g, scale, x, y, pw, grad);
   return grad;
 }
-
-
 
 Tensor run_cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& weight,
                          int64_t ignore_index, LossReduction reduction, double label_smoothing,
@@ -251,9 +250,9 @@ Tensor run_cross_entropy(const Tensor& logits, const Tensor& target, const Tenso
 }
 
 Tensor run_cross_entropy_backward(const Tensor& grad_loss, const Tensor& logits,
-                                  const Tensor& target, const Tensor& weight,
-                                  int64_t ignore_index, LossReduction reduction,
-                                  double label_smoothing, const Tensor* given) {
+                                  const Tensor& target, const Tensor& weight, int64_t ignore_index,
+                                  LossReduction reduction, double label_smoothing,
+                                  const Tensor* given) {
   const char* op = "cross_entropy_backward";
   check_label_smoothing(op, label_smoothing);
   ClassLayout L = class_layout(op, "logits", logits, target, weight);
@@ -275,18 +274,18 @@ Tensor run_nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor&
   const char* op = "nll_loss";
   ClassLayout L = class_layout(op, "log_probs", log_probs, target, weight);
   Tensor sw = sample_weights(op, "log_probs", L, log_probs, target, ignore_index);
-  Tensor out = output(op, given, loss_shape(reduction, target), log_probs.dtype(),
-                      log_probs.device(),
-                      {{"log_probs", log_probs}, {"target", target}, {"weight", weight}});
+  Tensor out =
+      output(op, given, loss_shape(reduction, target), log_probs.dtype(), log_probs.device(),
+             {{"log_probs", log_probs}, {"target", target}, {"weight", weight}});
   write_losses(op, L, sw, reduction, out, [&](Tensor loss) {
     nll_loss_kernel(log_probs.device())(L.x, L.target, L.weight, ignore_index, loss);
   });
   return out;
 }
 
-Tensor run_nll_loss_backward(const Tensor& grad_loss, const Tensor& log_probs,
-                             const Tensor& target, const Tensor& weight, int64_t ignore_index,
-                             LossReduction reduction, const Tensor* given) {
+Tensor run_nll_loss_backward(const Tensor& grad_loss, const Tensor& log_probs, const Tensor& target,
+                             const Tensor& weight, int64_t ignore_index, LossReduction reduction,
+                             const Tensor* given) {
   const char* op = "nll_loss_backward";
   ClassLayout L = class_layout(op, "log_probs", log_probs, target, weight);
   check_same_device(op, {{"grad_loss", grad_loss}, {"log_probs", log_probs}});
@@ -351,8 +350,8 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& w
                            nullptr);
 }
 const Tensor& cross_entropy_out(const Tensor& out, const Tensor& logits, const Tensor& target,
-                                const Tensor& weight, int64_t ignore_index,
-                                LossReduction reduction, double label_smoothing) {
+                                const Tensor& weight, int64_t ignore_index, LossReduction reduction,
+                                double label_smoothing) {
   run_cross_entropy(logits, target, weight, ignore_index, reduction, label_smoothing, &out);
   return out;
 }
@@ -410,9 +409,8 @@ Tensor mse_loss_backward(const Tensor& grad_loss, const Tensor& input, const Ten
   return pointwise_backward("mse_loss_backward", PointwiseLoss::Mse, grad_loss, input, target,
                             Tensor(), reduction, nullptr);
 }
-const Tensor& mse_loss_backward_out(const Tensor& out, const Tensor& grad_loss,
-                                    const Tensor& input, const Tensor& target,
-                                    LossReduction reduction) {
+const Tensor& mse_loss_backward_out(const Tensor& out, const Tensor& grad_loss, const Tensor& input,
+                                    const Tensor& target, LossReduction reduction) {
   pointwise_backward("mse_loss_backward", PointwiseLoss::Mse, grad_loss, input, target, Tensor(),
                      reduction, &out);
   return out;
@@ -433,9 +431,8 @@ Tensor l1_loss_backward(const Tensor& grad_loss, const Tensor& input, const Tens
   return pointwise_backward("l1_loss_backward", PointwiseLoss::L1, grad_loss, input, target,
                             Tensor(), reduction, nullptr);
 }
-const Tensor& l1_loss_backward_out(const Tensor& out, const Tensor& grad_loss,
-                                   const Tensor& input, const Tensor& target,
-                                   LossReduction reduction) {
+const Tensor& l1_loss_backward_out(const Tensor& out, const Tensor& grad_loss, const Tensor& input,
+                                   const Tensor& target, LossReduction reduction) {
   pointwise_backward("l1_loss_backward", PointwiseLoss::L1, grad_loss, input, target, Tensor(),
                      reduction, &out);
   return out;
@@ -447,8 +444,7 @@ Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targ
                            target, pos_weight, reduction, nullptr);
 }
 const Tensor& binary_cross_entropy_with_logits_out(const Tensor& out, const Tensor& logits,
-                                                   const Tensor& target,
-                                                   const Tensor& pos_weight,
+                                                   const Tensor& target, const Tensor& pos_weight,
                                                    LossReduction reduction) {
   pointwise_forward("binary_cross_entropy_with_logits", PointwiseLoss::BceWithLogits, logits,
                     target, pos_weight, reduction, &out);

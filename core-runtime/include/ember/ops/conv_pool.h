@@ -110,12 +110,12 @@ const Tensor& conv2d_out(const Tensor& out, const Tensor& x, const Tensor& weigh
                          Size2 dilation = 1, int64_t groups = 1);
 const Tensor& conv2d_backward_input_out(const Tensor& out, const Tensor& grad_out,
                                         const Tensor& weight, const Shape& input_shape,
-                                        Size2 stride = 1, Padding2 padding = 0,
-                                        Size2 dilation = 1, int64_t groups = 1);
-const Tensor& conv2d_backward_weight_out(const Tensor& out, const Tensor& grad_out,
-                                         const Tensor& x, const Shape& weight_shape,
-                                         Size2 stride = 1, Padding2 padding = 0,
-                                         Size2 dilation = 1, int64_t groups = 1);
+                                        Size2 stride = 1, Padding2 padding = 0, Size2 dilation = 1,
+                                        int64_t groups = 1);
+const Tensor& conv2d_backward_weight_out(const Tensor& out, const Tensor& grad_out, const Tensor& x,
+                                         const Shape& weight_shape, Size2 stride = 1,
+                                         Padding2 padding = 0, Size2 dilation = 1,
+                                         int64_t groups = 1);
 const Tensor& conv2d_backward_bias_out(const Tensor& out, const Tensor& grad_out);
 MaxPoolResult max_pool2d_out(const Tensor& values, const Tensor& indices, const Tensor& x,
                              Size2 kernel_size, Size2 stride = {}, Size2 padding = 0,
@@ -127,8 +127,8 @@ const Tensor& avg_pool2d_out(const Tensor& out, const Tensor& x, Size2 kernel_si
                              bool count_include_pad = true);
 const Tensor& avg_pool2d_backward_out(const Tensor& out, const Tensor& grad_out,
                                       const Shape& input_shape, Size2 kernel_size,
-                                      Size2 stride = {}, Size2 padding = 0,
-                                      bool ceil_mode = false, bool count_include_pad = true);
+                                      Size2 stride = {}, Size2 padding = 0, bool ceil_mode = false,
+                                      bool count_include_pad = true);
 const Tensor& adaptive_avg_pool2d_out(const Tensor& out, const Tensor& x, Size2 output_size);
 const Tensor& adaptive_avg_pool2d_backward_out(const Tensor& out, const Tensor& grad_out,
                                                const Shape& input_shape);

@@ -77,10 +77,9 @@ const Tensor& index_select_out(const Tensor& out, const Tensor& x, int64_t dim,
 const Tensor& index_add_out(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index,
                             const Tensor& src);
 const Tensor& gather_out(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index);
-const Tensor& scatter_add_out(const Tensor& out, const Tensor& x, int64_t dim,
-                              const Tensor& index, const Tensor& src);
-const Tensor& masked_fill_out(const Tensor& out, const Tensor& x, const Tensor& mask,
-                              double value);
+const Tensor& scatter_add_out(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index,
+                              const Tensor& src);
+const Tensor& masked_fill_out(const Tensor& out, const Tensor& x, const Tensor& mask, double value);
 const Tensor& one_hot_out(const Tensor& out, const Tensor& indices, int64_t num_classes);
 const Tensor& pad_out(const Tensor& out, const Tensor& x, const std::vector<int64_t>& pads,
                       const std::string& mode = "constant", double value = 0.0);

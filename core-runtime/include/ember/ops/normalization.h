@@ -93,9 +93,8 @@ Tensor dropout_backward(const Tensor& grad, const Tensor& mask, double p);
 // undefined mask copies grad.
 BatchNormResult batch_norm_out(const Tensor& output, const Tensor& save_mean,
                                const Tensor& save_invstd, const Tensor& batch_var, const Tensor& x,
-                               const Tensor& weight, const Tensor& bias,
-                               const Tensor& running_mean, const Tensor& running_var,
-                               bool training, double eps = 1e-5);
+                               const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
+                               const Tensor& running_var, bool training, double eps = 1e-5);
 NormGrads batch_norm_backward_out(const Tensor& grad_input, const Tensor& grad_weight,
                                   const Tensor& grad_bias, const Tensor& grad_out, const Tensor& x,
                                   const Tensor& weight, const Tensor& save_mean,

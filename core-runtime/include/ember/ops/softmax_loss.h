@@ -106,13 +106,13 @@ const Tensor& nll_loss_backward_out(const Tensor& out, const Tensor& grad_loss,
                                     LossReduction reduction = LossReduction::Mean);
 const Tensor& mse_loss_out(const Tensor& out, const Tensor& input, const Tensor& target,
                            LossReduction reduction = LossReduction::Mean);
-const Tensor& mse_loss_backward_out(const Tensor& out, const Tensor& grad_loss,
-                                    const Tensor& input, const Tensor& target,
+const Tensor& mse_loss_backward_out(const Tensor& out, const Tensor& grad_loss, const Tensor& input,
+                                    const Tensor& target,
                                     LossReduction reduction = LossReduction::Mean);
 const Tensor& l1_loss_out(const Tensor& out, const Tensor& input, const Tensor& target,
                           LossReduction reduction = LossReduction::Mean);
-const Tensor& l1_loss_backward_out(const Tensor& out, const Tensor& grad_loss,
-                                   const Tensor& input, const Tensor& target,
+const Tensor& l1_loss_backward_out(const Tensor& out, const Tensor& grad_loss, const Tensor& input,
+                                   const Tensor& target,
                                    LossReduction reduction = LossReduction::Mean);
 const Tensor& binary_cross_entropy_with_logits_out(const Tensor& out, const Tensor& logits,
                                                    const Tensor& target,
