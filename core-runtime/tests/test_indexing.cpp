@@ -161,7 +161,7 @@ TEST_P(Indexing, IndexErrors) {
       },
       {"embedding_backward", "padding_idx 5"});
   expect_error<ShapeError>([&] { index_add(x, 0, ints({0}, {1}, device()), x); },
-                           {"index_add_", "src is [3, 4]", "[1, 4]"});
+                           {"index_add:", "src is [3, 4]", "[1, 4]"});
 }
 
 // ---------------- gather / scatter_add ----------------

@@ -102,9 +102,11 @@ class Tensor {
   Tensor to(Device device) const;
   Tensor to(DType dtype) const;
   Tensor to(Device device, DType dtype) const;
-  Tensor& copy_(const Tensor& src);  // src broadcast to this shape, cast, any devices
-  Tensor& fill_(double value);       // ValueError when dtype cannot hold value (see dtype_holds)
-  Tensor& zero_() { return fill_(0.0); }
+  // In place, as every in-place op: const on the handle (the data changes), returns *this and
+  // bumps the version.
+  const Tensor& copy_(const Tensor& src) const;  // src broadcast to this shape, cast, any devices
+  const Tensor& fill_(double value) const;  // ValueError when dtype cannot hold value (dtype_holds)
+  const Tensor& zero_() const { return fill_(0.0); }
 
   // The single element of a 1-element tensor, converted to T (synchronises on CUDA).
   template <class T> T item() const;

@@ -90,7 +90,7 @@ Tensor Tensor::to(Device device, DType dtype) const {
   return out;
 }
 
-Tensor& Tensor::copy_(const Tensor& src) {
+const Tensor& Tensor::copy_(const Tensor& src) const {
   if (!defined() || !src.defined())
     throw ValueError("copy_", "cannot copy between undefined tensors");
   bool fits = src.dim() <= dim();
@@ -103,7 +103,8 @@ Tensor& Tensor::copy_(const Tensor& src) {
   if (numel() == 0) return *this;
   if (src.device() == device()) {
     Tensor expanded = src.expand(shape_);
-    copy_kernel(device())(expanded, *this);
+    Tensor dst = *this;  // the kernels take the handle by reference
+    copy_kernel(device())(expanded, dst);
     return *this;
   }
   // Across devices: make src contiguous where it is, move the bytes, then cast/scatter here.
@@ -118,14 +119,16 @@ Tensor& Tensor::copy_(const Tensor& src) {
                   size_t(packed.nbytes()));
   if (direct) return *this;
   Tensor expanded = staged.expand(shape_);
-  copy_kernel(device())(expanded, *this);
+  Tensor dst = *this;
+  copy_kernel(device())(expanded, dst);
   return *this;
 }
 
-Tensor& Tensor::fill_(double value) {
+const Tensor& Tensor::fill_(double value) const {
   check_value_fits("fill_", value, dtype_);
   bump_version();
-  if (numel() > 0) fill_kernel(device())(*this, value);
+  Tensor dst = *this;
+  if (numel() > 0) fill_kernel(device())(dst, value);
   return *this;
 }
 

@@ -83,7 +83,6 @@ inline void check_dim(const char* op, const Named& a, int64_t ndim, const char* 
                              (*layout ? std::string(" ") + layout : std::string()));
 }
 
-
 // ---- outputs the caller provides (the `_out` forms) ----
 // Every op `Tensor f(args...)` has a form `const Tensor& f_out(const Tensor& out, args...)` that
 // writes the result into `out` and returns it. `out` must already have the result's exact shape,
@@ -116,37 +115,36 @@ inline bool may_overlap(const Tensor& a, const Tensor& b) {
 }
 
 // ShapeError/DTypeError/DeviceError unless out is defined with exactly this shape, dtype and
-// device; ValueError when out is an expanded view (two elements share one address).
+// device; ValueError when out is an expanded view (two elements share one address). `name` is the
+// output's name in the message (an op with several outputs names each).
 inline void check_out(const char* op, const Tensor& out, const Shape& shape, DType dtype,
-                      Device device) {
-  check_defined(op, {{"out", out}});
+                      Device device, const char* name = "out") {
+  check_defined(op, {{name, out}});
   const std::string result = std::string("the result is ") + shape_str(shape) + " " +
                              dtype_name(dtype) + " " + device.str();
+  const std::string who = operands({{name, out}}) + "; " + result + "; ";
   if (out.device() != device)
-    throw DeviceError(op, operands({{"out", out}}) + "; " + result +
-                              "; allocate out on the operands' device");
+    throw DeviceError(op, who + "allocate " + name + " on the operands' device");
   if (out.shape() != shape)
-    throw ShapeError(op, operands({{"out", out}}) + "; " + result +
-                             "; out must have the result's shape (it is never resized)");
+    throw ShapeError(op, who + name + " must have the result's shape (it is never resized)");
   if (out.dtype() != dtype)
-    throw DTypeError(op, operands({{"out", out}}) + "; " + result +
-                             "; out must have the result's dtype (it is never cast)");
+    throw DTypeError(op, who + name + " must have the result's dtype (it is never cast)");
   for (int64_t d = 0; d < out.dim(); ++d)
     if (out.stride(d) == 0 && out.size(d) > 1)
-      throw ValueError(op, operands({{"out", out}}) +
-                               "; out is an expanded view whose elements share memory; pass a "
+      throw ValueError(op, operands({{name, out}}) + "; " + name +
+                               " is an expanded view whose elements share memory; pass a "
                                "tensor with one address per element");
 }
 
 // ValueError when out overlaps one of the inputs (beyond being the identical view, which
 // elementwise ops allow with identical_ok).
 inline void check_out_alias(const char* op, const Tensor& out, std::initializer_list<Named> inputs,
-                            bool identical_ok) {
+                            bool identical_ok, const char* name = "out") {
   for (const Named& a : inputs) {
     if (!may_overlap(out, a.tensor) || (identical_ok && same_view(out, a.tensor))) continue;
-    throw ValueError(op, operands({{"out", out}, a}) + "; out overlaps " + a.name +
-                             ", so the kernel would read values it already overwrote; pass an "
-                             "out that does not share memory with the inputs");
+    throw ValueError(op, operands({{name, out}, a}) + "; " + name + " overlaps " + a.name +
+                             ", so the kernel would read values it already overwrote; pass an " +
+                             name + " that does not share memory with the inputs");
   }
 }
 

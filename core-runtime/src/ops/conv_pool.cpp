@@ -3,9 +3,10 @@
 #include "ember/ops/conv_pool.h"
 
 #include <string>
+#include <vector>
 
-#include "ops/checks.h"
 #include "ops/conv_pool_kernels.h"
+#include "ops/out.h"
 
 namespace ember {
 namespace {
@@ -157,12 +158,12 @@ PoolGeometry pool_geometry(const char* op, const std::string& who, const Shape& 
   return g;
 }
 
-}  // namespace
-
 // ---------------------------------------------------------------------------------------------
+// Each op takes `given`, the _out form's output (null: allocate it). Every kernel writes
+// contiguous outputs (see write_contiguous).
 
-Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 stride,
-              Padding2 padding, Size2 dilation, int64_t groups) {
+Tensor run_conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 stride,
+                  const Padding2& padding, Size2 dilation, int64_t groups, const Tensor* given) {
   const char* op = "conv2d";
   std::string who;
   if (bias.defined()) {
@@ -176,14 +177,18 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 s
       conv_geometry(op, who, x.shape(), weight.shape(), stride, padding, dilation, groups);
   if (bias.defined() && bias.shape() != Shape{weight.size(0)})
     throw ShapeError(op, who + "; bias must be [" + str(weight.size(0)) + "] (weight.shape[0])");
-  Tensor out = Tensor::empty(g.out_shape, x.dtype(), x.device(), op);
-  conv2d_kernel(x.device())(x.contiguous(), weight.contiguous(),
-                            bias.defined() ? bias.contiguous() : bias, out, g.params);
+  Tensor out = output(op, given, g.out_shape, x.dtype(), x.device(),
+                      {{"x", x}, {"weight", weight}, {"bias", bias}});
+  write_contiguous(op, out, [&](Tensor& dst) {
+    conv2d_kernel(x.device())(x.contiguous(), weight.contiguous(),
+                              bias.defined() ? bias.contiguous() : bias, dst, g.params);
+  });
   return out;
 }
 
-Tensor conv2d_backward_input(const Tensor& grad_out, const Tensor& weight, const Shape& input_shape,
-                             Size2 stride, Padding2 padding, Size2 dilation, int64_t groups) {
+Tensor run_conv2d_backward_input(const Tensor& grad_out, const Tensor& weight,
+                                 const Shape& input_shape, Size2 stride, const Padding2& padding,
+                                 Size2 dilation, int64_t groups, const Tensor* given) {
   const char* op = "conv2d_backward_input";
   check_tensors(op, {{"grad_out", grad_out}, {"weight", weight}});
   const std::string who = with_shape(operands({{"grad_out", grad_out}, {"weight", weight}}),
@@ -191,14 +196,18 @@ Tensor conv2d_backward_input(const Tensor& grad_out, const Tensor& weight, const
   ConvGeometry g =
       conv_geometry(op, who, input_shape, weight.shape(), stride, padding, dilation, groups);
   check_grad_out(op, who, grad_out, g.out_shape);
-  Tensor grad_x = Tensor::empty(input_shape, grad_out.dtype(), grad_out.device(), op);
-  conv2d_backward_input_kernel(grad_out.device())(grad_out.contiguous(), weight.contiguous(),
-                                                  grad_x, g.params);
+  Tensor grad_x = output(op, given, input_shape, grad_out.dtype(), grad_out.device(),
+                         {{"grad_out", grad_out}, {"weight", weight}});
+  write_contiguous(op, grad_x, [&](Tensor& dst) {
+    conv2d_backward_input_kernel(grad_out.device())(grad_out.contiguous(), weight.contiguous(), dst,
+                                                    g.params);
+  });
   return grad_x;
 }
 
-Tensor conv2d_backward_weight(const Tensor& grad_out, const Tensor& x, const Shape& weight_shape,
-                              Size2 stride, Padding2 padding, Size2 dilation, int64_t groups) {
+Tensor run_conv2d_backward_weight(const Tensor& grad_out, const Tensor& x,
+                                  const Shape& weight_shape, Size2 stride, const Padding2& padding,
+                                  Size2 dilation, int64_t groups, const Tensor* given) {
   const char* op = "conv2d_backward_weight";
   check_tensors(op, {{"grad_out", grad_out}, {"x", x}});
   const std::string who =
@@ -206,37 +215,48 @@ Tensor conv2d_backward_weight(const Tensor& grad_out, const Tensor& x, const Sha
   ConvGeometry g =
       conv_geometry(op, who, x.shape(), weight_shape, stride, padding, dilation, groups);
   check_grad_out(op, who, grad_out, g.out_shape);
-  Tensor grad_w = Tensor::empty(weight_shape, grad_out.dtype(), grad_out.device(), op);
-  conv2d_backward_weight_kernel(grad_out.device())(grad_out.contiguous(), x.contiguous(), grad_w,
-                                                   g.params);
+  Tensor grad_w = output(op, given, weight_shape, grad_out.dtype(), grad_out.device(),
+                         {{"grad_out", grad_out}, {"x", x}});
+  write_contiguous(op, grad_w, [&](Tensor& dst) {
+    conv2d_backward_weight_kernel(grad_out.device())(grad_out.contiguous(), x.contiguous(), dst,
+                                                     g.params);
+  });
   return grad_w;
 }
 
-Tensor conv2d_backward_bias(const Tensor& grad_out) {
+Tensor run_conv2d_backward_bias(const Tensor& grad_out, const Tensor* given) {
   const char* op = "conv2d_backward_bias";
   check_tensors(op, {{"grad_out", grad_out}});
   check_4d(op, operands({{"grad_out", grad_out}}), "grad_out", grad_out.shape(), "[N, O, Ho, Wo]");
-  Tensor grad_b = Tensor::empty({grad_out.size(1)}, grad_out.dtype(), grad_out.device(), op);
-  conv2d_backward_bias_kernel(grad_out.device())(grad_out.contiguous(), grad_b);
+  Tensor grad_b = output(op, given, {grad_out.size(1)}, grad_out.dtype(), grad_out.device(),
+                         {{"grad_out", grad_out}});
+  write_contiguous(op, grad_b, [&](Tensor& dst) {
+    conv2d_backward_bias_kernel(grad_out.device())(grad_out.contiguous(), dst);
+  });
   return grad_b;
 }
 
 // ---------------------------------------------------------------------------------------------
 
-MaxPoolResult max_pool2d(const Tensor& x, Size2 kernel_size, Size2 stride, Size2 padding,
-                         Size2 dilation, bool ceil_mode) {
+MaxPoolResult run_max_pool2d(const Tensor& x, Size2 kernel_size, Size2 stride, Size2 padding,
+                             Size2 dilation, bool ceil_mode, const Tensor* values_out,
+                             const Tensor* indices_out) {
   const char* op = "max_pool2d";
   check_tensors(op, {{"x", x}});
   PoolGeometry g = pool_geometry(op, operands({{"x", x}}), x.shape(), kernel_size, stride, padding,
                                  dilation, ceil_mode);
-  MaxPoolResult r{Tensor::empty(g.out_shape, x.dtype(), x.device(), op),
-                  Tensor::empty(g.out_shape, DType::Int64, x.device(), op)};
-  max_pool2d_kernel(x.device())(x.contiguous(), r.values, r.indices, g.params);
+  MaxPoolResult r;
+  r.values = output(op, values_out, g.out_shape, x.dtype(), x.device(), {{"x", x}}, "values");
+  r.indices = output(op, indices_out, g.out_shape, DType::Int64, x.device(),
+                     {{"x", x}, {"values", r.values}}, "indices");
+  write_contiguous(op, {r.values, r.indices}, [&](std::vector<Tensor>& dsts) {
+    max_pool2d_kernel(x.device())(x.contiguous(), dsts[0], dsts[1], g.params);
+  });
   return r;
 }
 
-Tensor max_pool2d_backward(const Tensor& grad_out, const Tensor& indices,
-                           const Shape& input_shape) {
+Tensor run_max_pool2d_backward(const Tensor& grad_out, const Tensor& indices,
+                               const Shape& input_shape, const Tensor* given) {
   const char* op = "max_pool2d_backward";
   check_same_device(op, {{"grad_out", grad_out}, {"indices", indices}});
   check_floating(op, {{"grad_out", grad_out}});
@@ -250,26 +270,31 @@ Tensor max_pool2d_backward(const Tensor& grad_out, const Tensor& indices,
     throw ShapeError(op, who +
                              "; grad_out and indices must both be [N, C, Ho, Wo] with N, C "
                              "from input_shape");
-  Tensor grad_x = Tensor::empty(input_shape, grad_out.dtype(), grad_out.device(), op);
-  max_pool2d_backward_kernel(grad_out.device())(grad_out.contiguous(), indices.contiguous(),
-                                                grad_x);
+  Tensor grad_x = output(op, given, input_shape, grad_out.dtype(), grad_out.device(),
+                         {{"grad_out", grad_out}, {"indices", indices}});
+  write_contiguous(op, grad_x, [&](Tensor& dst) {
+    max_pool2d_backward_kernel(grad_out.device())(grad_out.contiguous(), indices.contiguous(), dst);
+  });
   return grad_x;
 }
 
-Tensor avg_pool2d(const Tensor& x, Size2 kernel_size, Size2 stride, Size2 padding, bool ceil_mode,
-                  bool count_include_pad) {
+Tensor run_avg_pool2d(const Tensor& x, Size2 kernel_size, Size2 stride, Size2 padding,
+                      bool ceil_mode, bool count_include_pad, const Tensor* given) {
   const char* op = "avg_pool2d";
   check_tensors(op, {{"x", x}});
   PoolGeometry g = pool_geometry(op, operands({{"x", x}}), x.shape(), kernel_size, stride, padding,
                                  1, ceil_mode);
   g.params.count_include_pad = count_include_pad;
-  Tensor out = Tensor::empty(g.out_shape, x.dtype(), x.device(), op);
-  avg_pool2d_kernel(x.device())(x.contiguous(), out, g.params);
+  Tensor out = output(op, given, g.out_shape, x.dtype(), x.device(), {{"x", x}});
+  write_contiguous(op, out, [&](Tensor& dst) {
+    avg_pool2d_kernel(x.device())(x.contiguous(), dst, g.params);
+  });
   return out;
 }
 
-Tensor avg_pool2d_backward(const Tensor& grad_out, const Shape& input_shape, Size2 kernel_size,
-                           Size2 stride, Size2 padding, bool ceil_mode, bool count_include_pad) {
+Tensor run_avg_pool2d_backward(const Tensor& grad_out, const Shape& input_shape, Size2 kernel_size,
+                               Size2 stride, Size2 padding, bool ceil_mode, bool count_include_pad,
+                               const Tensor* given) {
   const char* op = "avg_pool2d_backward";
   check_tensors(op, {{"grad_out", grad_out}});
   const std::string who =
@@ -277,12 +302,15 @@ Tensor avg_pool2d_backward(const Tensor& grad_out, const Shape& input_shape, Siz
   PoolGeometry g = pool_geometry(op, who, input_shape, kernel_size, stride, padding, 1, ceil_mode);
   g.params.count_include_pad = count_include_pad;
   check_grad_out(op, who, grad_out, g.out_shape);
-  Tensor grad_x = Tensor::empty(input_shape, grad_out.dtype(), grad_out.device(), op);
-  avg_pool2d_backward_kernel(grad_out.device())(grad_out.contiguous(), grad_x, g.params);
+  Tensor grad_x =
+      output(op, given, input_shape, grad_out.dtype(), grad_out.device(), {{"grad_out", grad_out}});
+  write_contiguous(op, grad_x, [&](Tensor& dst) {
+    avg_pool2d_backward_kernel(grad_out.device())(grad_out.contiguous(), dst, g.params);
+  });
   return grad_x;
 }
 
-Tensor adaptive_avg_pool2d(const Tensor& x, Size2 output_size) {
+Tensor run_adaptive_avg_pool2d(const Tensor& x, Size2 output_size, const Tensor* given) {
   const char* op = "adaptive_avg_pool2d";
   check_tensors(op, {{"x", x}});
   const std::string who = operands({{"x", x}});
@@ -290,13 +318,16 @@ Tensor adaptive_avg_pool2d(const Tensor& x, Size2 output_size) {
   check_positive(op, "output_size", output_size);
   if (x.size(2) < 1 || x.size(3) < 1)
     throw ShapeError(op, who + "; H and W must be >= 1, there is nothing to average");
-  Tensor out = Tensor::empty({x.size(0), x.size(1), output_size.h, output_size.w}, x.dtype(),
-                             x.device(), op);
-  adaptive_avg_pool2d_kernel(x.device())(x.contiguous(), out);
+  Tensor out = output(op, given, {x.size(0), x.size(1), output_size.h, output_size.w}, x.dtype(),
+                      x.device(), {{"x", x}});
+  write_contiguous(op, out, [&](Tensor& dst) {
+    adaptive_avg_pool2d_kernel(x.device())(x.contiguous(), dst);
+  });
   return out;
 }
 
-Tensor adaptive_avg_pool2d_backward(const Tensor& grad_out, const Shape& input_shape) {
+Tensor run_adaptive_avg_pool2d_backward(const Tensor& grad_out, const Shape& input_shape,
+                                        const Tensor* given) {
   const char* op = "adaptive_avg_pool2d_backward";
   check_tensors(op, {{"grad_out", grad_out}});
   const std::string who =
@@ -308,9 +339,119 @@ Tensor adaptive_avg_pool2d_backward(const Tensor& grad_out, const Shape& input_s
     throw ShapeError(op, who +
                              "; grad_out must be [N, C, Ho, Wo] with N, C from input_shape, "
                              "and every spatial size >= 1");
-  Tensor grad_x = Tensor::empty(input_shape, grad_out.dtype(), grad_out.device(), op);
-  adaptive_avg_pool2d_backward_kernel(grad_out.device())(grad_out.contiguous(), grad_x);
+  Tensor grad_x =
+      output(op, given, input_shape, grad_out.dtype(), grad_out.device(), {{"grad_out", grad_out}});
+  write_contiguous(op, grad_x, [&](Tensor& dst) {
+    adaptive_avg_pool2d_backward_kernel(grad_out.device())(grad_out.contiguous(), dst);
+  });
   return grad_x;
+}
+
+}  // namespace
+
+// Each op's out-of-place form passes no output (allocate); its _out form passes &out.
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 stride,
+              Padding2 padding, Size2 dilation, int64_t groups) {
+  return run_conv2d(x, weight, bias, stride, padding, dilation, groups, nullptr);
+}
+const Tensor& conv2d_out(const Tensor& out, const Tensor& x, const Tensor& weight,
+                         const Tensor& bias, Size2 stride, Padding2 padding, Size2 dilation,
+                         int64_t groups) {
+  run_conv2d(x, weight, bias, stride, padding, dilation, groups, &out);
+  return out;
+}
+
+Tensor conv2d_backward_input(const Tensor& grad_out, const Tensor& weight, const Shape& input_shape,
+                             Size2 stride, Padding2 padding, Size2 dilation, int64_t groups) {
+  return run_conv2d_backward_input(grad_out, weight, input_shape, stride, padding, dilation, groups,
+                                   nullptr);
+}
+const Tensor& conv2d_backward_input_out(const Tensor& out, const Tensor& grad_out,
+                                        const Tensor& weight, const Shape& input_shape,
+                                        Size2 stride, Padding2 padding, Size2 dilation,
+                                        int64_t groups) {
+  run_conv2d_backward_input(grad_out, weight, input_shape, stride, padding, dilation, groups, &out);
+  return out;
+}
+
+Tensor conv2d_backward_weight(const Tensor& grad_out, const Tensor& x, const Shape& weight_shape,
+                              Size2 stride, Padding2 padding, Size2 dilation, int64_t groups) {
+  return run_conv2d_backward_weight(grad_out, x, weight_shape, stride, padding, dilation, groups,
+                                    nullptr);
+}
+const Tensor& conv2d_backward_weight_out(const Tensor& out, const Tensor& grad_out, const Tensor& x,
+                                         const Shape& weight_shape, Size2 stride, Padding2 padding,
+                                         Size2 dilation, int64_t groups) {
+  run_conv2d_backward_weight(grad_out, x, weight_shape, stride, padding, dilation, groups, &out);
+  return out;
+}
+
+Tensor conv2d_backward_bias(const Tensor& grad_out) {
+  return run_conv2d_backward_bias(grad_out, nullptr);
+}
+const Tensor& conv2d_backward_bias_out(const Tensor& out, const Tensor& grad_out) {
+  run_conv2d_backward_bias(grad_out, &out);
+  return out;
+}
+
+MaxPoolResult max_pool2d(const Tensor& x, Size2 kernel_size, Size2 stride, Size2 padding,
+                         Size2 dilation, bool ceil_mode) {
+  return run_max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode, nullptr, nullptr);
+}
+MaxPoolResult max_pool2d_out(const Tensor& values, const Tensor& indices, const Tensor& x,
+                             Size2 kernel_size, Size2 stride, Size2 padding, Size2 dilation,
+                             bool ceil_mode) {
+  return run_max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode, &values, &indices);
+}
+
+Tensor max_pool2d_backward(const Tensor& grad_out, const Tensor& indices,
+                           const Shape& input_shape) {
+  return run_max_pool2d_backward(grad_out, indices, input_shape, nullptr);
+}
+const Tensor& max_pool2d_backward_out(const Tensor& out, const Tensor& grad_out,
+                                      const Tensor& indices, const Shape& input_shape) {
+  run_max_pool2d_backward(grad_out, indices, input_shape, &out);
+  return out;
+}
+
+Tensor avg_pool2d(const Tensor& x, Size2 kernel_size, Size2 stride, Size2 padding, bool ceil_mode,
+                  bool count_include_pad) {
+  return run_avg_pool2d(x, kernel_size, stride, padding, ceil_mode, count_include_pad, nullptr);
+}
+const Tensor& avg_pool2d_out(const Tensor& out, const Tensor& x, Size2 kernel_size, Size2 stride,
+                             Size2 padding, bool ceil_mode, bool count_include_pad) {
+  run_avg_pool2d(x, kernel_size, stride, padding, ceil_mode, count_include_pad, &out);
+  return out;
+}
+
+Tensor avg_pool2d_backward(const Tensor& grad_out, const Shape& input_shape, Size2 kernel_size,
+                           Size2 stride, Size2 padding, bool ceil_mode, bool count_include_pad) {
+  return run_avg_pool2d_backward(grad_out, input_shape, kernel_size, stride, padding, ceil_mode,
+                                 count_include_pad, nullptr);
+}
+const Tensor& avg_pool2d_backward_out(const Tensor& out, const Tensor& grad_out,
+                                      const Shape& input_shape, Size2 kernel_size, Size2 stride,
+                                      Size2 padding, bool ceil_mode, bool count_include_pad) {
+  run_avg_pool2d_backward(grad_out, input_shape, kernel_size, stride, padding, ceil_mode,
+                          count_include_pad, &out);
+  return out;
+}
+
+Tensor adaptive_avg_pool2d(const Tensor& x, Size2 output_size) {
+  return run_adaptive_avg_pool2d(x, output_size, nullptr);
+}
+const Tensor& adaptive_avg_pool2d_out(const Tensor& out, const Tensor& x, Size2 output_size) {
+  run_adaptive_avg_pool2d(x, output_size, &out);
+  return out;
+}
+
+Tensor adaptive_avg_pool2d_backward(const Tensor& grad_out, const Shape& input_shape) {
+  return run_adaptive_avg_pool2d_backward(grad_out, input_shape, nullptr);
+}
+const Tensor& adaptive_avg_pool2d_backward_out(const Tensor& out, const Tensor& grad_out,
+                                               const Shape& input_shape) {
+  run_adaptive_avg_pool2d_backward(grad_out, input_shape, &out);
+  return out;
 }
 
 }  // namespace ember

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <string>
 
-#include "ops/checks.h"
 #include "ops/creation_kernels.h"
+#include "ops/out.h"
 
 namespace ember {
 
@@ -25,9 +25,11 @@ void check_finite(const char* op, const char* name, double v) {
 
 bool is_integral_value(double v) { return std::floor(v) == v; }
 
-Tensor filled(const char* op, const Shape& shape, double value, DType dtype, Device device) {
+// given: the _out form's out, or null to allocate the result. fill_ writes any strided layout.
+Tensor filled(const char* op, const Shape& shape, double value, DType dtype, Device device,
+              const Tensor* given) {
   check_value_fits(op, value, dtype);
-  Tensor out = Tensor::empty(shape, dtype, device, op);
+  Tensor out = output(op, given, shape, dtype, device, {});
   out.fill_(value);
   return out;
 }
@@ -43,29 +45,9 @@ int64_t arange_count(double start, double end, double step) {
   return int64_t(n);
 }
 
-}  // namespace
-
-Tensor empty(const Shape& shape, DType dtype, Device device) {
-  return Tensor::empty(shape, dtype, device, "empty");
-}
-Tensor zeros(const Shape& shape, DType dtype, Device device) {
-  return filled("zeros", shape, 0.0, dtype, device);
-}
-Tensor ones(const Shape& shape, DType dtype, Device device) {
-  return filled("ones", shape, 1.0, dtype, device);
-}
-Tensor full(const Shape& shape, double value, DType dtype, Device device) {
-  return filled("full", shape, value, dtype, device);
-}
-Tensor scalar_tensor(double value, DType dtype, Device device) {
-  return filled("scalar_tensor", {}, value, dtype, device);
-}
-
-Tensor arange(double end, std::optional<DType> dtype, Device device) {
-  return arange(0.0, end, 1.0, dtype, device);
-}
-
-Tensor arange(double start, double end, double step, std::optional<DType> dtype, Device device) {
+// arange(start, end, step), checked; the kernel writes a contiguous [n].
+Tensor run_arange(double start, double end, double step, std::optional<DType> dtype, Device device,
+                  const Tensor* given) {
   check_finite("arange", "start", start);
   check_finite("arange", "end", end);
   check_finite("arange", "step", step);
@@ -82,13 +64,16 @@ Tensor arange(double start, double end, double step, std::optional<DType> dtype,
     check_value_fits("arange", start, t);
     check_value_fits("arange", start + step * double(n - 1), t);
   }
-  Tensor out = Tensor::empty({n}, t, device, "arange");
+  Tensor out = output("arange", given, {n}, t, device, {});
   auto kernel = arange_kernel(device);
-  if (n > 0) kernel(out, start, step, integral);
+  write_contiguous("arange", out, [&](Tensor& dst) {
+    if (n > 0) kernel(dst, start, step, integral);
+  });
   return out;
 }
 
-Tensor linspace(double start, double end, int64_t steps, DType dtype, Device device) {
+Tensor run_linspace(double start, double end, int64_t steps, DType dtype, Device device,
+                    const Tensor* given) {
   check_finite("linspace", "start", start);
   check_finite("linspace", "end", end);
   if (steps < 0)
@@ -98,20 +83,55 @@ Tensor linspace(double start, double end, int64_t steps, DType dtype, Device dev
     check_value_fits("linspace", start, dtype);
     check_value_fits("linspace", end, dtype);
   }
-  if (steps == 1) return filled("linspace", {1}, start, dtype, device);
-  Tensor out = Tensor::empty({steps}, dtype, device, "linspace");
+  if (steps == 1) return filled("linspace", {1}, start, dtype, device, given);
+  Tensor out = output("linspace", given, {steps}, dtype, device, {});
   auto kernel = linspace_kernel(device);
-  if (steps > 0) kernel(out, start, end);
+  write_contiguous("linspace", out, [&](Tensor& dst) {
+    if (steps > 0) kernel(dst, start, end);
+  });
   return out;
 }
 
-Tensor eye(int64_t n, int64_t m, DType dtype, Device device) {
+Tensor run_eye(int64_t n, int64_t m, DType dtype, Device device, const Tensor* given) {
   if (m < 0) m = n;
   if (n < 0) throw ValueError("eye", "n is " + std::to_string(n) + "; it must be >= 0");
-  Tensor out = Tensor::empty({n, m}, dtype, device, "eye");
+  Tensor out = output("eye", given, {n, m}, dtype, device, {});
   auto kernel = eye_kernel(device);
-  if (out.numel() > 0) kernel(out);
+  write_contiguous("eye", out, [&](Tensor& dst) {
+    if (dst.numel() > 0) kernel(dst);
+  });
   return out;
+}
+
+}  // namespace
+
+Tensor empty(const Shape& shape, DType dtype, Device device) {
+  return Tensor::empty(shape, dtype, device, "empty");
+}
+Tensor zeros(const Shape& shape, DType dtype, Device device) {
+  return filled("zeros", shape, 0.0, dtype, device, nullptr);
+}
+Tensor ones(const Shape& shape, DType dtype, Device device) {
+  return filled("ones", shape, 1.0, dtype, device, nullptr);
+}
+Tensor full(const Shape& shape, double value, DType dtype, Device device) {
+  return filled("full", shape, value, dtype, device, nullptr);
+}
+Tensor scalar_tensor(double value, DType dtype, Device device) {
+  return filled("scalar_tensor", {}, value, dtype, device, nullptr);
+}
+
+Tensor arange(double end, std::optional<DType> dtype, Device device) {
+  return run_arange(0.0, end, 1.0, dtype, device, nullptr);
+}
+Tensor arange(double start, double end, double step, std::optional<DType> dtype, Device device) {
+  return run_arange(start, end, step, dtype, device, nullptr);
+}
+Tensor linspace(double start, double end, int64_t steps, DType dtype, Device device) {
+  return run_linspace(start, end, steps, dtype, device, nullptr);
+}
+Tensor eye(int64_t n, int64_t m, DType dtype, Device device) {
+  return run_eye(n, m, dtype, device, nullptr);
 }
 
 Tensor empty_like(const Tensor& t, std::optional<DType> dtype) {
@@ -122,7 +142,43 @@ Tensor zeros_like(const Tensor& t, std::optional<DType> dtype) { return full_lik
 Tensor ones_like(const Tensor& t, std::optional<DType> dtype) { return full_like(t, 1.0, dtype); }
 Tensor full_like(const Tensor& t, double value, std::optional<DType> dtype) {
   check_defined("full_like", {{"t", t}});
-  return filled("full_like", t.shape(), value, dtype.value_or(t.dtype()), t.device());
+  return filled("full_like", t.shape(), value, dtype.value_or(t.dtype()), t.device(), nullptr);
+}
+
+const Tensor& zeros_out(const Tensor& out, const Shape& shape, DType dtype, Device device) {
+  filled("zeros", shape, 0.0, dtype, device, &out);
+  return out;
+}
+const Tensor& ones_out(const Tensor& out, const Shape& shape, DType dtype, Device device) {
+  filled("ones", shape, 1.0, dtype, device, &out);
+  return out;
+}
+const Tensor& full_out(const Tensor& out, const Shape& shape, double value, DType dtype,
+                       Device device) {
+  filled("full", shape, value, dtype, device, &out);
+  return out;
+}
+const Tensor& scalar_tensor_out(const Tensor& out, double value, DType dtype, Device device) {
+  filled("scalar_tensor", {}, value, dtype, device, &out);
+  return out;
+}
+const Tensor& arange_out(const Tensor& out, double end, std::optional<DType> dtype, Device device) {
+  run_arange(0.0, end, 1.0, dtype, device, &out);
+  return out;
+}
+const Tensor& arange_out(const Tensor& out, double start, double end, double step,
+                         std::optional<DType> dtype, Device device) {
+  run_arange(start, end, step, dtype, device, &out);
+  return out;
+}
+const Tensor& linspace_out(const Tensor& out, double start, double end, int64_t steps, DType dtype,
+                           Device device) {
+  run_linspace(start, end, steps, dtype, device, &out);
+  return out;
+}
+const Tensor& eye_out(const Tensor& out, int64_t n, int64_t m, DType dtype, Device device) {
+  run_eye(n, m, dtype, device, &out);
+  return out;
 }
 
 }  // namespace ember

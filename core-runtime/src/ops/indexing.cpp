@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "ember/ops/creation.h"
-#include "ops/checks.h"
 #include "ops/indexing_kernels.h"
+#include "ops/out.h"
 
 namespace ember {
 namespace {
@@ -54,18 +54,19 @@ void check_has_dims(const char* op, const Named& x) {
     throw ShapeError(op, operands({x}) + "; expected at least 1 dim, use unsqueeze(0) first");
 }
 
-// out = x's slices idx[j] along d (idx: int64 [k], checked).
-Tensor select_slices(const char* op, const Tensor& x, int64_t d, const Tensor& idx) {
+// out = x's slices idx[j] along d (idx: int64 [k], checked; out: x's shape with k at d, or
+// embedding's [*, D]). The kernel writes a contiguous [outer, k, inner].
+void select_slices(const char* op, const Tensor& x, int64_t d, const Tensor& idx,
+                   const Tensor& out) {
   Shape s = around(x, d);
-  Tensor out = Tensor::empty({s[0], idx.numel(), s[2]}, x.dtype(), x.device(), op);
-  if (out.numel() > 0) index_select_kernel(x.device())(x.contiguous().view(s), idx, out);
-  Shape out_shape = x.shape();
-  out_shape[size_t(d)] = idx.numel();
-  return out.view(out_shape);
+  write_contiguous(op, out, [&](Tensor& dst) {
+    Tensor out3 = dst.view({s[0], idx.numel(), s[2]});
+    if (out3.numel() > 0) index_select_kernel(x.device())(x.contiguous().view(s), idx, out3);
+  });
 }
 
 // x's slices idx[j] along d += src's slices j (idx: int64 [k], checked; src: x's shape, k at d).
-void add_slices(Tensor& x, int64_t d, const Tensor& idx, const Tensor& src) {
+void add_slices(const Tensor& x, int64_t d, const Tensor& idx, const Tensor& src) {
   if (src.numel() == 0) return;
   Shape s = around(x, d);
   Tensor target = x.contiguous();  // x itself when it is contiguous
@@ -74,9 +75,8 @@ void add_slices(Tensor& x, int64_t d, const Tensor& idx, const Tensor& src) {
   if (!target.shares_storage(x)) x.copy_(target);
 }
 
-}  // namespace
-
-Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
+// given: the _out form's out, or null to allocate the result (as in every op below).
+Tensor run_index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor* given) {
   const char* op = "index_select";
   check_has_dims(op, {"x", x});
   check_same_device(op, {{"x", x}, {"index", index}});
@@ -86,11 +86,16 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
                              "; index must be 1-D, flatten it first");
   const int64_t d = wrap_dim(dim, x.dim(), op, "x is " + describe(x));
   check_range(op, idx, x.size(d), "dim " + str(d) + " of x (" + describe(x) + ")");
-  return select_slices(op, x, d, idx.view({idx.numel()}));
+  Shape out_shape = x.shape();
+  out_shape[size_t(d)] = idx.numel();
+  Tensor out = output(op, given, out_shape, x.dtype(), x.device(), {{"x", x}, {"index", index}});
+  select_slices(op, x, d, idx.view({idx.numel()}), out);
+  return out;
 }
 
-Tensor& index_add_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
-  const char* op = "index_add_";
+// In place on x (in_place), else into a copy of x: the given out, or a new tensor.
+Tensor run_index_add(const char* op, const Tensor& x, int64_t dim, const Tensor& index,
+                     const Tensor& src, bool in_place, const Tensor* given) {
   check_has_dims(op, {"x", x});
   check_same_device(op, {{"x", x}, {"index", index}, {"src", src}});
   check_same_dtype(op, {{"x", x}, {"src", src}});
@@ -103,18 +108,16 @@ Tensor& index_add_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& sr
                              "; expected a 1-D index and src of shape " + shape_str(want) +
                              " (x's shape with index's length at dim " + str(d) + ")");
   check_range(op, idx, x.size(d), "dim " + str(d) + " of x (" + describe(x) + ")");
-  x.bump_version();
-  add_slices(x, d, idx.view({idx.numel()}), src);
-  return x;
+  Tensor out = in_place ? x
+                        : output(op, given, x.shape(), x.dtype(), x.device(),
+                                 {{"x", x}, {"index", index}, {"src", src}});
+  if (!in_place) out.copy_(x);
+  out.bump_version();
+  add_slices(out, d, idx.view({idx.numel()}), src);
+  return out;
 }
 
-Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
-  check_has_dims("index_add", {"x", x});
-  Tensor out = x.clone();
-  return index_add_(out, dim, index, src);
-}
-
-Tensor embedding(const Tensor& weight, const Tensor& indices) {
+Tensor run_embedding(const Tensor& weight, const Tensor& indices, const Tensor* given) {
   const char* op = "embedding";
   check_same_device(op, {{"weight", weight}, {"indices", indices}});
   check_dim(op, {"weight", weight}, 2, "[num_embeddings, embedding_dim]");
@@ -122,11 +125,14 @@ Tensor embedding(const Tensor& weight, const Tensor& indices) {
   check_range(op, idx, weight.size(0), "the rows of weight (" + describe(weight) + ")");
   Shape out_shape = indices.shape();
   out_shape.push_back(weight.size(1));
-  return select_slices(op, weight, 0, idx.view({idx.numel()})).view(out_shape);
+  Tensor out = output(op, given, out_shape, weight.dtype(), weight.device(),
+                      {{"weight", weight}, {"indices", indices}});
+  select_slices(op, weight, 0, idx.view({idx.numel()}), out);
+  return out;
 }
 
-Tensor embedding_backward(const Tensor& grad, const Tensor& indices, int64_t num_weights,
-                          std::optional<int64_t> padding_idx) {
+Tensor run_embedding_backward(const Tensor& grad, const Tensor& indices, int64_t num_weights,
+                              std::optional<int64_t> padding_idx, const Tensor* given) {
   const char* op = "embedding_backward";
   check_same_device(op, {{"grad", grad}, {"indices", indices}});
   Tensor idx = as_index(op, {"indices", indices});
@@ -146,14 +152,13 @@ Tensor embedding_backward(const Tensor& grad, const Tensor& indices, int64_t num
   }
   check_range(op, idx, num_weights, "num_weights " + str(num_weights));
   const int64_t dsize = grad.size(-1);
-  Tensor out = Tensor::empty({num_weights, dsize}, grad.dtype(), grad.device(), op);
+  Tensor out = output(op, given, {num_weights, dsize}, grad.dtype(), grad.device(),
+                      {{"grad", grad}, {"indices", indices}});
   out.zero_();
   add_slices(out, 0, idx.view({idx.numel()}), grad.reshape({idx.numel(), dsize}));
   if (pad_row) out.select(0, *pad_row).zero_();
   return out;
 }
-
-namespace {
 
 // gather/scatter_add shape rules: index has x's number of dims and fits inside `bound` (x, or
 // src) in every dim except, for x, dim d.
@@ -170,9 +175,7 @@ void check_index_fits(const char* op, const Tensor& x, const Tensor& index, cons
                            "x.size(d) for every d != dim (" + str(d) + ")");
 }
 
-}  // namespace
-
-Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
+Tensor run_gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor* given) {
   const char* op = "gather";
   check_has_dims(op, {"x", x});
   check_same_device(op, {{"x", x}, {"index", index}});
@@ -180,13 +183,15 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
   const int64_t d = wrap_dim(dim, x.dim(), op, "x is " + describe(x));
   check_index_fits(op, x, index, nullptr, d);
   check_range(op, idx, x.size(d), "dim " + str(d) + " of x (" + describe(x) + ")");
-  Tensor out = Tensor::empty(idx.shape(), x.dtype(), x.device(), op);
-  if (out.numel() > 0) gather_kernel(x.device())(x, d, idx, out);
+  Tensor out = output(op, given, idx.shape(), x.dtype(), x.device(), {{"x", x}, {"index", index}});
+  out.bump_version();
+  if (out.numel() > 0) gather_kernel(x.device())(x, d, idx, out);  // any strides
   return out;
 }
 
-Tensor& scatter_add_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
-  const char* op = "scatter_add_";
+// In place on x (in_place), else into a copy of x: the given out, or a new tensor.
+Tensor run_scatter_add(const char* op, const Tensor& x, int64_t dim, const Tensor& index,
+                       const Tensor& src, bool in_place, const Tensor* given) {
   check_has_dims(op, {"x", x});
   check_same_device(op, {{"x", x}, {"index", index}, {"src", src}});
   check_same_dtype(op, {{"x", x}, {"src", src}});
@@ -194,18 +199,16 @@ Tensor& scatter_add_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& 
   const int64_t d = wrap_dim(dim, x.dim(), op, "x is " + describe(x));
   check_index_fits(op, x, index, &src, d);
   check_range(op, idx, x.size(d), "dim " + str(d) + " of x (" + describe(x) + ")");
-  x.bump_version();
-  if (idx.numel() > 0) scatter_add_kernel(x.device())(x, d, idx, src);
-  return x;
+  Tensor out = in_place ? x
+                        : output(op, given, x.shape(), x.dtype(), x.device(),
+                                 {{"x", x}, {"index", index}, {"src", src}});
+  if (!in_place) out.copy_(x);
+  out.bump_version();
+  if (idx.numel() > 0) scatter_add_kernel(x.device())(out, d, idx, src);  // any strides
+  return out;
 }
 
-Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
-  check_has_dims("scatter_add", {"x", x});
-  Tensor out = x.clone();
-  return scatter_add_(out, dim, index, src);
-}
-
-Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
+Tensor run_masked_fill(const Tensor& x, const Tensor& mask, double value, const Tensor* given) {
   const char* op = "masked_fill";
   check_same_device(op, {{"x", x}, {"mask", mask}});
   check_value_fits(op, value, x.dtype());
@@ -218,12 +221,17 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
   if (!fits)
     throw ShapeError(op, operands({{"x", x}, {"mask", mask}}) +
                              "; mask must broadcast to x's shape (sizes equal or 1)");
-  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device(), op);
+  Tensor out = given ? *given : Tensor::empty(x.shape(), x.dtype(), x.device(), op);
+  if (given) {  // elementwise: out may be x itself (an in-place masked fill), nothing else shared
+    check_out(op, out, x.shape(), x.dtype(), x.device());
+    check_out_alias(op, out, {{"x", x}, {"mask", mask}}, /*identical_ok=*/true);
+  }
+  out.bump_version();
   if (out.numel() > 0) masked_fill_kernel(x.device())(x, mask.expand(x.shape()), value, out);
   return out;
 }
 
-Tensor one_hot(const Tensor& indices, int64_t num_classes) {
+Tensor run_one_hot(const Tensor& indices, int64_t num_classes, const Tensor* given) {
   const char* op = "one_hot";
   Tensor idx = as_index(op, {"indices", indices});
   if (num_classes == -1) {
@@ -237,9 +245,9 @@ Tensor one_hot(const Tensor& indices, int64_t num_classes) {
   check_range(op, idx, num_classes, "num_classes " + str(num_classes));
   Shape out_shape = idx.shape();
   out_shape.push_back(num_classes);
-  Tensor out = Tensor::empty(out_shape, DType::Int64, idx.device(), op);
+  Tensor out = output(op, given, out_shape, DType::Int64, idx.device(), {{"indices", indices}});
   out.zero_();
-  if (out.numel() > 0) {  // out[..., idx[...]] += 1
+  if (out.numel() > 0) {  // out[..., idx[...]] += 1 (any strides)
     Tensor column = idx.unsqueeze(-1);
     Tensor one = Tensor::empty({1}, DType::Int64, idx.device(), op);
     one.fill_(1);
@@ -247,8 +255,6 @@ Tensor one_hot(const Tensor& indices, int64_t num_classes) {
   }
   return out;
 }
-
-namespace {
 
 PadMode parse_pad_mode(const std::string& mode) {
   if (mode == "constant") return PadMode::Constant;
@@ -317,17 +323,16 @@ void check_pads_fit(const char* op, const std::string& operand, const Shape& sha
   }
 }
 
-}  // namespace
-
-Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, const std::string& mode,
-           double value) {
+Tensor run_pad(const Tensor& x, const std::vector<int64_t>& pads, const std::string& mode,
+               double value, const Tensor* given) {
   const char* op = "pad";
   check_defined(op, {{"x", x}});
   const PadMode m = parse_pad_mode(mode);
   if (m == PadMode::Constant) check_value_fits(op, value, x.dtype());
   auto [left, right] = split_pads(op, x.shape(), pads);
-  Tensor out = Tensor::empty(padded_shape(op, x.shape(), left, right), x.dtype(), x.device(), op);
-  if (m == PadMode::Constant) {
+  Tensor out = output(op, given, padded_shape(op, x.shape(), left, right), x.dtype(), x.device(),
+                      {{"x", x}});
+  if (m == PadMode::Constant) {  // any layout of out
     out.fill_(value);
     auto [in_part, out_part] = overlap(x, out, left, right);
     if (in_part.defined()) out_part.copy_(in_part);
@@ -351,13 +356,17 @@ Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, const std::string&
     out_shape.push_back(out.size(d));
     kernel_left.push_back(left[size_t(d)]);
   }
-  Tensor out_k = out.view(out_shape);
-  if (out.numel() > 0) pad_kernel(x.device())(x.contiguous().view(in_shape), kernel_left, m, out_k);
+  write_contiguous(op, out, [&](Tensor& dst) {
+    Tensor out_k = dst.view(out_shape);
+    if (out_k.numel() > 0)
+      pad_kernel(x.device())(x.contiguous().view(in_shape), kernel_left, m, out_k);
+  });
   return out;
 }
 
-Tensor pad_backward(const Tensor& grad_out, const Shape& input_shape,
-                    const std::vector<int64_t>& pads, const std::string& mode) {
+Tensor run_pad_backward(const Tensor& grad_out, const Shape& input_shape,
+                        const std::vector<int64_t>& pads, const std::string& mode,
+                        const Tensor* given) {
   const char* op = "pad_backward";
   check_defined(op, {{"grad_out", grad_out}});
   const PadMode m = parse_pad_mode(mode);
@@ -366,32 +375,137 @@ Tensor pad_backward(const Tensor& grad_out, const Shape& input_shape,
   if (grad_out.shape() != padded)
     throw ShapeError(op, operands({{"grad_out", grad_out}}) + "; expected the padded shape " +
                              shape_str(padded) + " of input shape " + shape_str(input_shape));
+  if (m != PadMode::Constant)
+    check_pads_fit(op, "input shape " + shape_str(input_shape), input_shape, left, right, m, mode);
+  Tensor grad_in =
+      output(op, given, input_shape, grad_out.dtype(), grad_out.device(), {{"grad_out", grad_out}});
   if (m == PadMode::Constant) {
-    Tensor grad_in = zeros(input_shape, grad_out.dtype(), grad_out.device());
-    // elements cropped away by negative pads get no gradient
+    grad_in.zero_();  // elements cropped away by negative pads get no gradient
     auto [in_part, out_part] = overlap(grad_in, grad_out, left, right);
     if (in_part.defined()) in_part.copy_(out_part);
     return grad_in;
   }
-  check_pads_fit(op, "input shape " + shape_str(input_shape), input_shape, left, right, m, mode);
   // A reflect or replicate pad is an index_select along each padded dim, output position o
   // reading input position pad_source(o); its adjoint is index_add along each dim in turn, which
   // sums the gradient of every copy of an element back into it.
-  if (std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; }))
-    return grad_out.clone();
+  size_t last = input_shape.size();  // the last padded dim, whose sum lands in grad_in
+  for (size_t d = 0; d < input_shape.size(); ++d)
+    if (left[d] != 0 || right[d] != 0) last = d;
+  if (last == input_shape.size()) return grad_in.copy_(grad_out);
   Tensor grad = grad_out;
-  for (size_t d = 0; d < input_shape.size(); ++d) {
+  for (size_t d = 0; d <= last; ++d) {
     if (left[d] == 0 && right[d] == 0) continue;
     std::vector<int64_t> source(size_t(padded[d]));
     for (int64_t o = 0; o < padded[d]; ++o)
       source[size_t(o)] = pad_source(o, left[d], input_shape[d], m);
     Shape shape = grad.shape();
     shape[d] = input_shape[d];
-    Tensor summed = zeros(shape, grad.dtype(), grad.device());
+    Tensor summed = d == last ? grad_in.zero_() : zeros(shape, grad.dtype(), grad.device());
     index_add_(summed, int64_t(d), Tensor::from_vector(source, {padded[d]}, grad.device()), grad);
     grad = summed;
   }
-  return grad;
+  return grad_in;
+}
+
+}  // namespace
+
+// Each op's out-of-place form passes no output (allocate); its _out form passes &out.
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
+  return run_index_select(x, dim, index, nullptr);
+}
+const Tensor& index_select_out(const Tensor& out, const Tensor& x, int64_t dim,
+                               const Tensor& index) {
+  run_index_select(x, dim, index, &out);
+  return out;
+}
+
+Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  return run_index_add("index_add", x, dim, index, src, false, nullptr);
+}
+const Tensor& index_add_out(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index,
+                            const Tensor& src) {
+  run_index_add("index_add", x, dim, index, src, false, &out);
+  return out;
+}
+const Tensor& index_add_(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  run_index_add("index_add_", x, dim, index, src, true, nullptr);
+  return x;
+}
+
+Tensor embedding(const Tensor& weight, const Tensor& indices) {
+  return run_embedding(weight, indices, nullptr);
+}
+const Tensor& embedding_out(const Tensor& out, const Tensor& weight, const Tensor& indices) {
+  run_embedding(weight, indices, &out);
+  return out;
+}
+
+Tensor embedding_backward(const Tensor& grad, const Tensor& indices, int64_t num_weights,
+                          std::optional<int64_t> padding_idx) {
+  return run_embedding_backward(grad, indices, num_weights, padding_idx, nullptr);
+}
+const Tensor& embedding_backward_out(const Tensor& out, const Tensor& grad, const Tensor& indices,
+                                     int64_t num_weights, std::optional<int64_t> padding_idx) {
+  run_embedding_backward(grad, indices, num_weights, padding_idx, &out);
+  return out;
+}
+
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
+  return run_gather(x, dim, index, nullptr);
+}
+const Tensor& gather_out(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index) {
+  run_gather(x, dim, index, &out);
+  return out;
+}
+
+Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  return run_scatter_add("scatter_add", x, dim, index, src, false, nullptr);
+}
+const Tensor& scatter_add_out(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index,
+                              const Tensor& src) {
+  run_scatter_add("scatter_add", x, dim, index, src, false, &out);
+  return out;
+}
+const Tensor& scatter_add_(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  run_scatter_add("scatter_add_", x, dim, index, src, true, nullptr);
+  return x;
+}
+
+Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
+  return run_masked_fill(x, mask, value, nullptr);
+}
+const Tensor& masked_fill_out(const Tensor& out, const Tensor& x, const Tensor& mask,
+                              double value) {
+  run_masked_fill(x, mask, value, &out);
+  return out;
+}
+
+Tensor one_hot(const Tensor& indices, int64_t num_classes) {
+  return run_one_hot(indices, num_classes, nullptr);
+}
+const Tensor& one_hot_out(const Tensor& out, const Tensor& indices, int64_t num_classes) {
+  run_one_hot(indices, num_classes, &out);
+  return out;
+}
+
+Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, const std::string& mode,
+           double value) {
+  return run_pad(x, pads, mode, value, nullptr);
+}
+const Tensor& pad_out(const Tensor& out, const Tensor& x, const std::vector<int64_t>& pads,
+                      const std::string& mode, double value) {
+  run_pad(x, pads, mode, value, &out);
+  return out;
+}
+
+Tensor pad_backward(const Tensor& grad_out, const Shape& input_shape,
+                    const std::vector<int64_t>& pads, const std::string& mode) {
+  return run_pad_backward(grad_out, input_shape, pads, mode, nullptr);
+}
+const Tensor& pad_backward_out(const Tensor& out, const Tensor& grad_out, const Shape& input_shape,
+                               const std::vector<int64_t>& pads, const std::string& mode) {
+  run_pad_backward(grad_out, input_shape, pads, mode, &out);
+  return out;
 }
 
 }  // namespace ember

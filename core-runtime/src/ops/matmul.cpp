@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <string>
 
-#include "ops/checks.h"
 #include "ops/matmul_kernels.h"
+#include "ops/out.h"
 
 namespace ember {
 namespace {
@@ -63,9 +63,9 @@ void check_matmul_dtypes(const char* op, const Tensor& a, const Tensor& b, const
 
 Shape batch_dims(const Tensor& x) { return Shape(x.shape().begin(), x.shape().end() - 2); }
 
-}  // namespace
-
-Tensor matmul(const Tensor& a, const Tensor& b, MatmulAlgo algo) {
+// given: the _out form's out, or null to allocate the result (as in run_linear). The GEMM kernel
+// writes a contiguous output (see write_contiguous).
+Tensor run_matmul(const Tensor& a, const Tensor& b, MatmulAlgo algo, const Tensor* given) {
   const char* op = "matmul";
   check_same_device(op, {{"a", a}, {"b", b}});
   check_matmul_dtypes(op, a, b, "a", "b");
@@ -91,31 +91,31 @@ Tensor matmul(const Tensor& a, const Tensor& b, MatmulAlgo algo) {
                              " must broadcast (each pair equal, or one of them 1)");
   }
   const int64_t count = shape_numel(batch);
-
-  Tensor out;
-  if (b2.dim() == 2 && a2.dim() > 2) {
-    // [*A, m, k] @ [k, n]: one GEMM with (prod(A) * m) rows beats prod(A) small ones.
-    Tensor a3 = a2.reshape({1, count * m, k});
-    out = Tensor::empty({1, count * m, n}, a.dtype(), a.device(), op);
-    batched_gemm(a3, b2.unsqueeze(0), out, false, algo);
-  } else {
+  Shape out_shape = batch;
+  if (a.dim() > 1) out_shape.push_back(m);
+  if (b.dim() > 1) out_shape.push_back(n);
+  Tensor out = output(op, given, out_shape, a.dtype(), a.device(), {{"a", a}, {"b", b}});
+  write_contiguous(op, out, [&](Tensor& dst) {
+    if (b2.dim() == 2 && a2.dim() > 2) {
+      // [*A, m, k] @ [k, n]: one GEMM with (prod(A) * m) rows beats prod(A) small ones.
+      Tensor a3 = a2.reshape({1, count * m, k});
+      Tensor out3 = dst.view({1, count * m, n});
+      batched_gemm(a3, b2.unsqueeze(0), out3, false, algo);
+      return;
+    }
     // Broadcast batch dims are stride-0 views; reshape keeps them views whenever it can.
     Shape a_shape = batch, b_shape = batch;
     a_shape.insert(a_shape.end(), {m, k});
     b_shape.insert(b_shape.end(), {k, n});
     Tensor a3 = a2.expand(a_shape).reshape({count, m, k});
     Tensor b3 = b2.expand(b_shape).reshape({count, k, n});
-    out = Tensor::empty({count, m, n}, a.dtype(), a.device(), op);
-    batched_gemm(a3, b3, out, false, algo);
-  }
-
-  Shape out_shape = batch;
-  if (a.dim() > 1) out_shape.push_back(m);
-  if (b.dim() > 1) out_shape.push_back(n);
-  return out.view(out_shape);
+    Tensor out3 = dst.view({count, m, n});
+    batched_gemm(a3, b3, out3, false, algo);
+  });
+  return out;
 }
 
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+Tensor run_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor* given) {
   const char* op = "linear";
   const bool has_bias = bias.defined();
   if (has_bias) check_same_device(op, {{"x", x}, {"weight", weight}, {"bias", bias}});
@@ -141,13 +141,36 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   Shape out_shape(x.shape().begin(), x.shape().end() - 1);
   const int64_t rows = shape_numel(out_shape);
   out_shape.push_back(out_features);
-  Tensor out = Tensor::empty({1, rows, out_features}, x.dtype(), x.device(), op);
-  // The bias goes in first and the GEMM adds onto it (BLAS beta = 1): no separate pass.
-  if (has_bias) out.copy_(bias);
-  Tensor x3 = x.reshape({1, rows, in_features});
-  Tensor w3 = weight.t().unsqueeze(0);  // [1, in, out], column-major: read transposed, not copied
-  batched_gemm(x3, w3, out, has_bias, MatmulAlgo::Default);
-  return out.view(out_shape);
+  Tensor out = output(op, given, out_shape, x.dtype(), x.device(),
+                      {{"x", x}, {"weight", weight}, {"bias", bias}});
+  write_contiguous(op, out, [&](Tensor& dst) {
+    Tensor out3 = dst.view({1, rows, out_features});
+    // The bias goes in first and the GEMM adds onto it (BLAS beta = 1): no separate pass.
+    if (has_bias) out3.copy_(bias);
+    Tensor x3 = x.reshape({1, rows, in_features});
+    Tensor w3 = weight.t().unsqueeze(0);  // [1, in, out], column-major: read transposed, not copied
+    batched_gemm(x3, w3, out3, has_bias, MatmulAlgo::Default);
+  });
+  return out;
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b, MatmulAlgo algo) {
+  return run_matmul(a, b, algo, nullptr);
+}
+const Tensor& matmul_out(const Tensor& out, const Tensor& a, const Tensor& b, MatmulAlgo algo) {
+  run_matmul(a, b, algo, &out);
+  return out;
+}
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  return run_linear(x, weight, bias, nullptr);
+}
+const Tensor& linear_out(const Tensor& out, const Tensor& x, const Tensor& weight,
+                         const Tensor& bias) {
+  run_linear(x, weight, bias, &out);
+  return out;
 }
 
 }  // namespace ember

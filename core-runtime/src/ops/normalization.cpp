@@ -7,8 +7,8 @@
 #include <string>
 #include <utility>
 
-#include "ops/checks.h"
 #include "ops/normalization_kernels.h"
+#include "ops/out.h"
 
 namespace ember {
 namespace {
@@ -70,11 +70,28 @@ void check_batch_norm_input(const char* op, const Tensor& x) {
                              "batch dim with unsqueeze(0)");
 }
 
-}  // namespace
+// The outputs of a normalization's backward: grad_input x's shape, grad_weight and grad_bias
+// param_shape, all x's dtype (outs: the _out form's, or null to allocate).
+NormGrads norm_grads(const char* op, const NormGrads* outs, const Tensor& x,
+                     const Shape& param_shape, std::initializer_list<Named> inputs) {
+  NormGrads r;
+  r.grad_input = output(op, outs ? &outs->grad_input : nullptr, x.shape(), x.dtype(), x.device(),
+                        inputs, "grad_input");
+  r.grad_weight = output(op, outs ? &outs->grad_weight : nullptr, param_shape, x.dtype(),
+                         x.device(), inputs, "grad_weight");
+  r.grad_bias = output(op, outs ? &outs->grad_bias : nullptr, param_shape, x.dtype(), x.device(),
+                       inputs, "grad_bias");
+  check_outs_apart(op, {{"grad_input", r.grad_input},
+                        {"grad_weight", r.grad_weight},
+                        {"grad_bias", r.grad_bias}});
+  return r;
+}
 
-BatchNormResult batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias,
-                           const Tensor& running_mean, const Tensor& running_var, bool training,
-                           double eps) {
+// outs: the _out form's outputs in BatchNormResult's order, or null to allocate them (and so for
+// every op below). The kernels write contiguous outputs (see write_contiguous).
+BatchNormResult run_batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                               const Tensor& running_mean, const Tensor& running_var, bool training,
+                               double eps, const BatchNormResult* outs) {
   const char* op = "batch_norm";
   check_batch_norm_input(op, x);
   const int64_t c = x.size(1);
@@ -98,21 +115,49 @@ BatchNormResult batch_norm(const Tensor& x, const Tensor& weight, const Tensor& 
                 "; training needs more than 1 value per channel to estimate a variance, got " +
                 str(per_channel) + "; use a larger batch or eval mode");
 
+  if (outs && !training && outs->batch_var.defined())
+    throw ValueError(op, operands({{"batch_var", outs->batch_var}}) +
+                             "; eval mode has no batch variance, pass an undefined batch_var");
+  const std::initializer_list<Named> inputs = {{"x", x},
+                                               {"weight", weight},
+                                               {"bias", bias},
+                                               {"running_mean", running_mean},
+                                               {"running_var", running_var}};
+  const DType acc = compute_dtype(x.dtype());
+  BatchNormResult r;
+  r.output = output(op, outs ? &outs->output : nullptr, x.shape(), x.dtype(), x.device(), inputs,
+                    "output");
+  r.save_mean =
+      output(op, outs ? &outs->save_mean : nullptr, channels, acc, x.device(), inputs, "save_mean");
+  r.save_invstd = output(op, outs ? &outs->save_invstd : nullptr, channels, acc, x.device(), inputs,
+                         "save_invstd");
+  if (training)
+    r.batch_var = output(op, outs ? &outs->batch_var : nullptr, channels, acc, x.device(), inputs,
+                         "batch_var");
+  check_outs_apart(op, {{"output", r.output},
+                        {"save_mean", r.save_mean},
+                        {"save_invstd", r.save_invstd},
+                        {"batch_var", r.batch_var}});
   Tensor x3 = as_ncs(x);
-  Tensor y3 = Tensor::empty(x3.shape(), x.dtype(), x.device(), op);
-  Tensor mean = Tensor::empty(channels, compute_dtype(x.dtype()), x.device(), op);
-  Tensor invstd = Tensor::empty(channels, compute_dtype(x.dtype()), x.device(), op);
-  Tensor var =
-      training ? Tensor::empty(channels, compute_dtype(x.dtype()), x.device(), op) : Tensor();
   Tensor w = weight.defined() ? weight.contiguous() : Tensor();
   Tensor b = bias.defined() ? bias.contiguous() : Tensor();
-  if (c > 0) {
-    if (training) batch_norm_stats_kernel(x.device())(x3, eps, mean, invstd, var);
-    else batch_norm_eval_stats_kernel(x.device())(running_mean, running_var, eps, mean, invstd);
-  }
-  if (x.numel() > 0) batch_norm_apply_kernel(x.device())(x3, mean, invstd, w, b, y3);
-  return {y3.view(x.shape()), mean, invstd, var};
+  write_contiguous(op, {r.output, r.save_mean, r.save_invstd, r.batch_var},
+                   [&](std::vector<Tensor>& dsts) {
+                     Tensor y3 = dsts[0].view(x3.shape());
+                     if (c > 0) {
+                       if (training)
+                         batch_norm_stats_kernel(x.device())(x3, eps, dsts[1], dsts[2], dsts[3]);
+                       else
+                         batch_norm_eval_stats_kernel(x.device())(running_mean, running_var, eps,
+                                                                  dsts[1], dsts[2]);
+                     }
+                     if (x.numel() > 0)
+                       batch_norm_apply_kernel(x.device())(x3, dsts[1], dsts[2], w, b, y3);
+                   });
+  return r;
 }
+
+}  // namespace
 
 void batch_norm_update_stats(const Tensor& running_mean, const Tensor& running_var,
                              const Tensor& batch_mean, const Tensor& batch_var, double momentum,
@@ -141,8 +186,11 @@ void batch_norm_update_stats(const Tensor& running_mean, const Tensor& running_v
                                                           running_mean, running_var);
 }
 
-NormGrads batch_norm_backward(const Tensor& grad_out, const Tensor& x, const Tensor& weight,
-                              const Tensor& save_mean, const Tensor& save_invstd, bool training) {
+namespace {
+
+NormGrads run_batch_norm_backward(const Tensor& grad_out, const Tensor& x, const Tensor& weight,
+                                  const Tensor& save_mean, const Tensor& save_invstd, bool training,
+                                  const NormGrads* outs) {
   const char* op = "batch_norm_backward";
   // Devices first: an operand on another device is a DeviceError whatever else is wrong with it.
   check_same_device(op, {{"grad_out", grad_out},
@@ -156,22 +204,32 @@ NormGrads batch_norm_backward(const Tensor& grad_out, const Tensor& x, const Ten
   check_saved(op, x, {"save_mean", save_mean}, channels);
   check_saved(op, x, {"save_invstd", save_invstd}, channels);
 
+  NormGrads r = norm_grads(op, outs, x, channels,
+                           {{"grad_out", grad_out},
+                            {"x", x},
+                            {"weight", weight},
+                            {"save_mean", save_mean},
+                            {"save_invstd", save_invstd}});
   Tensor x3 = as_ncs(x);
   Tensor dy3 = as_ncs(grad_out);
-  Tensor sum_dy = Tensor::empty(channels, compute_dtype(x.dtype()), x.device(), op);
-  Tensor sum_dy_xhat = Tensor::empty(channels, compute_dtype(x.dtype()), x.device(), op);
-  Tensor dx3 = Tensor::empty(x3.shape(), x.dtype(), x.device(), op);
   Tensor w = weight.defined() ? weight.contiguous() : Tensor();
-  if (x.size(1) > 0)
-    batch_norm_backward_reduce_kernel(x.device())(dy3, x3, save_mean, save_invstd, sum_dy,
-                                                  sum_dy_xhat);
-  if (x.numel() > 0)
-    batch_norm_backward_input_kernel(x.device())(dy3, x3, save_mean, save_invstd, w, sum_dy,
-                                                 sum_dy_xhat, training, dx3);
-  return {dx3.view(x.shape()), sum_dy_xhat.to(x.dtype()), sum_dy.to(x.dtype())};
+  // The per-channel sums are the parameters' gradients, which the kernel keeps in the compute
+  // dtype: a float16 or bfloat16 result receives them cast.
+  const DType acc = compute_dtype(x.dtype());
+  write_contiguous(op, {r.grad_input, r.grad_weight, r.grad_bias},
+                   [&](std::vector<Tensor>& dsts) {
+                     Tensor dx3 = dsts[0].view(x3.shape());
+                     if (x.size(1) > 0)
+                       batch_norm_backward_reduce_kernel(x.device())(dy3, x3, save_mean,
+                                                                     save_invstd, dsts[2], dsts[1]);
+                     if (x.numel() > 0)
+                       batch_norm_backward_input_kernel(x.device())(dy3, x3, save_mean, save_invstd,
+                                                                    w, dsts[2], dsts[1], training,
+                                                                    dx3);
+                   },
+                   {x.dtype(), acc, acc});
+  return r;
 }
-
-namespace {
 
 // Checks x against normalized_shape and returns (M, D): x viewed as M rows of D values.
 std::pair<int64_t, int64_t> layer_norm_rows(const char* op, const Tensor& x,
@@ -199,30 +257,37 @@ Shape stats_shape(const Tensor& x, size_t k) {
   return s;
 }
 
-}  // namespace
-
-LayerNormResult layer_norm(const Tensor& x, const std::vector<int64_t>& normalized_shape,
-                           const Tensor& weight, const Tensor& bias, double eps) {
+LayerNormResult run_layer_norm(const Tensor& x, const std::vector<int64_t>& normalized_shape,
+                               const Tensor& weight, const Tensor& bias, double eps,
+                               const LayerNormResult* outs) {
   const char* op = "layer_norm";
   auto [m, d] = layer_norm_rows(op, x, normalized_shape);
   check_param(op, x, {"weight", weight}, normalized_shape, "normalized_shape");
   check_param(op, x, {"bias", bias}, normalized_shape, "normalized_shape");
   if (!(eps >= 0)) throw ValueError(op, "eps must be >= 0, got " + std::to_string(eps));
 
+  const std::initializer_list<Named> inputs = {{"x", x}, {"weight", weight}, {"bias", bias}};
+  const Shape s = stats_shape(x, normalized_shape.size());
+  const DType acc = compute_dtype(x.dtype());
+  LayerNormResult r;
+  r.output = output(op, outs ? &outs->output : nullptr, x.shape(), x.dtype(), x.device(), inputs,
+                    "output");
+  r.mean = output(op, outs ? &outs->mean : nullptr, s, acc, x.device(), inputs, "mean");
+  r.rstd = output(op, outs ? &outs->rstd : nullptr, s, acc, x.device(), inputs, "rstd");
+  check_outs_apart(op, {{"output", r.output}, {"mean", r.mean}, {"rstd", r.rstd}});
   Tensor x2 = x.contiguous().view({m, d});
-  Tensor y2 = Tensor::empty({m, d}, x.dtype(), x.device(), op);
-  Tensor mean = Tensor::empty({m}, compute_dtype(x.dtype()), x.device(), op);
-  Tensor rstd = Tensor::empty({m}, compute_dtype(x.dtype()), x.device(), op);
   Tensor w = weight.defined() ? weight.contiguous().view({d}) : Tensor();
   Tensor b = bias.defined() ? bias.contiguous().view({d}) : Tensor();
-  if (m > 0) layer_norm_kernel(x.device())(x2, w, b, eps, y2, mean, rstd);
-  Shape s = stats_shape(x, normalized_shape.size());
-  return {y2.view(x.shape()), mean.view(s), rstd.view(s)};
+  write_contiguous(op, {r.output, r.mean, r.rstd}, [&](std::vector<Tensor>& dsts) {
+    Tensor y2 = dsts[0].view({m, d}), mean = dsts[1].view({m}), rstd = dsts[2].view({m});
+    if (m > 0) layer_norm_kernel(x.device())(x2, w, b, eps, y2, mean, rstd);
+  });
+  return r;
 }
 
-NormGrads layer_norm_backward(const Tensor& grad_out, const Tensor& x,
-                              const std::vector<int64_t>& normalized_shape, const Tensor& mean,
-                              const Tensor& rstd, const Tensor& weight) {
+NormGrads run_layer_norm_backward(const Tensor& grad_out, const Tensor& x,
+                                  const std::vector<int64_t>& normalized_shape, const Tensor& mean,
+                                  const Tensor& rstd, const Tensor& weight, const NormGrads* outs) {
   const char* op = "layer_norm_backward";
   auto [m, d] = layer_norm_rows(op, x, normalized_shape);
   check_grad_out(op, grad_out, x);
@@ -236,53 +301,140 @@ NormGrads layer_norm_backward(const Tensor& grad_out, const Tensor& x,
   Tensor mean1 = mean.contiguous().view({m});
   Tensor rstd1 = rstd.contiguous().view({m});
   Tensor w = weight.defined() ? weight.contiguous().view({d}) : Tensor();
-  Tensor dx2 = Tensor::empty({m, d}, x.dtype(), x.device(), op);
-  Tensor grad_weight = Tensor::empty(normalized_shape, x.dtype(), x.device(), op);
-  Tensor grad_bias = Tensor::empty(normalized_shape, x.dtype(), x.device(), op);
-  if (m > 0 && d > 0) layer_norm_backward_input_kernel(x.device())(dy2, x2, mean1, rstd1, w, dx2);
-  if (d > 0) {
-    Tensor gw = grad_weight.view({d}), gb = grad_bias.view({d});
-    layer_norm_backward_params_kernel(x.device())(dy2, x2, mean1, rstd1, gw, gb);
-  }
-  return {dx2.view(x.shape()), grad_weight, grad_bias};
+  NormGrads r = norm_grads(
+      op, outs, x, normalized_shape,
+      {{"grad_out", grad_out}, {"x", x}, {"mean", mean}, {"rstd", rstd}, {"weight", weight}});
+  write_contiguous(op, {r.grad_input, r.grad_weight, r.grad_bias}, [&](std::vector<Tensor>& dsts) {
+    Tensor dx2 = dsts[0].view({m, d}), gw = dsts[1].view({d}), gb = dsts[2].view({d});
+    if (m > 0 && d > 0) layer_norm_backward_input_kernel(x.device())(dy2, x2, mean1, rstd1, w, dx2);
+    if (d > 0) layer_norm_backward_params_kernel(x.device())(dy2, x2, mean1, rstd1, gw, gb);
+  });
+  return r;
 }
-
-namespace {
 
 void check_probability(const char* op, double p) {
   if (!(p >= 0 && p <= 1))
     throw ValueError(op, "p is " + std::to_string(p) + "; the drop probability must be in [0, 1]");
 }
 
-// out = mask ? x / (1 - p) : 0 (p = 1: zero).
-Tensor apply_mask(const char* op, const Tensor& x, const Tensor& mask, double p) {
-  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device(), op);
-  if (out.numel() > 0) dropout_apply_kernel(x.device())(x, mask, p < 1 ? 1 / (1 - p) : 0.0, out);
+// out = mask ? x / (1 - p) : 0 (p = 1: zero); the kernel writes any strided out.
+void apply_mask(const Tensor& x, const Tensor& mask, double p, const Tensor& out) {
+  Tensor dst = out;
+  dst.bump_version();
+  if (dst.numel() > 0) dropout_apply_kernel(x.device())(x, mask, p < 1 ? 1 / (1 - p) : 0.0, dst);
+}
+
+// Eval or p = 0 keep x: the out-of-place form returns x itself, the _out form copies it.
+DropoutResult run_dropout(const Tensor& x, double p, bool training, Generator* gen,
+                          const DropoutResult* outs) {
+  const char* op = "dropout";
+  check_defined(op, {{"x", x}});
+  check_floating(op, {{"x", x}});
+  check_probability(op, p);
+  if (!training || p == 0) {
+    if (!outs) return {x, Tensor()};
+    Tensor out = output(op, &outs->output, x.shape(), x.dtype(), x.device(), {{"x", x}}, "output");
+    out.copy_(x);
+    return {out, Tensor()};
+  }
+  const std::initializer_list<Named> inputs = {{"x", x}};
+  Tensor out = output(op, outs ? &outs->output : nullptr, x.shape(), x.dtype(), x.device(), inputs,
+                      "output");
+  Tensor mask =
+      output(op, outs ? &outs->mask : nullptr, x.shape(), DType::Bool, x.device(), inputs, "mask");
+  check_outs_apart(op, {{"output", out}, {"mask", mask}});
+  bernoulli_out(mask, x.shape(), 1 - p, DType::Bool, x.device(), gen);
+  apply_mask(x, mask, p, out);
+  return {out, mask};
+}
+
+// grad itself when mask is undefined (nothing was dropped): the _out form copies it.
+Tensor run_dropout_backward(const Tensor& grad, const Tensor& mask, double p, const Tensor* given) {
+  const char* op = "dropout_backward";
+  check_defined(op, {{"grad", grad}});
+  check_probability(op, p);
+  if (!mask.defined() && !given) return grad;
+  if (mask.defined()) {
+    check_same_device(op, {{"grad", grad}, {"mask", mask}});
+    if (mask.dtype() != DType::Bool || mask.shape() != grad.shape())
+      throw ShapeError(op, operands({{"grad", grad}, {"mask", mask}}) +
+                               "; mask must be the bool mask dropout returned, of grad's shape");
+  }
+  Tensor out = output(op, given, grad.shape(), grad.dtype(), grad.device(),
+                      {{"grad", grad}, {"mask", mask}});
+  if (!mask.defined()) return out.copy_(grad);
+  apply_mask(grad, mask, p, out);
   return out;
 }
 
 }  // namespace
 
+// Each op's out-of-place form passes no outputs (allocate); its _out form passes its outputs.
+BatchNormResult batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                           const Tensor& running_mean, const Tensor& running_var, bool training,
+                           double eps) {
+  return run_batch_norm(x, weight, bias, running_mean, running_var, training, eps, nullptr);
+}
+BatchNormResult batch_norm_out(const Tensor& output, const Tensor& save_mean,
+                               const Tensor& save_invstd, const Tensor& batch_var, const Tensor& x,
+                               const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
+                               const Tensor& running_var, bool training, double eps) {
+  const BatchNormResult outs{output, save_mean, save_invstd, batch_var};
+  return run_batch_norm(x, weight, bias, running_mean, running_var, training, eps, &outs);
+}
+
+NormGrads batch_norm_backward(const Tensor& grad_out, const Tensor& x, const Tensor& weight,
+                              const Tensor& save_mean, const Tensor& save_invstd, bool training) {
+  return run_batch_norm_backward(grad_out, x, weight, save_mean, save_invstd, training, nullptr);
+}
+NormGrads batch_norm_backward_out(const Tensor& grad_input, const Tensor& grad_weight,
+                                  const Tensor& grad_bias, const Tensor& grad_out, const Tensor& x,
+                                  const Tensor& weight, const Tensor& save_mean,
+                                  const Tensor& save_invstd, bool training) {
+  const NormGrads outs{grad_input, grad_weight, grad_bias};
+  return run_batch_norm_backward(grad_out, x, weight, save_mean, save_invstd, training, &outs);
+}
+
+LayerNormResult layer_norm(const Tensor& x, const std::vector<int64_t>& normalized_shape,
+                           const Tensor& weight, const Tensor& bias, double eps) {
+  return run_layer_norm(x, normalized_shape, weight, bias, eps, nullptr);
+}
+LayerNormResult layer_norm_out(const Tensor& output, const Tensor& mean, const Tensor& rstd,
+                               const Tensor& x, const std::vector<int64_t>& normalized_shape,
+                               const Tensor& weight, const Tensor& bias, double eps) {
+  const LayerNormResult outs{output, mean, rstd};
+  return run_layer_norm(x, normalized_shape, weight, bias, eps, &outs);
+}
+
+NormGrads layer_norm_backward(const Tensor& grad_out, const Tensor& x,
+                              const std::vector<int64_t>& normalized_shape, const Tensor& mean,
+                              const Tensor& rstd, const Tensor& weight) {
+  return run_layer_norm_backward(grad_out, x, normalized_shape, mean, rstd, weight, nullptr);
+}
+NormGrads layer_norm_backward_out(const Tensor& grad_input, const Tensor& grad_weight,
+                                  const Tensor& grad_bias, const Tensor& grad_out, const Tensor& x,
+                                  const std::vector<int64_t>& normalized_shape, const Tensor& mean,
+                                  const Tensor& rstd, const Tensor& weight) {
+  const NormGrads outs{grad_input, grad_weight, grad_bias};
+  return run_layer_norm_backward(grad_out, x, normalized_shape, mean, rstd, weight, &outs);
+}
+
 DropoutResult dropout(const Tensor& x, double p, bool training, Generator* gen) {
-  const char* op = "dropout";
-  check_defined(op, {{"x", x}});
-  check_floating(op, {{"x", x}});
-  check_probability(op, p);
-  if (!training || p == 0) return {x, Tensor()};
-  Tensor mask = bernoulli(x.shape(), 1 - p, DType::Bool, x.device(), gen);
-  return {apply_mask(op, x, mask, p), mask};
+  return run_dropout(x, p, training, gen, nullptr);
+}
+DropoutResult dropout_out(const Tensor& output, const Tensor& mask, const Tensor& x, double p,
+                          bool training, Generator* gen) {
+  const DropoutResult outs{output, mask};
+  return run_dropout(x, p, training, gen, &outs);
 }
 
 Tensor dropout_backward(const Tensor& grad, const Tensor& mask, double p) {
-  const char* op = "dropout_backward";
-  check_defined(op, {{"grad", grad}});
-  check_probability(op, p);
-  if (!mask.defined()) return grad;
-  check_same_device(op, {{"grad", grad}, {"mask", mask}});
-  if (mask.dtype() != DType::Bool || mask.shape() != grad.shape())
-    throw ShapeError(op, operands({{"grad", grad}, {"mask", mask}}) +
-                             "; mask must be the bool mask dropout returned, of grad's shape");
-  return apply_mask(op, grad, mask, p);
+  return run_dropout_backward(grad, mask, p, nullptr);
+}
+const Tensor& dropout_backward_out(const Tensor& out, const Tensor& grad, const Tensor& mask,
+                                   double p) {
+  run_dropout_backward(grad, mask, p, &out);
+  return out;
 }
 
 }  // namespace ember

@@ -7,7 +7,7 @@
 #include <mutex>
 #include <string>
 
-#include "ops/checks.h"
+#include "ops/out.h"
 #include "ops/random_kernels.h"
 
 namespace ember {
@@ -51,6 +51,98 @@ void check_holds(const char* op, DType dtype, int64_t lo, int64_t hi) {
   });
 }
 
+// Every op: check the arguments, take the output (given: the _out form's out; null: allocate),
+// draw the call's stream, run the kernel (it writes contiguous outputs, see write_contiguous).
+Tensor run_uniform(const Shape& shape, double low, double high, DType dtype, Device device,
+                   Generator* gen, const Tensor* given) {
+  check_floating_dtype("uniform", dtype);
+  check_finite("uniform", "low", low);
+  check_finite("uniform", "high", high);
+  if (low > high)
+    throw ValueError("uniform", "low (" + std::to_string(low) + ") is greater than high (" +
+                                    std::to_string(high) + "); expected low <= high");
+  Tensor out = output("uniform", given, shape, dtype, device, {});
+  auto kernel = uniform_kernel(device);
+  PhiloxStream stream = draw(gen);
+  write_contiguous("uniform", out, [&](Tensor& dst) {
+    if (dst.numel() > 0) kernel(dst, low, high, stream);
+  });
+  return out;
+}
+
+Tensor run_normal(const Shape& shape, double mean, double std, DType dtype, Device device,
+                  Generator* gen, const Tensor* given) {
+  check_floating_dtype("normal", dtype);
+  check_finite("normal", "mean", mean);
+  check_finite("normal", "std", std);
+  if (std < 0) throw ValueError("normal", "std is " + std::to_string(std) + "; it must be >= 0");
+  Tensor out = output("normal", given, shape, dtype, device, {});
+  auto kernel = normal_kernel(device);
+  PhiloxStream stream = draw(gen);
+  write_contiguous("normal", out, [&](Tensor& dst) {
+    if (dst.numel() > 0) kernel(dst, mean, std, stream);
+  });
+  return out;
+}
+
+Tensor run_bernoulli(const Tensor& probs, Generator* gen, const Tensor* given) {
+  check_defined("bernoulli", {{"probs", probs}});
+  check_floating("bernoulli", {{"probs", probs}});
+  Tensor out =
+      output("bernoulli", given, probs.shape(), probs.dtype(), probs.device(), {{"probs", probs}});
+  auto kernel = bernoulli_kernel(probs.device());
+  PhiloxStream stream = draw(gen);
+  write_contiguous("bernoulli", out, [&](Tensor& dst) {
+    if (dst.numel() > 0) kernel(probs.contiguous(), dst, stream);
+  });
+  return out;
+}
+
+Tensor run_bernoulli_p(const Shape& shape, double p, DType dtype, Device device, Generator* gen,
+                       const Tensor* given) {
+  if (!(p >= 0 && p <= 1))
+    throw ValueError("bernoulli", "p is " + std::to_string(p) + "; expected 0 <= p <= 1");
+  Tensor out = output("bernoulli", given, shape, dtype, device, {});
+  Tensor one_p = Tensor::empty({}, DType::Float64, device, "bernoulli");
+  one_p.fill_(p);
+  auto kernel = bernoulli_kernel(device);
+  PhiloxStream stream = draw(gen);
+  write_contiguous("bernoulli", out, [&](Tensor& dst) {
+    if (dst.numel() > 0) kernel(one_p, dst, stream);
+  });
+  return out;
+}
+
+Tensor run_randint(int64_t low, int64_t high, const Shape& shape, DType dtype, Device device,
+                   Generator* gen, const Tensor* given) {
+  if (low >= high)
+    throw ValueError("randint", "low (" + std::to_string(low) + ") must be less than high (" +
+                                    std::to_string(high) + "): values are drawn from [low, high)");
+  check_holds("randint", dtype, low, high - 1);
+  Tensor out = output("randint", given, shape, dtype, device, {});
+  auto kernel = randint_kernel(device);
+  PhiloxStream stream = draw(gen);
+  write_contiguous("randint", out, [&](Tensor& dst) {
+    if (dst.numel() > 0) kernel(dst, low, high, stream);
+  });
+  return out;
+}
+
+// The kernel permutes int64: another dtype, or a strided out, gets the int64 result copied in.
+Tensor run_randperm(int64_t n, DType dtype, Device device, Generator* gen, const Tensor* given) {
+  if (n < 0) throw ValueError("randperm", "n is " + std::to_string(n) + "; it must be >= 0");
+  check_holds("randperm", dtype, 0, n > 0 ? n - 1 : 0);
+  Tensor out = output("randperm", given, {n}, dtype, device, {});
+  auto kernel = randperm_kernel(device);
+  PhiloxStream stream = draw(gen);
+  const bool direct = dtype == DType::Int64 && out.is_contiguous();
+  Tensor perm = direct ? out : Tensor::empty({n}, DType::Int64, device, "randperm");
+  if (n > 0) kernel(perm, stream);
+  if (direct) out.bump_version();
+  else out.copy_(perm);
+  return out;
+}
+
 }  // namespace
 
 Generator& default_generator() {
@@ -66,97 +158,85 @@ void manual_seed(uint64_t seed) {
 // rand is uniform on [0, 1) and randn normal(0, 1): errors name uniform and normal.
 Tensor uniform(const Shape& shape, double low, double high, DType dtype, Device device,
                Generator* gen) {
-  check_floating_dtype("uniform", dtype);
-  check_finite("uniform", "low", low);
-  check_finite("uniform", "high", high);
-  if (low > high)
-    throw ValueError("uniform", "low (" + std::to_string(low) + ") is greater than high (" +
-                                    std::to_string(high) + "); expected low <= high");
-  Tensor out = Tensor::empty(shape, dtype, device, "uniform");
-  auto kernel = uniform_kernel(device);
-  PhiloxStream stream = draw(gen);
-  if (out.numel() > 0) kernel(out, low, high, stream);
+  return run_uniform(shape, low, high, dtype, device, gen, nullptr);
+}
+const Tensor& uniform_out(const Tensor& out, const Shape& shape, double low, double high,
+                          DType dtype, Device device, Generator* gen) {
+  run_uniform(shape, low, high, dtype, device, gen, &out);
   return out;
 }
 
 Tensor rand(const Shape& shape, DType dtype, Device device, Generator* gen) {
-  return uniform(shape, 0.0, 1.0, dtype, device, gen);
+  return run_uniform(shape, 0.0, 1.0, dtype, device, gen, nullptr);
+}
+const Tensor& rand_out(const Tensor& out, const Shape& shape, DType dtype, Device device,
+                       Generator* gen) {
+  run_uniform(shape, 0.0, 1.0, dtype, device, gen, &out);
+  return out;
 }
 
 Tensor normal(const Shape& shape, double mean, double std, DType dtype, Device device,
               Generator* gen) {
-  check_floating_dtype("normal", dtype);
-  check_finite("normal", "mean", mean);
-  check_finite("normal", "std", std);
-  if (std < 0) throw ValueError("normal", "std is " + std::to_string(std) + "; it must be >= 0");
-  Tensor out = Tensor::empty(shape, dtype, device, "normal");
-  auto kernel = normal_kernel(device);
-  PhiloxStream stream = draw(gen);
-  if (out.numel() > 0) kernel(out, mean, std, stream);
+  return run_normal(shape, mean, std, dtype, device, gen, nullptr);
+}
+const Tensor& normal_out(const Tensor& out, const Shape& shape, double mean, double std,
+                         DType dtype, Device device, Generator* gen) {
+  run_normal(shape, mean, std, dtype, device, gen, &out);
   return out;
 }
 
 Tensor randn(const Shape& shape, DType dtype, Device device, Generator* gen) {
-  return normal(shape, 0.0, 1.0, dtype, device, gen);
+  return run_normal(shape, 0.0, 1.0, dtype, device, gen, nullptr);
+}
+const Tensor& randn_out(const Tensor& out, const Shape& shape, DType dtype, Device device,
+                        Generator* gen) {
+  run_normal(shape, 0.0, 1.0, dtype, device, gen, &out);
+  return out;
 }
 
-Tensor bernoulli(const Tensor& probs, Generator* gen) {
-  check_defined("bernoulli", {{"probs", probs}});
-  check_floating("bernoulli", {{"probs", probs}});
-  Tensor out = Tensor::empty(probs.shape(), probs.dtype(), probs.device(), "bernoulli");
-  auto kernel = bernoulli_kernel(probs.device());
-  PhiloxStream stream = draw(gen);
-  if (out.numel() > 0) kernel(probs.contiguous(), out, stream);
+Tensor bernoulli(const Tensor& probs, Generator* gen) { return run_bernoulli(probs, gen, nullptr); }
+const Tensor& bernoulli_out(const Tensor& out, const Tensor& probs, Generator* gen) {
+  run_bernoulli(probs, gen, &out);
   return out;
 }
 
 Tensor bernoulli(const Shape& shape, double p, DType dtype, Device device, Generator* gen) {
-  if (!(p >= 0 && p <= 1))
-    throw ValueError("bernoulli", "p is " + std::to_string(p) + "; expected 0 <= p <= 1");
-  Tensor out = Tensor::empty(shape, dtype, device, "bernoulli");
-  Tensor one_p = Tensor::empty({}, DType::Float64, device, "bernoulli").fill_(p);
-  auto kernel = bernoulli_kernel(device);
-  PhiloxStream stream = draw(gen);
-  if (out.numel() > 0) kernel(one_p, out, stream);
+  return run_bernoulli_p(shape, p, dtype, device, gen, nullptr);
+}
+const Tensor& bernoulli_out(const Tensor& out, const Shape& shape, double p, DType dtype,
+                            Device device, Generator* gen) {
+  run_bernoulli_p(shape, p, dtype, device, gen, &out);
   return out;
 }
 
 Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype, Device device,
                Generator* gen) {
-  if (low >= high)
-    throw ValueError("randint", "low (" + std::to_string(low) + ") must be less than high (" +
-                                    std::to_string(high) + "): values are drawn from [low, high)");
-  check_holds("randint", dtype, low, high - 1);
-  Tensor out = Tensor::empty(shape, dtype, device, "randint");
-  auto kernel = randint_kernel(device);
-  PhiloxStream stream = draw(gen);
-  if (out.numel() > 0) kernel(out, low, high, stream);
+  return run_randint(low, high, shape, dtype, device, gen, nullptr);
+}
+const Tensor& randint_out(const Tensor& out, int64_t low, int64_t high, const Shape& shape,
+                          DType dtype, Device device, Generator* gen) {
+  run_randint(low, high, shape, dtype, device, gen, &out);
   return out;
 }
 
 Tensor randperm(int64_t n, DType dtype, Device device, Generator* gen) {
-  if (n < 0) throw ValueError("randperm", "n is " + std::to_string(n) + "; it must be >= 0");
-  check_holds("randperm", dtype, 0, n > 0 ? n - 1 : 0);
-  Tensor out = Tensor::empty({n}, DType::Int64, device, "randperm");
-  auto kernel = randperm_kernel(device);
-  PhiloxStream stream = draw(gen);
-  if (n > 0) kernel(out, stream);
-  return out.to(dtype);
+  return run_randperm(n, dtype, device, gen, nullptr);
+}
+const Tensor& randperm_out(const Tensor& out, int64_t n, DType dtype, Device device,
+                           Generator* gen) {
+  run_randperm(n, dtype, device, gen, &out);
+  return out;
 }
 
-// Draw into a fresh tensor and copy it in, so that t may be any view.
+// In place: the _out forms with t as the output (any view; a strided one through a temporary).
 const Tensor& uniform_(const Tensor& t, double low, double high, Generator* gen) {
   check_defined("uniform_", {{"t", t}});
-  Tensor values = uniform(t.shape(), low, high, t.dtype(), t.device(), gen);
-  Tensor(t).copy_(values);
-  return t;
+  return uniform_out(t, t.shape(), low, high, t.dtype(), t.device(), gen);
 }
 
 const Tensor& normal_(const Tensor& t, double mean, double std, Generator* gen) {
   check_defined("normal_", {{"t", t}});
-  Tensor values = normal(t.shape(), mean, std, t.dtype(), t.device(), gen);
-  Tensor(t).copy_(values);
-  return t;
+  return normal_out(t, t.shape(), mean, std, t.dtype(), t.device(), gen);
 }
 
 }  // namespace ember

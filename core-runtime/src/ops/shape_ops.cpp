@@ -2,6 +2,10 @@
 // so they need no kernel of their own; split/chunk are views.
 #include "ember/ops/shape_ops.h"
 
+#include <string>
+
+#include "ops/out.h"
+
 namespace ember {
 
 namespace {
@@ -28,12 +32,17 @@ void check_joinable(const char* op, const TensorList& tensors, int64_t dim, bool
   }
 }
 
-// The checked inputs laid end to end along dim, each copied into its narrow() of the output.
-Tensor join(const char* op, const TensorList& tensors, int64_t dim) {
+// The checked inputs laid end to end along dim, each copied into its narrow() of the output (the
+// given out, of any layout, or a new tensor when given is null).
+Tensor join(const char* op, const TensorList& tensors, int64_t dim, const Tensor* given) {
   Shape out_shape = tensors[0].shape();
   out_shape[size_t(dim)] = 0;
   for (const Tensor& t : tensors) out_shape[size_t(dim)] += t.size(dim);
-  Tensor out = Tensor::empty(out_shape, tensors[0].dtype(), tensors[0].device(), op);
+  Tensor out = output(op, given, out_shape, tensors[0].dtype(), tensors[0].device(), {});
+  for (size_t i = 0; given && i < tensors.size(); ++i) {
+    const std::string name = "tensors[" + std::to_string(i) + "]";
+    check_out_alias(op, out, {{name.c_str(), tensors[i]}}, /*identical_ok=*/false);
+  }
   int64_t at = 0;
   for (const Tensor& t : tensors) {
     out.narrow(dim, at, t.size(dim)).copy_(t);
@@ -42,22 +51,34 @@ Tensor join(const char* op, const TensorList& tensors, int64_t dim) {
   return out;
 }
 
-}  // namespace
-
-Tensor cat(const TensorList& tensors, int64_t dim) {
+Tensor run_cat(const TensorList& tensors, int64_t dim, const Tensor* given) {
   if (tensors.empty()) throw ValueError("cat", "expects a non-empty list of tensors");
   int64_t d = wrap_dim(dim, tensors[0].dim(), "cat", "tensors[0] is " + describe(tensors[0]));
   check_joinable("cat", tensors, d, /*every_dim=*/false);
-  return join("cat", tensors, d);
+  return join("cat", tensors, d, given);
 }
 
-Tensor stack(const TensorList& tensors, int64_t dim) {
+Tensor run_stack(const TensorList& tensors, int64_t dim, const Tensor* given) {
   if (tensors.empty()) throw ValueError("stack", "expects a non-empty list of tensors");
   int64_t d = wrap_dim(dim, tensors[0].dim() + 1, "stack");
   check_joinable("stack", tensors, d, /*every_dim=*/true);
   TensorList expanded;
   for (const Tensor& t : tensors) expanded.push_back(t.unsqueeze(d));
-  return join("stack", expanded, d);
+  return join("stack", expanded, d, given);
+}
+
+}  // namespace
+
+Tensor cat(const TensorList& tensors, int64_t dim) { return run_cat(tensors, dim, nullptr); }
+const Tensor& cat_out(const Tensor& out, const TensorList& tensors, int64_t dim) {
+  run_cat(tensors, dim, &out);
+  return out;
+}
+
+Tensor stack(const TensorList& tensors, int64_t dim) { return run_stack(tensors, dim, nullptr); }
+const Tensor& stack_out(const Tensor& out, const TensorList& tensors, int64_t dim) {
+  run_stack(tensors, dim, &out);
+  return out;
 }
 
 TensorList split(const Tensor& t, const std::vector<int64_t>& sizes, int64_t dim) {

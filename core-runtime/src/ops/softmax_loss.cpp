@@ -9,7 +9,7 @@
 
 #include "ember/ops/elementwise.h"
 #include "ember/ops/reduction.h"
-#include "ops/checks.h"
+#include "ops/out.h"
 #include "ops/softmax_loss_kernels.h"
 
 namespace ember {
@@ -24,19 +24,23 @@ Tensor dim_last(const Tensor& t, int64_t d) {
   return t.permute(perm);
 }
 
-Tensor softmax_forward(const char* op, const Tensor& x, int64_t dim, bool log) {
+// given: the _out form's out, or null to allocate the result (as in every op below). The row-wise
+// and pointwise kernels write outputs of any strides, so out is written directly.
+Tensor softmax_forward(const char* op, const Tensor& x, int64_t dim, bool log,
+                       const Tensor* given) {
   check_defined(op, {{"x", x}});
   check_floating(op, {{"x", x}});
   const int64_t d = wrap_dim_or_scalar(dim, x.dim(), op, "x is " + describe(x));
   Tensor rows = x.dim() == 0 ? x.unsqueeze(0) : x;  // a scalar is one row of one element
-  Tensor y = Tensor::empty(rows.shape(), x.dtype(), x.device(), op);
-  Tensor y_rows = dim_last(y, d);
+  Tensor y = output(op, given, x.shape(), x.dtype(), x.device(), {{"x", x}});
+  Tensor y_rows = dim_last(x.dim() == 0 ? y.unsqueeze(0) : y, d);
+  y.bump_version();
   softmax_kernel(x.device())(dim_last(rows, d), log, y_rows);
-  return y.view(x.shape());
+  return y;
 }
 
 Tensor softmax_backward_impl(const char* op, const Tensor& grad_y, const Tensor& y, int64_t dim,
-                             bool log) {
+                             bool log, const Tensor* given) {
   check_same_device(op, {{"grad_y", grad_y}, {"y", y}});
   check_floating(op, {{"y", y}});
   check_same_dtype(op, {{"grad_y", grad_y}, {"y", y}});
@@ -45,10 +49,12 @@ Tensor softmax_backward_impl(const char* op, const Tensor& grad_y, const Tensor&
   const int64_t d = wrap_dim_or_scalar(dim, y.dim(), op, "y is " + describe(y));
   Tensor gy = grad_y.dim() == 0 ? grad_y.unsqueeze(0) : grad_y;
   Tensor yy = y.dim() == 0 ? y.unsqueeze(0) : y;
-  Tensor grad_x = Tensor::empty(yy.shape(), y.dtype(), y.device(), op);
-  Tensor gx_rows = dim_last(grad_x, d);
+  Tensor grad_x =
+      output(op, given, y.shape(), y.dtype(), y.device(), {{"grad_y", grad_y}, {"y", y}});
+  Tensor gx_rows = dim_last(y.dim() == 0 ? grad_x.unsqueeze(0) : grad_x, d);
+  grad_x.bump_version();
   softmax_backward_kernel(y.device())(dim_last(gy, d), dim_last(yy, d), log, gx_rows);
-  return grad_x.view(y.shape());
+  return grad_x;
 }
 
 // Per-sample losses, sample weights and gradient multipliers are kept in the compute dtype.
@@ -112,18 +118,27 @@ Tensor sample_weights(const char* op, const char* xname, const ClassLayout& L, c
   return sw;
 }
 
-// Per-sample losses (compute dtype, [N, d...]) reduced; sw holds the sample weights.
-Tensor reduce_losses(const Tensor& loss, const Tensor& sw, LossReduction reduction,
-                     const Tensor& target, DType dtype) {
-  switch (reduction) {
-    case LossReduction::None:
-      return loss.view(target.shape()).to(dtype);
-    case LossReduction::Sum:
-      return sum(loss).to(dtype);
-    case LossReduction::Mean:
-      break;
+// The loss of a class-index loss into out (target's shape for None, a scalar otherwise, in the
+// logits' dtype): kernel(loss) writes the per-sample losses (compute dtype, [N, d...]); sw holds
+// the sample weights. For None they are the result, written into out directly when out is
+// contiguous and of the compute dtype; a sum or mean is reduced in the compute dtype and then
+// cast into out.
+template <class F>
+void write_losses(const char* op, const ClassLayout& L, const Tensor& sw, LossReduction reduction,
+                  const Tensor& out, F&& kernel) {
+  if (reduction == LossReduction::None) {
+    write_contiguous(op, {out},
+                     [&](std::vector<Tensor>& dsts) { kernel(dsts[0].view(L.target.shape())); },
+                     {sw.dtype()});
+    return;
   }
-  return div(sum(loss), sum(sw)).to(dtype);
+  Tensor loss = Tensor::empty(L.target.shape(), sw.dtype(), out.device(), op);
+  kernel(loss);
+  out.copy_(reduction == LossReduction::Sum ? sum(loss) : div(sum(loss), sum(sw)));
+}
+
+Shape loss_shape(LossReduction reduction, const Tensor& target) {
+  return reduction == LossReduction::None ? target.shape() : Shape{};
 }
 
 // grad_loss as the multiplier of each sample's loss, [N, d...] in the compute dtype (a broadcast
@@ -176,25 +191,24 @@ Tensor check_pointwise(const char* op, const Tensor& x, const Tensor& y, const T
   return pos_weight.expand(x.shape());
 }
 
+// The per-element losses are the result for None; Sum and Mean reduce them into out.
 Tensor pointwise_forward(const char* op, PointwiseLoss kind, const Tensor& x, const Tensor& y,
-                         const Tensor& pos_weight, LossReduction reduction) {
+                         const Tensor& pos_weight, LossReduction reduction, const Tensor* given) {
   Tensor pw = check_pointwise(op, x, y, pos_weight);
-  Tensor loss = Tensor::empty(x.shape(), x.dtype(), x.device(), op);
+  const bool none = reduction == LossReduction::None;
+  Tensor out = output(op, given, none ? x.shape() : Shape{}, x.dtype(), x.device(),
+                      {{"input", x}, {"target", y}, {"pos_weight", pos_weight}});
+  Tensor loss = none ? out : Tensor::empty(x.shape(), x.dtype(), x.device(), op);
+  loss.bump_version();
   pointwise_loss_kernel(x.device())(kind, x, y, pw, loss);
-  switch (reduction) {
-    case LossReduction::None:
-      return loss;
-    case LossReduction::Sum:
-      return sum(loss);
-    case LossReduction::Mean:
-      break;
-  }
-  return mean(loss);
+  if (reduction == LossReduction::Sum) sum_out(out, loss);
+  if (reduction == LossReduction::Mean) mean_out(out, loss);
+  return out;
 }
 
 Tensor pointwise_backward(const char* op, PointwiseLoss kind, const Tensor& grad_loss,
                           const Tensor& x, const Tensor& y, const Tensor& pos_weight,
-                          LossReduction reduction) {
+                          LossReduction reduction, const Tensor* given) {
   Tensor pw = check_pointwise(op, x, y, pos_weight);
   check_same_device(op, {{"grad_loss", grad_loss}, {"input", x}});
   Tensor g;
@@ -211,26 +225,82 @@ Tensor pointwise_backward(const char* op, PointwiseLoss kind, const Tensor& grad
   }
   const double scale =
       reduction == LossReduction::Mean && x.numel() > 0 ? 1.0 / double(x.numel()) : 1.0;
-  Tensor grad = Tensor::empty(x.shape(), x.dtype(), x.device(), op);
+  Tensor grad =
+      output(op, given, x.shape(), x.dtype(), x.device(),
+             {{"grad_loss", grad_loss}, {"input", x}, {"target", y}, {"pos_weight", pos_weight}});
+  grad.bump_version();
   pointwise_loss_backward_kernel(x.device())(kind, g, scale, x, y, pw, grad);
   return grad;
 }
 
+Tensor run_cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& weight,
+                         int64_t ignore_index, LossReduction reduction, double label_smoothing,
+                         const Tensor* given) {
+  const char* op = "cross_entropy";
+  check_label_smoothing(op, label_smoothing);
+  ClassLayout L = class_layout(op, "logits", logits, target, weight);
+  Tensor sw = sample_weights(op, "logits", L, logits, target, ignore_index);
+  Tensor out = output(op, given, loss_shape(reduction, target), logits.dtype(), logits.device(),
+                      {{"logits", logits}, {"target", target}, {"weight", weight}});
+  write_losses(op, L, sw, reduction, out, [&](Tensor loss) {
+    cross_entropy_kernel(logits.device())(L.x, L.target, L.weight, ignore_index, label_smoothing,
+                                          loss);
+  });
+  return out;
+}
+
+Tensor run_cross_entropy_backward(const Tensor& grad_loss, const Tensor& logits,
+                                  const Tensor& target, const Tensor& weight, int64_t ignore_index,
+                                  LossReduction reduction, double label_smoothing,
+                                  const Tensor* given) {
+  const char* op = "cross_entropy_backward";
+  check_label_smoothing(op, label_smoothing);
+  ClassLayout L = class_layout(op, "logits", logits, target, weight);
+  check_same_device(op, {{"grad_loss", grad_loss}, {"logits", logits}});
+  Tensor sw = sample_weights(op, "logits", L, logits, target, ignore_index);
+  Tensor g = loss_multiplier(op, grad_loss, sw, reduction, target.shape(), sw.dtype());
+  Tensor grad = output(
+      op, given, logits.shape(), logits.dtype(), logits.device(),
+      {{"grad_loss", grad_loss}, {"logits", logits}, {"target", target}, {"weight", weight}});
+  Tensor grad_rows = L.single ? grad.unsqueeze(0) : dim_last(grad, 1);
+  grad.bump_version();
+  cross_entropy_backward_kernel(logits.device())(g, L.x, L.target, L.weight, ignore_index,
+                                                 label_smoothing, grad_rows);
+  return grad;
+}
+
+Tensor run_nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& weight,
+                    int64_t ignore_index, LossReduction reduction, const Tensor* given) {
+  const char* op = "nll_loss";
+  ClassLayout L = class_layout(op, "log_probs", log_probs, target, weight);
+  Tensor sw = sample_weights(op, "log_probs", L, log_probs, target, ignore_index);
+  Tensor out =
+      output(op, given, loss_shape(reduction, target), log_probs.dtype(), log_probs.device(),
+             {{"log_probs", log_probs}, {"target", target}, {"weight", weight}});
+  write_losses(op, L, sw, reduction, out, [&](Tensor loss) {
+    nll_loss_kernel(log_probs.device())(L.x, L.target, L.weight, ignore_index, loss);
+  });
+  return out;
+}
+
+Tensor run_nll_loss_backward(const Tensor& grad_loss, const Tensor& log_probs, const Tensor& target,
+                             const Tensor& weight, int64_t ignore_index, LossReduction reduction,
+                             const Tensor* given) {
+  const char* op = "nll_loss_backward";
+  ClassLayout L = class_layout(op, "log_probs", log_probs, target, weight);
+  check_same_device(op, {{"grad_loss", grad_loss}, {"log_probs", log_probs}});
+  Tensor sw = sample_weights(op, "log_probs", L, log_probs, target, ignore_index);
+  Tensor g = loss_multiplier(op, grad_loss, sw, reduction, target.shape(), sw.dtype());
+  Tensor grad = output(
+      op, given, log_probs.shape(), log_probs.dtype(), log_probs.device(),
+      {{"grad_loss", grad_loss}, {"log_probs", log_probs}, {"target", target}, {"weight", weight}});
+  Tensor grad_rows = L.single ? grad.unsqueeze(0) : dim_last(grad, 1);
+  grad.bump_version();
+  nll_loss_backward_kernel(log_probs.device())(g, L.target, L.weight, ignore_index, grad_rows);
+  return grad;
+}
+
 }  // namespace
-
-Tensor softmax(const Tensor& x, int64_t dim) { return softmax_forward("softmax", x, dim, false); }
-
-Tensor log_softmax(const Tensor& x, int64_t dim) {
-  return softmax_forward("log_softmax", x, dim, true);
-}
-
-Tensor softmax_backward(const Tensor& grad_y, const Tensor& y, int64_t dim) {
-  return softmax_backward_impl("softmax_backward", grad_y, y, dim, false);
-}
-
-Tensor log_softmax_backward(const Tensor& grad_y, const Tensor& y, int64_t dim) {
-  return softmax_backward_impl("log_softmax_backward", grad_y, y, dim, true);
-}
 
 LossReduction loss_reduction(const std::string& name) {
   if (name == "none") return LossReduction::None;
@@ -239,81 +309,146 @@ LossReduction loss_reduction(const std::string& name) {
   throw ValueError("loss", "reduction '" + name + "' is unknown; expected 'none', 'mean' or 'sum'");
 }
 
+// Each op's out-of-place form passes no output (allocate); its _out form passes &out.
+Tensor softmax(const Tensor& x, int64_t dim) {
+  return softmax_forward("softmax", x, dim, false, nullptr);
+}
+const Tensor& softmax_out(const Tensor& out, const Tensor& x, int64_t dim) {
+  softmax_forward("softmax", x, dim, false, &out);
+  return out;
+}
+
+Tensor log_softmax(const Tensor& x, int64_t dim) {
+  return softmax_forward("log_softmax", x, dim, true, nullptr);
+}
+const Tensor& log_softmax_out(const Tensor& out, const Tensor& x, int64_t dim) {
+  softmax_forward("log_softmax", x, dim, true, &out);
+  return out;
+}
+
+Tensor softmax_backward(const Tensor& grad_y, const Tensor& y, int64_t dim) {
+  return softmax_backward_impl("softmax_backward", grad_y, y, dim, false, nullptr);
+}
+const Tensor& softmax_backward_out(const Tensor& out, const Tensor& grad_y, const Tensor& y,
+                                   int64_t dim) {
+  softmax_backward_impl("softmax_backward", grad_y, y, dim, false, &out);
+  return out;
+}
+
+Tensor log_softmax_backward(const Tensor& grad_y, const Tensor& y, int64_t dim) {
+  return softmax_backward_impl("log_softmax_backward", grad_y, y, dim, true, nullptr);
+}
+const Tensor& log_softmax_backward_out(const Tensor& out, const Tensor& grad_y, const Tensor& y,
+                                       int64_t dim) {
+  softmax_backward_impl("log_softmax_backward", grad_y, y, dim, true, &out);
+  return out;
+}
+
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& weight,
                      int64_t ignore_index, LossReduction reduction, double label_smoothing) {
-  const char* op = "cross_entropy";
-  check_label_smoothing(op, label_smoothing);
-  ClassLayout L = class_layout(op, "logits", logits, target, weight);
-  Tensor sw = sample_weights(op, "logits", L, logits, target, ignore_index);
-  Tensor loss = Tensor::empty(L.target.shape(), sw.dtype(), logits.device(), op);
-  cross_entropy_kernel(logits.device())(L.x, L.target, L.weight, ignore_index, label_smoothing,
-                                        loss);
-  return reduce_losses(loss, sw, reduction, target, logits.dtype());
+  return run_cross_entropy(logits, target, weight, ignore_index, reduction, label_smoothing,
+                           nullptr);
+}
+const Tensor& cross_entropy_out(const Tensor& out, const Tensor& logits, const Tensor& target,
+                                const Tensor& weight, int64_t ignore_index, LossReduction reduction,
+                                double label_smoothing) {
+  run_cross_entropy(logits, target, weight, ignore_index, reduction, label_smoothing, &out);
+  return out;
 }
 
 Tensor cross_entropy_backward(const Tensor& grad_loss, const Tensor& logits, const Tensor& target,
                               const Tensor& weight, int64_t ignore_index, LossReduction reduction,
                               double label_smoothing) {
-  const char* op = "cross_entropy_backward";
-  check_label_smoothing(op, label_smoothing);
-  ClassLayout L = class_layout(op, "logits", logits, target, weight);
-  check_same_device(op, {{"grad_loss", grad_loss}, {"logits", logits}});
-  Tensor sw = sample_weights(op, "logits", L, logits, target, ignore_index);
-  Tensor g = loss_multiplier(op, grad_loss, sw, reduction, target.shape(), sw.dtype());
-  Tensor grad = Tensor::empty(logits.shape(), logits.dtype(), logits.device(), op);
-  Tensor grad_rows = L.single ? grad.unsqueeze(0) : dim_last(grad, 1);
-  cross_entropy_backward_kernel(logits.device())(g, L.x, L.target, L.weight, ignore_index,
-                                                 label_smoothing, grad_rows);
-  return grad;
+  return run_cross_entropy_backward(grad_loss, logits, target, weight, ignore_index, reduction,
+                                    label_smoothing, nullptr);
+}
+const Tensor& cross_entropy_backward_out(const Tensor& out, const Tensor& grad_loss,
+                                         const Tensor& logits, const Tensor& target,
+                                         const Tensor& weight, int64_t ignore_index,
+                                         LossReduction reduction, double label_smoothing) {
+  run_cross_entropy_backward(grad_loss, logits, target, weight, ignore_index, reduction,
+                             label_smoothing, &out);
+  return out;
 }
 
 Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& weight,
                 int64_t ignore_index, LossReduction reduction) {
-  const char* op = "nll_loss";
-  ClassLayout L = class_layout(op, "log_probs", log_probs, target, weight);
-  Tensor sw = sample_weights(op, "log_probs", L, log_probs, target, ignore_index);
-  Tensor loss = Tensor::empty(L.target.shape(), sw.dtype(), log_probs.device(), op);
-  nll_loss_kernel(log_probs.device())(L.x, L.target, L.weight, ignore_index, loss);
-  return reduce_losses(loss, sw, reduction, target, log_probs.dtype());
+  return run_nll_loss(log_probs, target, weight, ignore_index, reduction, nullptr);
+}
+const Tensor& nll_loss_out(const Tensor& out, const Tensor& log_probs, const Tensor& target,
+                           const Tensor& weight, int64_t ignore_index, LossReduction reduction) {
+  run_nll_loss(log_probs, target, weight, ignore_index, reduction, &out);
+  return out;
 }
 
 Tensor nll_loss_backward(const Tensor& grad_loss, const Tensor& log_probs, const Tensor& target,
                          const Tensor& weight, int64_t ignore_index, LossReduction reduction) {
-  const char* op = "nll_loss_backward";
-  ClassLayout L = class_layout(op, "log_probs", log_probs, target, weight);
-  check_same_device(op, {{"grad_loss", grad_loss}, {"log_probs", log_probs}});
-  Tensor sw = sample_weights(op, "log_probs", L, log_probs, target, ignore_index);
-  Tensor g = loss_multiplier(op, grad_loss, sw, reduction, target.shape(), sw.dtype());
-  Tensor grad = Tensor::empty(log_probs.shape(), log_probs.dtype(), log_probs.device(), op);
-  Tensor grad_rows = L.single ? grad.unsqueeze(0) : dim_last(grad, 1);
-  nll_loss_backward_kernel(log_probs.device())(g, L.target, L.weight, ignore_index, grad_rows);
-  return grad;
+  return run_nll_loss_backward(grad_loss, log_probs, target, weight, ignore_index, reduction,
+                               nullptr);
+}
+const Tensor& nll_loss_backward_out(const Tensor& out, const Tensor& grad_loss,
+                                    const Tensor& log_probs, const Tensor& target,
+                                    const Tensor& weight, int64_t ignore_index,
+                                    LossReduction reduction) {
+  run_nll_loss_backward(grad_loss, log_probs, target, weight, ignore_index, reduction, &out);
+  return out;
 }
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, LossReduction reduction) {
-  return pointwise_forward("mse_loss", PointwiseLoss::Mse, input, target, Tensor(), reduction);
+  return pointwise_forward("mse_loss", PointwiseLoss::Mse, input, target, Tensor(), reduction,
+                           nullptr);
+}
+const Tensor& mse_loss_out(const Tensor& out, const Tensor& input, const Tensor& target,
+                           LossReduction reduction) {
+  pointwise_forward("mse_loss", PointwiseLoss::Mse, input, target, Tensor(), reduction, &out);
+  return out;
 }
 
 Tensor mse_loss_backward(const Tensor& grad_loss, const Tensor& input, const Tensor& target,
                          LossReduction reduction) {
   return pointwise_backward("mse_loss_backward", PointwiseLoss::Mse, grad_loss, input, target,
-                            Tensor(), reduction);
+                            Tensor(), reduction, nullptr);
+}
+const Tensor& mse_loss_backward_out(const Tensor& out, const Tensor& grad_loss, const Tensor& input,
+                                    const Tensor& target, LossReduction reduction) {
+  pointwise_backward("mse_loss_backward", PointwiseLoss::Mse, grad_loss, input, target, Tensor(),
+                     reduction, &out);
+  return out;
 }
 
 Tensor l1_loss(const Tensor& input, const Tensor& target, LossReduction reduction) {
-  return pointwise_forward("l1_loss", PointwiseLoss::L1, input, target, Tensor(), reduction);
+  return pointwise_forward("l1_loss", PointwiseLoss::L1, input, target, Tensor(), reduction,
+                           nullptr);
+}
+const Tensor& l1_loss_out(const Tensor& out, const Tensor& input, const Tensor& target,
+                          LossReduction reduction) {
+  pointwise_forward("l1_loss", PointwiseLoss::L1, input, target, Tensor(), reduction, &out);
+  return out;
 }
 
 Tensor l1_loss_backward(const Tensor& grad_loss, const Tensor& input, const Tensor& target,
                         LossReduction reduction) {
   return pointwise_backward("l1_loss_backward", PointwiseLoss::L1, grad_loss, input, target,
-                            Tensor(), reduction);
+                            Tensor(), reduction, nullptr);
+}
+const Tensor& l1_loss_backward_out(const Tensor& out, const Tensor& grad_loss, const Tensor& input,
+                                   const Tensor& target, LossReduction reduction) {
+  pointwise_backward("l1_loss_backward", PointwiseLoss::L1, grad_loss, input, target, Tensor(),
+                     reduction, &out);
+  return out;
 }
 
 Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& target,
                                         const Tensor& pos_weight, LossReduction reduction) {
   return pointwise_forward("binary_cross_entropy_with_logits", PointwiseLoss::BceWithLogits, logits,
-                           target, pos_weight, reduction);
+                           target, pos_weight, reduction, nullptr);
+}
+const Tensor& binary_cross_entropy_with_logits_out(const Tensor& out, const Tensor& logits,
+                                                   const Tensor& target, const Tensor& pos_weight,
+                                                   LossReduction reduction) {
+  pointwise_forward("binary_cross_entropy_with_logits", PointwiseLoss::BceWithLogits, logits,
+                    target, pos_weight, reduction, &out);
+  return out;
 }
 
 Tensor binary_cross_entropy_with_logits_backward(const Tensor& grad_loss, const Tensor& logits,
@@ -321,7 +456,14 @@ Tensor binary_cross_entropy_with_logits_backward(const Tensor& grad_loss, const 
                                                  LossReduction reduction) {
   return pointwise_backward("binary_cross_entropy_with_logits_backward",
                             PointwiseLoss::BceWithLogits, grad_loss, logits, target, pos_weight,
-                            reduction);
+                            reduction, nullptr);
+}
+const Tensor& binary_cross_entropy_with_logits_backward_out(
+    const Tensor& out, const Tensor& grad_loss, const Tensor& logits, const Tensor& target,
+    const Tensor& pos_weight, LossReduction reduction) {
+  pointwise_backward("binary_cross_entropy_with_logits_backward", PointwiseLoss::BceWithLogits,
+                     grad_loss, logits, target, pos_weight, reduction, &out);
+  return out;
 }
 
 }  // namespace ember

@@ -98,4 +98,39 @@ Tensor adaptive_avg_pool2d(const Tensor& x, Size2 output_size);
 // grad_out [N, C, Ho, Wo] -> [N, C, H, W] = input_shape.
 Tensor adaptive_avg_pool2d_backward(const Tensor& grad_out, const Shape& input_shape);
 
+// ---------------------------------------------------------------------------------------------
+// Outputs the caller provides: each op above has a form that writes its result into `out` (or,
+// for max_pool2d, into values and indices, MaxPoolResult's order) and returns it, with the same
+// arguments. out must have exactly the result's shape, dtype and device (ShapeError, DTypeError,
+// DeviceError; never resized or cast) and must not overlap an input (ValueError). The kernels
+// write contiguous NCHW: a non-contiguous out receives a copy, a contiguous one is written
+// directly.
+const Tensor& conv2d_out(const Tensor& out, const Tensor& x, const Tensor& weight,
+                         const Tensor& bias = Tensor(), Size2 stride = 1, Padding2 padding = 0,
+                         Size2 dilation = 1, int64_t groups = 1);
+const Tensor& conv2d_backward_input_out(const Tensor& out, const Tensor& grad_out,
+                                        const Tensor& weight, const Shape& input_shape,
+                                        Size2 stride = 1, Padding2 padding = 0, Size2 dilation = 1,
+                                        int64_t groups = 1);
+const Tensor& conv2d_backward_weight_out(const Tensor& out, const Tensor& grad_out, const Tensor& x,
+                                         const Shape& weight_shape, Size2 stride = 1,
+                                         Padding2 padding = 0, Size2 dilation = 1,
+                                         int64_t groups = 1);
+const Tensor& conv2d_backward_bias_out(const Tensor& out, const Tensor& grad_out);
+MaxPoolResult max_pool2d_out(const Tensor& values, const Tensor& indices, const Tensor& x,
+                             Size2 kernel_size, Size2 stride = {}, Size2 padding = 0,
+                             Size2 dilation = 1, bool ceil_mode = false);
+const Tensor& max_pool2d_backward_out(const Tensor& out, const Tensor& grad_out,
+                                      const Tensor& indices, const Shape& input_shape);
+const Tensor& avg_pool2d_out(const Tensor& out, const Tensor& x, Size2 kernel_size,
+                             Size2 stride = {}, Size2 padding = 0, bool ceil_mode = false,
+                             bool count_include_pad = true);
+const Tensor& avg_pool2d_backward_out(const Tensor& out, const Tensor& grad_out,
+                                      const Shape& input_shape, Size2 kernel_size,
+                                      Size2 stride = {}, Size2 padding = 0, bool ceil_mode = false,
+                                      bool count_include_pad = true);
+const Tensor& adaptive_avg_pool2d_out(const Tensor& out, const Tensor& x, Size2 output_size);
+const Tensor& adaptive_avg_pool2d_backward_out(const Tensor& out, const Tensor& grad_out,
+                                               const Shape& input_shape);
+
 }  // namespace ember

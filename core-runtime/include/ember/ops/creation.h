@@ -37,4 +37,26 @@ Tensor zeros_like(const Tensor& t, std::optional<DType> dtype = std::nullopt);
 Tensor ones_like(const Tensor& t, std::optional<DType> dtype = std::nullopt);
 Tensor full_like(const Tensor& t, double value, std::optional<DType> dtype = std::nullopt);
 
+// ---- outputs the caller provides ----
+// The ops whose result type the arguments give have a form that writes it into `out` (any
+// strided view) and returns it, with the same arguments: out must have exactly the result's
+// shape, dtype and device (ShapeError, DTypeError, DeviceError; never resized or cast). empty has
+// none (nothing to write); for the *_like ops call zeros_out etc. with t's shape.
+const Tensor& zeros_out(const Tensor& out, const Shape& shape, DType dtype = DType::Float32,
+                        Device device = Device());
+const Tensor& ones_out(const Tensor& out, const Shape& shape, DType dtype = DType::Float32,
+                       Device device = Device());
+const Tensor& full_out(const Tensor& out, const Shape& shape, double value,
+                       DType dtype = DType::Float32, Device device = Device());
+const Tensor& scalar_tensor_out(const Tensor& out, double value, DType dtype = DType::Float32,
+                                Device device = Device());
+const Tensor& arange_out(const Tensor& out, double end, std::optional<DType> dtype = std::nullopt,
+                         Device device = Device());
+const Tensor& arange_out(const Tensor& out, double start, double end, double step = 1.0,
+                         std::optional<DType> dtype = std::nullopt, Device device = Device());
+const Tensor& linspace_out(const Tensor& out, double start, double end, int64_t steps,
+                           DType dtype = DType::Float32, Device device = Device());
+const Tensor& eye_out(const Tensor& out, int64_t n, int64_t m = -1, DType dtype = DType::Float32,
+                      Device device = Device());
+
 }  // namespace ember

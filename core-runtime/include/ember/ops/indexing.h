@@ -28,7 +28,7 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
 // index: [k]; src: x's shape with k at dim, x's dtype. Repeated indices accumulate.
 Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
 // In place on x; returns x.
-Tensor& index_add_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+const Tensor& index_add_(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
 
 // index: x's number of dims, index.size(d) <= x.size(d) for d != dim -> index's shape, x's dtype:
 // out[i][j][k] = x[index[i][j][k]][j][k] (dim 0), x[i][index[i][j][k]][k] (dim 1), ...
@@ -39,7 +39,7 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
 // d != dim; src of x's dtype. Repeated indices accumulate.
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
 // In place on x; returns x.
-Tensor& scatter_add_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+const Tensor& scatter_add_(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
 
 // A copy of x with `value` where mask (bool, broadcastable to x's shape) is true.
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
@@ -60,5 +60,31 @@ Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, const std::string&
 // sum of the gradients of all its copies.
 Tensor pad_backward(const Tensor& grad_out, const Shape& input_shape,
                     const std::vector<int64_t>& pads, const std::string& mode = "constant");
+
+// ---- outputs the caller provides ----
+// Each op above has a form that writes its result into `out` and returns it, with the same
+// arguments: out must have exactly the result's shape, dtype and device (ShapeError, DTypeError,
+// DeviceError; never resized or cast), may be any strided view, and must not overlap an input
+// (ValueError; masked_fill_out alone may be given x itself). index_add_out and scatter_add_out
+// write x's values into out, then add. one_hot_out's num_classes may be -1 only when the caller
+// knows what max(indices) + 1 will be.
+const Tensor& embedding_out(const Tensor& out, const Tensor& weight, const Tensor& indices);
+const Tensor& embedding_backward_out(const Tensor& out, const Tensor& grad, const Tensor& indices,
+                                     int64_t num_weights,
+                                     std::optional<int64_t> padding_idx = std::nullopt);
+const Tensor& index_select_out(const Tensor& out, const Tensor& x, int64_t dim,
+                               const Tensor& index);
+const Tensor& index_add_out(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index,
+                            const Tensor& src);
+const Tensor& gather_out(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index);
+const Tensor& scatter_add_out(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index,
+                              const Tensor& src);
+const Tensor& masked_fill_out(const Tensor& out, const Tensor& x, const Tensor& mask, double value);
+const Tensor& one_hot_out(const Tensor& out, const Tensor& indices, int64_t num_classes);
+const Tensor& pad_out(const Tensor& out, const Tensor& x, const std::vector<int64_t>& pads,
+                      const std::string& mode = "constant", double value = 0.0);
+const Tensor& pad_backward_out(const Tensor& out, const Tensor& grad_out, const Shape& input_shape,
+                               const std::vector<int64_t>& pads,
+                               const std::string& mode = "constant");
 
 }  // namespace ember

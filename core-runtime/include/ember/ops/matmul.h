@@ -25,4 +25,14 @@ Tensor matmul(const Tensor& a, const Tensor& b, MatmulAlgo algo = MatmulAlgo::De
 // weight^T is never copied: the GEMM reads weight transposed.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 
+// ---- outputs the caller provides ----
+// matmul and linear write their result into `out` and return it: out must have exactly the
+// result's shape, dtype and device (ShapeError, DTypeError, DeviceError; never resized or cast)
+// and must not overlap an input (ValueError). A non-contiguous out receives a copy of the GEMM's
+// contiguous result; a contiguous one is written directly.
+const Tensor& matmul_out(const Tensor& out, const Tensor& a, const Tensor& b,
+                         MatmulAlgo algo = MatmulAlgo::Default);
+const Tensor& linear_out(const Tensor& out, const Tensor& x, const Tensor& weight,
+                         const Tensor& bias = Tensor());
+
 }  // namespace ember

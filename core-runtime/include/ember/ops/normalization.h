@@ -83,4 +83,33 @@ DropoutResult dropout(const Tensor& x, double p, bool training = true, Generator
 // grad * mask / (1 - p) (0 where dropped); grad itself when mask is undefined.
 Tensor dropout_backward(const Tensor& grad, const Tensor& mask, double p);
 
+// ---- outputs the caller provides ----
+// Each op above has a form that writes its results into outputs given in its result struct's
+// order and returns them, with the same arguments. Each output must have exactly the result's
+// shape, dtype and device (ShapeError, DTypeError, DeviceError; never resized or cast) and may be
+// any strided view; none may overlap an input or another output (ValueError). batch_norm_out in
+// eval takes an undefined batch_var (eval has none); dropout_out in eval or with p = 0 copies x
+// into output and leaves mask alone (the result's mask is undefined); dropout_backward_out with an
+// undefined mask copies grad.
+BatchNormResult batch_norm_out(const Tensor& output, const Tensor& save_mean,
+                               const Tensor& save_invstd, const Tensor& batch_var, const Tensor& x,
+                               const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
+                               const Tensor& running_var, bool training, double eps = 1e-5);
+NormGrads batch_norm_backward_out(const Tensor& grad_input, const Tensor& grad_weight,
+                                  const Tensor& grad_bias, const Tensor& grad_out, const Tensor& x,
+                                  const Tensor& weight, const Tensor& save_mean,
+                                  const Tensor& save_invstd, bool training);
+LayerNormResult layer_norm_out(const Tensor& output, const Tensor& mean, const Tensor& rstd,
+                               const Tensor& x, const std::vector<int64_t>& normalized_shape,
+                               const Tensor& weight = Tensor(), const Tensor& bias = Tensor(),
+                               double eps = 1e-5);
+NormGrads layer_norm_backward_out(const Tensor& grad_input, const Tensor& grad_weight,
+                                  const Tensor& grad_bias, const Tensor& grad_out, const Tensor& x,
+                                  const std::vector<int64_t>& normalized_shape, const Tensor& mean,
+                                  const Tensor& rstd, const Tensor& weight = Tensor());
+DropoutResult dropout_out(const Tensor& output, const Tensor& mask, const Tensor& x, double p,
+                          bool training = true, Generator* gen = nullptr);
+const Tensor& dropout_backward_out(const Tensor& out, const Tensor& grad, const Tensor& mask,
+                                   double p);
+
 }  // namespace ember

@@ -59,4 +59,29 @@ Tensor randperm(int64_t n, DType dtype = DType::Int64, Device device = Device(),
 const Tensor& uniform_(const Tensor& t, double low, double high, Generator* gen = nullptr);
 const Tensor& normal_(const Tensor& t, double mean, double std, Generator* gen = nullptr);
 
+// ---- outputs the caller provides ----
+// Each op above has a form that draws into `out` and returns it, with the same arguments (and the
+// same stream: the values equal the out-of-place form's). out must have exactly the result's
+// shape, dtype and device (ShapeError, DTypeError, DeviceError; never resized or cast) and may be
+// any strided view; bernoulli's out must not overlap probs (ValueError).
+const Tensor& uniform_out(const Tensor& out, const Shape& shape, double low, double high,
+                          DType dtype = DType::Float32, Device device = Device(),
+                          Generator* gen = nullptr);
+const Tensor& rand_out(const Tensor& out, const Shape& shape, DType dtype = DType::Float32,
+                       Device device = Device(), Generator* gen = nullptr);
+const Tensor& normal_out(const Tensor& out, const Shape& shape, double mean, double std,
+                         DType dtype = DType::Float32, Device device = Device(),
+                         Generator* gen = nullptr);
+const Tensor& randn_out(const Tensor& out, const Shape& shape, DType dtype = DType::Float32,
+                        Device device = Device(), Generator* gen = nullptr);
+const Tensor& bernoulli_out(const Tensor& out, const Tensor& probs, Generator* gen = nullptr);
+const Tensor& bernoulli_out(const Tensor& out, const Shape& shape, double p,
+                            DType dtype = DType::Float32, Device device = Device(),
+                            Generator* gen = nullptr);
+const Tensor& randint_out(const Tensor& out, int64_t low, int64_t high, const Shape& shape,
+                          DType dtype = DType::Int64, Device device = Device(),
+                          Generator* gen = nullptr);
+const Tensor& randperm_out(const Tensor& out, int64_t n, DType dtype = DType::Int64,
+                           Device device = Device(), Generator* gen = nullptr);
+
 }  // namespace ember

@@ -61,4 +61,40 @@ Tensor any(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim 
 Tensor norm(const Tensor& x, double p = 2.0, const std::vector<int64_t>& dims = {},
             bool keepdim = false);
 
+// ---- outputs the caller provides ----
+// Each op above has a form that writes its result into `out` and returns it: out must have exactly
+// the result's shape (keepdim included), dtype and device (ShapeError, DTypeError, DeviceError;
+// never resized or cast), may be any strided view, and must not overlap x (ValueError). max/min
+// take one output per field of ValuesIndices, in its order.
+const Tensor& sum_out(const Tensor& out, const Tensor& x, const std::vector<int64_t>& dims = {},
+                      bool keepdim = false);
+const Tensor& prod_out(const Tensor& out, const Tensor& x, const std::vector<int64_t>& dims = {},
+                       bool keepdim = false);
+const Tensor& mean_out(const Tensor& out, const Tensor& x, const std::vector<int64_t>& dims = {},
+                       bool keepdim = false);
+const Tensor& var_out(const Tensor& out, const Tensor& x, const std::vector<int64_t>& dims = {},
+                      int64_t correction = 1, bool keepdim = false);
+const Tensor& std_out(const Tensor& out, const Tensor& x, const std::vector<int64_t>& dims = {},
+                      int64_t correction = 1, bool keepdim = false);
+const Tensor& amax_out(const Tensor& out, const Tensor& x, const std::vector<int64_t>& dims = {},
+                       bool keepdim = false);
+const Tensor& amin_out(const Tensor& out, const Tensor& x, const std::vector<int64_t>& dims = {},
+                       bool keepdim = false);
+ValuesIndices max_out(const Tensor& values, const Tensor& indices, const Tensor& x, int64_t dim,
+                      bool keepdim = false);
+ValuesIndices min_out(const Tensor& values, const Tensor& indices, const Tensor& x, int64_t dim,
+                      bool keepdim = false);
+const Tensor& argmax_out(const Tensor& out, const Tensor& x,
+                         std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+const Tensor& argmin_out(const Tensor& out, const Tensor& x,
+                         std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+const Tensor& logsumexp_out(const Tensor& out, const Tensor& x,
+                            const std::vector<int64_t>& dims = {}, bool keepdim = false);
+const Tensor& all_out(const Tensor& out, const Tensor& x, const std::vector<int64_t>& dims = {},
+                      bool keepdim = false);
+const Tensor& any_out(const Tensor& out, const Tensor& x, const std::vector<int64_t>& dims = {},
+                      bool keepdim = false);
+const Tensor& norm_out(const Tensor& out, const Tensor& x, double p = 2.0,
+                       const std::vector<int64_t>& dims = {}, bool keepdim = false);
+
 }  // namespace ember

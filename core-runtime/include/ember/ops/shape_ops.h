@@ -19,4 +19,13 @@ TensorList split(const Tensor& t, const std::vector<int64_t>& sizes, int64_t dim
 // Every dim above must exist: a 0-d tensor has none, so it is an IndexError.
 TensorList chunk(const Tensor& t, int64_t chunks, int64_t dim = 0);
 
+// ---- outputs the caller provides ----
+// cat and stack have a form that writes the joined tensor into `out` (exactly the result's shape,
+// dtype and device: ShapeError, DTypeError, DeviceError; any strided view; not overlapping an
+// input: ValueError) and returns it. split and chunk return views, and so do the Tensor methods
+// reshape, view, transpose, permute, slice, select, narrow, expand, squeeze, unsqueeze and flatten:
+// they write nothing and have no out form (copy a view into a tensor of your own with copy_).
+const Tensor& cat_out(const Tensor& out, const TensorList& tensors, int64_t dim = 0);
+const Tensor& stack_out(const Tensor& out, const TensorList& tensors, int64_t dim = 0);
+
 }  // namespace ember

@@ -76,4 +76,50 @@ Tensor binary_cross_entropy_with_logits_backward(const Tensor& grad_loss, const 
                                                  const Tensor& pos_weight = Tensor(),
                                                  LossReduction reduction = LossReduction::Mean);
 
+// ---- outputs the caller provides ----
+// Each op above has a form that writes its result into `out` and returns it, with the same
+// arguments: out must have exactly the result's shape (a scalar for Mean and Sum), dtype and
+// device (ShapeError, DTypeError, DeviceError; never resized or cast), may be any strided view and
+// must not overlap an input (ValueError).
+const Tensor& softmax_out(const Tensor& out, const Tensor& x, int64_t dim);
+const Tensor& log_softmax_out(const Tensor& out, const Tensor& x, int64_t dim);
+const Tensor& softmax_backward_out(const Tensor& out, const Tensor& grad_y, const Tensor& y,
+                                   int64_t dim);
+const Tensor& log_softmax_backward_out(const Tensor& out, const Tensor& grad_y, const Tensor& y,
+                                       int64_t dim);
+const Tensor& cross_entropy_out(const Tensor& out, const Tensor& logits, const Tensor& target,
+                                const Tensor& weight = Tensor(), int64_t ignore_index = -100,
+                                LossReduction reduction = LossReduction::Mean,
+                                double label_smoothing = 0.0);
+const Tensor& cross_entropy_backward_out(const Tensor& out, const Tensor& grad_loss,
+                                         const Tensor& logits, const Tensor& target,
+                                         const Tensor& weight = Tensor(),
+                                         int64_t ignore_index = -100,
+                                         LossReduction reduction = LossReduction::Mean,
+                                         double label_smoothing = 0.0);
+const Tensor& nll_loss_out(const Tensor& out, const Tensor& log_probs, const Tensor& target,
+                           const Tensor& weight = Tensor(), int64_t ignore_index = -100,
+                           LossReduction reduction = LossReduction::Mean);
+const Tensor& nll_loss_backward_out(const Tensor& out, const Tensor& grad_loss,
+                                    const Tensor& log_probs, const Tensor& target,
+                                    const Tensor& weight = Tensor(), int64_t ignore_index = -100,
+                                    LossReduction reduction = LossReduction::Mean);
+const Tensor& mse_loss_out(const Tensor& out, const Tensor& input, const Tensor& target,
+                           LossReduction reduction = LossReduction::Mean);
+const Tensor& mse_loss_backward_out(const Tensor& out, const Tensor& grad_loss, const Tensor& input,
+                                    const Tensor& target,
+                                    LossReduction reduction = LossReduction::Mean);
+const Tensor& l1_loss_out(const Tensor& out, const Tensor& input, const Tensor& target,
+                          LossReduction reduction = LossReduction::Mean);
+const Tensor& l1_loss_backward_out(const Tensor& out, const Tensor& grad_loss, const Tensor& input,
+                                   const Tensor& target,
+                                   LossReduction reduction = LossReduction::Mean);
+const Tensor& binary_cross_entropy_with_logits_out(const Tensor& out, const Tensor& logits,
+                                                   const Tensor& target,
+                                                   const Tensor& pos_weight = Tensor(),
+                                                   LossReduction reduction = LossReduction::Mean);
+const Tensor& binary_cross_entropy_with_logits_backward_out(
+    const Tensor& out, const Tensor& grad_loss, const Tensor& logits, const Tensor& target,
+    const Tensor& pos_weight = Tensor(), LossReduction reduction = LossReduction::Mean);
+
 }  // namespace ember

@@ -1,0 +1,62 @@
+// out.h — the one code path an op's two forms share (internal header). `Tensor f(args...)`
+// allocates its result and `const Tensor& f_out(const Tensor& out, args...)` is given it; both
+// check the arguments and work out the result's type, take the output from `output`, and run the
+// same kernels into it. checks.h says what a given out must be.
+#pragma once
+#include <initializer_list>
+#include <vector>
+
+#include "ops/checks.h"
+
+namespace ember {
+
+// An op's output: the caller's `*given` (an _out form), checked to have exactly this shape, dtype
+// and device and to share no memory with the inputs; or, when given is null, a new tensor. `name`
+// names the output in errors (ops with several outputs name each one).
+inline Tensor output(const char* op, const Tensor* given, const Shape& shape, DType dtype,
+                     Device device, std::initializer_list<Named> inputs, const char* name = "out") {
+  if (!given) return Tensor::empty(shape, dtype, device, op);
+  check_out(op, *given, shape, dtype, device, name);
+  check_out_alias(op, *given, inputs, /*identical_ok=*/false, name);
+  return *given;
+}
+
+// ValueError when two outputs of one op overlap (undefined ones are skipped).
+inline void check_outs_apart(const char* op, std::initializer_list<Named> outs) {
+  for (auto i = outs.begin(); i != outs.end(); ++i)
+    for (auto j = i + 1; j != outs.end(); ++j)
+      check_out_alias(op, i->tensor, {*j}, /*identical_ok=*/false, i->name);
+}
+
+// Runs write(dsts) for kernels that write only contiguous outputs, dsts[k] standing for outs[k]:
+// outs[k] itself when it is contiguous (always so for an allocated result) or undefined (an
+// optional output), else a contiguous temporary copied into outs[k] afterwards. Either way each
+// defined output's version is bumped once.
+// A kernel that writes outs[k] in another dtype (statistics in float32 for a float16 result)
+// passes it as dtypes[k]; the temporary then has that dtype and the copy casts.
+template <class F>
+void write_contiguous(const char* op, std::vector<Tensor> outs, F&& write,
+                      const std::vector<DType>& dtypes = {}) {
+  std::vector<Tensor> dsts;
+  for (size_t k = 0; k < outs.size(); ++k) {
+    const Tensor& o = outs[k];
+    const DType t = k < dtypes.size() ? dtypes[k] : o.dtype();
+    dsts.push_back(!o.defined() || (o.is_contiguous() && o.dtype() == t)
+                       ? o
+                       : Tensor::empty(o.shape(), t, o.device(), op));
+  }
+  write(dsts);
+  for (size_t k = 0; k < outs.size(); ++k) {
+    if (!outs[k].defined()) continue;
+    if (dsts[k].shares_storage(outs[k])) outs[k].bump_version();
+    else outs[k].copy_(dsts[k]);  // copy_ bumps the version
+  }
+}
+
+// The same for a kernel with one output: write(dst).
+template <class F> void write_contiguous(const char* op, const Tensor& out, F&& write) {
+  write_contiguous(op, std::vector<Tensor>{out},
+                   [&](std::vector<Tensor>& dsts) { write(dsts[0]); });
+}
+
+}  // namespace ember
