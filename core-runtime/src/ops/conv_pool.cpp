@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "kernels.h"
 #include "ops/checks.h"
 #include "ops/conv_pool_kernels.h"
 

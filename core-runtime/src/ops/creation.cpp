@@ -6,6 +6,7 @@
 #include <cmath>
 #include <string>
 
+#include "kernels.h"
 #include "ops/checks.h"
 #include "ops/creation_kernels.h"
 

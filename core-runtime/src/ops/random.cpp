@@ -7,6 +7,7 @@
 #include <mutex>
 #include <string>
 
+#include "kernels.h"
 #include "ops/checks.h"
 #include "ops/random_kernels.h"
 
