@@ -1,17 +1,12 @@
-// dispatch.h — the two dispatch helpers every op uses (internal header).
-//
-// 1. dispatch_dtype maps a runtime DType to a C++ type, so a kernel is written once as a template:
-//      dispatch_floating(t.dtype(), "gelu", [&](auto tag) { using T = typename decltype(tag)::type;
-//      ... });
-// 2. Kernel<Signature> is one op's kernel table: a slot per device type, filled by each backend's
-//    register function (cpu/register_kernels.cpp, cuda/register_kernels.cu). A front function
-//    calls `add_kernel(device)(args...)`; a new backend fills the same slots and nothing above
-//    changes.
+// dispatch.h — the dtype dispatchers (dispatch_all, _numeric, _floating, _index): each maps a
+// runtime DType to a C++ type, so that a kernel is written once as a template (internal header):
+//   dispatch_floating(t.dtype(), "gelu", [&](auto tag) { using T = typename decltype(tag)::type;
+//   ... });
+// Dispatch on the device is the kernel table's (kernels.h): `add_kernel(device)(args...)`.
 #pragma once
 #include <string>
 #include <utility>
 
-#include "ember/device.h"
 #include "ember/dtype.h"
 #include "ember/error.h"
 #include "ember/half.h"
@@ -87,37 +82,5 @@ template <class F> decltype(auto) dispatch_index(DType dtype, const char* op, F&
                            "; expected int64 (or int32). Cast first, e.g. idx.to(DType::Int64)");
 }
 #undef EMBER_DTYPE_CASE
-
-// Makes sure the backend of `type` exists and has registered its kernels; throws DeviceError or
-// NotSupportedError when the device is unavailable (defined in core/backend.cpp).
-void ensure_backend(Device device, const char* op);
-
-template <class Signature> class Kernel;
-
-template <class R, class... Args> class Kernel<R(Args...)> {
- public:
-  using Fn = R (*)(Args...);
-  explicit Kernel(const char* name) : name_(name) {}
-
-  void set(DeviceType type, Fn fn) { slots_[int(type)] = fn; }
-  // The implementation for `device`; throws NotSupportedError naming the op when there is none.
-  Fn operator()(Device device) const {
-    ensure_backend(device, name_);
-    Fn fn = slots_[int(device.type)];
-    if (!fn)
-      throw NotSupportedError(name_, "no kernel for device " + device.str() +
-                                         "; move the operands to a device that supports it");
-    return fn;
-  }
-
- private:
-  const char* name_;
-  Fn slots_[kNumDeviceTypes] = {};
-};
-
-// Declares an op's kernel table in a header shared by its front function and its backends:
-//   EMBER_KERNEL(add_kernel, void(BinaryOp, const Tensor&, const Tensor&, Tensor&));
-#define EMBER_KERNEL(name, signature) \
-  inline ::ember::Kernel<signature> name { #name }
 
 }  // namespace ember

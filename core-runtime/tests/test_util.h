@@ -12,23 +12,33 @@
 
 namespace ember::test {
 
-// Tests parameterised by device run on "cpu" and "cuda:0"; CUDA cases skip visibly without a GPU.
+// Tests parameterised by device run on device 0 of every backend of ember/backends.def ("cpu",
+// "cuda:0"); a backend that is not compiled in, or finds no device here, skips visibly.
 class DeviceTest : public ::testing::TestWithParam<Device> {
  protected:
   void SetUp() override {
-    if (GetParam().is_cuda() && !cuda_is_available())
-      GTEST_SKIP() << "no CUDA device here (cuda_compiled=" << cuda_compiled() << ")";
+    const DeviceType type = GetParam().type;
+    if (device_count(type) == 0)
+      GTEST_SKIP() << "no " << kDeviceTypeNames[int(type)]
+                   << " device here (compiled in: " << backend_compiled(type) << ")";
   }
   Device device() const { return GetParam(); }
 };
 
-inline std::string device_name(const ::testing::TestParamInfo<Device>& info) {
-  return info.param.is_cpu() ? "cpu" : "cuda" + std::to_string(info.param.index);
+inline std::vector<Device> test_devices() {
+  std::vector<Device> devices;
+  for (int t = 0; t < kNumDeviceTypes; ++t) devices.push_back(Device(DeviceType(t), 0));
+  return devices;
 }
 
-#define EMBER_INSTANTIATE_DEVICE_TEST(Suite)                                                     \
-  INSTANTIATE_TEST_SUITE_P(Devices, Suite,                                                       \
-                           ::testing::Values(::ember::Device("cpu"), ::ember::Device("cuda:0")), \
+// "cpu", "cuda0": a device as a test name.
+inline std::string device_name(const ::testing::TestParamInfo<Device>& info) {
+  const Device& d = info.param;
+  return kDeviceTypeNames[int(d.type)] + (d.is_cpu() ? "" : std::to_string(d.index));
+}
+
+#define EMBER_INSTANTIATE_DEVICE_TEST(Suite)                                                   \
+  INSTANTIATE_TEST_SUITE_P(Devices, Suite, ::testing::ValuesIn(::ember::test::test_devices()), \
                            ::ember::test::device_name)
 
 // Uniform values in [lo, hi) from a seeded std::mt19937.

@@ -9,7 +9,7 @@
 
 namespace ember {
 
-#ifdef EMBER_WITH_CUDA
+#if EMBER_WITH_CUDA
 namespace cuda {
 void* stream_handle(int index);  // cuda/cuda_backend.cu
 }
@@ -28,7 +28,7 @@ std::atomic<bool>& sync_mode_flag() {
 void* cuda_current_stream(int index) {
   // Throws the usual NotSupportedError / DeviceError when there is no such device.
   backend_for(Device(DeviceType::CUDA, index), "cuda_current_stream");
-#ifdef EMBER_WITH_CUDA
+#if EMBER_WITH_CUDA
   return cuda::stream_handle(index);
 #else
   return nullptr;  // not reached: backend_for has thrown

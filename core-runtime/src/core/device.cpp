@@ -1,4 +1,4 @@
-// device.cpp — parsing and printing devices; the backend registry.
+// device.cpp — parsing and printing devices, whose names are those of ember/backends.def.
 #include "ember/device.h"
 
 #include <climits>
@@ -6,85 +6,59 @@
 #include <string>
 
 #include "core/parse.h"
-#include "dispatch.h"
 #include "ember/backend.h"
 #include "ember/error.h"
 
 namespace ember {
 
-Backend& cpu_backend();  // cpu/cpu_backend.cpp
-#ifdef EMBER_WITH_CUDA
-Backend& cuda_backend();  // cuda/cuda_backend.cu
-#endif
+namespace {
+// "'cpu', 'cuda' or 'cuda:N'": every way of writing a device, for error messages.
+std::string device_spellings() {
+  std::string s;
+  for (int t = 0; t < kNumDeviceTypes; ++t) {
+    const std::string name = kDeviceTypeNames[t];
+    if (!s.empty()) s += ", ";
+    s += "'" + name + "'";
+    if (DeviceType(t) == DeviceType::CPU) continue;
+    s += (t + 1 == kNumDeviceTypes ? " or '" : ", '") + name + ":N'";
+  }
+  return s;
+}
+}  // namespace
 
 Device::Device(const char* spec) {
-  std::string s(spec ? spec : "");
-  std::string kind = s.substr(0, s.find(':'));
-  if (kind == "cpu") {
-    type = DeviceType::CPU;
-  } else if (kind == "cuda") {
-    type = DeviceType::CUDA;
-  } else {
-    throw ValueError("device", "unknown device '" + s + "'; expected 'cpu', 'cuda' or 'cuda:N'");
-  }
+  const std::string s(spec ? spec : "");
+  const size_t colon = s.find(':');
+  const std::string kind = s.substr(0, colon);
+  int t = 0;
+  while (t < kNumDeviceTypes && kind != kDeviceTypeNames[t]) ++t;
+  if (t == kNumDeviceTypes)
+    throw ValueError("device", "unknown device '" + s + "'; expected " + device_spellings());
+  type = DeviceType(t);
   index = 0;
-  if (s.find(':') != std::string::npos) {
-    std::optional<int64_t> v = parse_decimal(s.substr(s.find(':') + 1), INT_MAX);
-    if (!v)
-      throw ValueError("device", "bad device index in '" + s +
-                                     "'; expected 'cpu', 'cuda' or 'cuda:N' with N digits from 0 "
-                                     "to " +
-                                     std::to_string(INT_MAX) + ", e.g. 'cuda:0'");
-    index = int(*v);
-  }
+  if (colon == std::string::npos) return;
+  std::optional<int64_t> v = parse_decimal(s.substr(colon + 1), INT_MAX);
+  if (!v)
+    throw ValueError("device", "bad device index in '" + s + "'; expected " + device_spellings() +
+                                   " with N digits from 0 to " + std::to_string(INT_MAX) +
+                                   ", e.g. '" + kind + ":0'");
+  index = int(*v);
 }
 
-std::string Device::str() const { return is_cpu() ? "cpu" : "cuda:" + std::to_string(index); }
-
-bool cuda_compiled() {
-#ifdef EMBER_WITH_CUDA
-  return true;
-#else
-  return false;
-#endif
+std::string Device::str() const {
+  const std::string name = kDeviceTypeNames[int(type)];
+  return is_cpu() ? name : name + ":" + std::to_string(index);
 }
 
-int cuda_device_count() {
-#ifdef EMBER_WITH_CUDA
-  return cuda_backend().device_count();
-#else
-  return 0;
-#endif
+bool backend_compiled(DeviceType type) { return find_backend(type) != nullptr; }
+
+int device_count(DeviceType type) {
+  Backend* b = find_backend(type);
+  return b ? b->device_count() : 0;
 }
 
+bool cuda_compiled() { return backend_compiled(DeviceType::CUDA); }
+int cuda_device_count() { return device_count(DeviceType::CUDA); }
 bool cuda_is_available() { return cuda_device_count() > 0; }
-
-Backend& backend_for(Device device, const char* op) {
-  Backend* b = nullptr;
-  if (device.is_cpu()) {
-    b = &cpu_backend();
-  } else {
-#ifdef EMBER_WITH_CUDA
-    b = &cuda_backend();
-#else
-    throw NotSupportedError(op, "device " + device.str() +
-                                    " requested, but Ember was built without CUDA; rebuild "
-                                    "where nvcc is found, or use device 'cpu'");
-#endif
-  }
-  if (device.index < 0 || device.index >= b->device_count())
-    throw DeviceError(op, "device " + device.str() + " is not available (" +
-                              std::to_string(b->device_count()) + " " +
-                              (device.is_cpu() ? "cpu" : "cuda") +
-                              " device(s) found); use an index below the count, or 'cpu'");
-  return *b;
-}
-
-void ensure_backend(Device device, const char* op) { backend_for(device, op); }
-
-void synchronize(Device device) {
-  if (device.is_cpu()) return;
-  backend_for(device, "synchronize").synchronize(device.index);
-}
 
 }  // namespace ember

@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <memory>
 
-#include "core/core_kernels.h"
 #include "ember/backend.h"
+#include "kernels.h"
 #include "ops/checks.h"
 
 namespace ember {
@@ -113,10 +113,9 @@ const Tensor& Tensor::copy_(const Tensor& src) const {
   Tensor packed = src.contiguous();
   const bool direct = is_contiguous() && packed.dtype() == dtype_ && packed.shape() == shape_;
   Tensor staged = direct ? *this : empty(packed.shape(), packed.dtype(), device(), "copy_");
-  Device accel = device().is_cpu() ? src.device() : device();
-  backend_for(accel, "copy_")
-      .copy_bytes(staged.data_ptr(), device(), packed.data_ptr(), src.device(),
-                  size_t(packed.nbytes()));
+  copy_bytes_between(backend_for(device(), "copy_"), staged.data_ptr(), device(),
+                     backend_for(src.device(), "copy_"), packed.data_ptr(), src.device(),
+                     size_t(packed.nbytes()), "copy_");
   if (direct) return *this;
   Tensor expanded = staged.expand(shape_);
   Tensor dst = *this;

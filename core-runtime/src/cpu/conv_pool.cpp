@@ -12,6 +12,7 @@
 #include "cpu/im2col.h"
 #include "cpu/parallel.h"
 #include "cpu/workspace.h"
+#include "kernels.h"
 #include "ops/conv_pool_kernels.h"
 
 namespace ember::cpu {
@@ -465,17 +466,17 @@ void adaptive_avg_pool2d_backward(const Tensor& grad_out, Tensor& grad_x) {
 
 }  // namespace
 
-void register_conv_pool() {
-  conv2d_kernel.set(DeviceType::CPU, conv2d);
-  conv2d_backward_input_kernel.set(DeviceType::CPU, conv2d_backward_input);
-  conv2d_backward_weight_kernel.set(DeviceType::CPU, conv2d_backward_weight);
-  conv2d_backward_bias_kernel.set(DeviceType::CPU, conv2d_backward_bias);
-  max_pool2d_kernel.set(DeviceType::CPU, max_pool2d);
-  max_pool2d_backward_kernel.set(DeviceType::CPU, max_pool2d_backward);
-  avg_pool2d_kernel.set(DeviceType::CPU, avg_pool2d);
-  avg_pool2d_backward_kernel.set(DeviceType::CPU, avg_pool2d_backward);
-  adaptive_avg_pool2d_kernel.set(DeviceType::CPU, adaptive_avg_pool2d);
-  adaptive_avg_pool2d_backward_kernel.set(DeviceType::CPU, adaptive_avg_pool2d_backward);
+void register_conv_pool(KernelTable& table) {
+  table.conv2d_kernel = &conv2d;
+  table.conv2d_backward_input_kernel = &conv2d_backward_input;
+  table.conv2d_backward_weight_kernel = &conv2d_backward_weight;
+  table.conv2d_backward_bias_kernel = &conv2d_backward_bias;
+  table.max_pool2d_kernel = &max_pool2d;
+  table.max_pool2d_backward_kernel = &max_pool2d_backward;
+  table.avg_pool2d_kernel = &avg_pool2d;
+  table.avg_pool2d_backward_kernel = &avg_pool2d_backward;
+  table.adaptive_avg_pool2d_kernel = &adaptive_avg_pool2d;
+  table.adaptive_avg_pool2d_backward_kernel = &adaptive_avg_pool2d_backward;
 }
 
 }  // namespace ember::cpu

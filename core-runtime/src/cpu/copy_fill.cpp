@@ -1,7 +1,7 @@
 // copy_fill.cpp — CPU kernels for Tensor::copy_ (with dtype conversion) and Tensor::fill_.
 #include "convert.h"
-#include "core/core_kernels.h"
 #include "cpu/loops.h"
+#include "kernels.h"
 
 namespace ember::cpu {
 
@@ -23,9 +23,9 @@ static void fill(Tensor& dst, double value) {
   });
 }
 
-void register_copy_fill() {
-  copy_kernel.set(DeviceType::CPU, copy);
-  fill_kernel.set(DeviceType::CPU, fill);
+void register_copy_fill(KernelTable& table) {
+  table.copy_kernel = &copy;
+  table.fill_kernel = &fill;
 }
 
 }  // namespace ember::cpu

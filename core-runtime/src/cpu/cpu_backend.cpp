@@ -1,14 +1,15 @@
-// cpu_backend.cpp — the CPU backend: aligned host memory, memcpy, and its kernel registrations.
+// cpu_backend.cpp — the CPU backend: aligned host memory, memcpy, and its kernel table.
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 
 #include "ember/backend.h"
 #include "ember/error.h"
+#include "kernels.h"
 
 namespace ember {
 
-void register_cpu_kernels();  // cpu/register_kernels.cpp
+void register_cpu_kernels(KernelTable& table);  // cpu/register_kernels.cpp
 
 namespace {
 class HostRawAllocator : public RawAllocator {
@@ -22,7 +23,7 @@ class HostRawAllocator : public RawAllocator {
 
 class CpuBackend : public Backend {
  public:
-  CpuBackend() : allocator_(Device(DeviceType::CPU, 0), &raw_) {}
+  CpuBackend() : allocator_(Device(DeviceType::CPU, 0), &raw_) { register_cpu_kernels(kernels_); }
   DeviceType type() const override { return DeviceType::CPU; }
   int device_count() const override { return 1; }
   CachingAllocator& allocator(int) override { return allocator_; }
@@ -30,20 +31,17 @@ class CpuBackend : public Backend {
     std::memcpy(dst, src, n);
   }
   void synchronize(int) override {}
-  void register_kernels() override { register_cpu_kernels(); }
+  const KernelTable& kernels() const override { return kernels_; }
 
  private:
   HostRawAllocator raw_;
   CachingAllocator allocator_;
+  KernelTable kernels_;
 };
 }  // namespace
 
 Backend& cpu_backend() {
-  static CpuBackend* backend = [] {
-    auto* b = new CpuBackend();  // never destroyed: tensors may outlive static destructors
-    b->register_kernels();
-    return b;
-  }();
+  static CpuBackend* backend = new CpuBackend();  // never destroyed: tensors may outlive statics
   return *backend;
 }
 

@@ -1,11 +1,12 @@
 // creation.cpp — CPU kernels of the creation family: arange, linspace and eye write a fresh
 // contiguous output, so each is a plain loop over it, split between threads.
 #include "cpu/parallel.h"
+#include "kernels.h"
 #include "ops/creation_kernels.h"
 
 namespace ember::cpu {
 
-void register_random();  // cpu/random.cpp: the random ops are creation ops too
+void register_random(KernelTable& table);  // cpu/random.cpp: the random ops are creation ops too
 
 // out: [n] contiguous.
 static void arange(Tensor& out, double start, double step, bool integral) {
@@ -44,11 +45,11 @@ static void eye(Tensor& out) {
   });
 }
 
-void register_creation() {
-  arange_kernel.set(DeviceType::CPU, arange);
-  linspace_kernel.set(DeviceType::CPU, linspace);
-  eye_kernel.set(DeviceType::CPU, eye);
-  register_random();
+void register_creation(KernelTable& table) {
+  table.arange_kernel = &arange;
+  table.linspace_kernel = &linspace;
+  table.eye_kernel = &eye;
+  register_random(table);
 }
 
 }  // namespace ember::cpu

@@ -3,6 +3,7 @@
 // engine (cpu_map), which handles strides, broadcasting, threads and vectorisable inner loops.
 // T is the stored type, C = compute_t<T> the type the formula runs in (float for half types).
 #include "cpu/loops.h"
+#include "kernels.h"
 #include "ops/elementwise_kernels.h"
 #include "ops/elementwise_math.h"
 
@@ -60,12 +61,12 @@ static void where(const Tensor& cond, const Tensor& a, const Tensor& b, Tensor& 
   });
 }
 
-void register_elementwise() {
-  unary_kernel.set(DeviceType::CPU, unary);
-  binary_kernel.set(DeviceType::CPU, binary);
-  compare_kernel.set(DeviceType::CPU, compare);
-  backward_kernel.set(DeviceType::CPU, backward);
-  where_kernel.set(DeviceType::CPU, where);
+void register_elementwise(KernelTable& table) {
+  table.unary_kernel = &unary;
+  table.binary_kernel = &binary;
+  table.compare_kernel = &compare;
+  table.backward_kernel = &backward;
+  table.where_kernel = &where;
 }
 
 }  // namespace ember::cpu

@@ -10,6 +10,7 @@
 #include "convert.h"
 #include "cpu/blas.h"
 #include "cpu/parallel.h"
+#include "kernels.h"
 #include "ops/matmul_kernels.h"
 
 namespace ember::cpu {
@@ -129,6 +130,6 @@ void gemm(const Tensor& a, const Tensor& b, Tensor& out, const GemmFlags& f) {
 
 }  // namespace
 
-void register_matmul() { gemm_kernel.set(DeviceType::CPU, gemm); }
+void register_matmul(KernelTable& table) { table.gemm_kernel = &gemm; }
 
 }  // namespace ember::cpu

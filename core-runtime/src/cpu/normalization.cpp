@@ -7,6 +7,7 @@
 
 #include "cpu/loops.h"
 #include "cpu/parallel.h"
+#include "kernels.h"
 #include "ops/normalization_kernels.h"
 
 namespace ember::cpu {
@@ -328,17 +329,17 @@ void dropout_apply(const Tensor& x, const Tensor& mask, double scale, Tensor& ou
 
 }  // namespace
 
-void register_normalization() {
-  batch_norm_stats_kernel.set(DeviceType::CPU, batch_norm_stats);
-  batch_norm_update_stats_kernel.set(DeviceType::CPU, batch_norm_update_stats);
-  batch_norm_eval_stats_kernel.set(DeviceType::CPU, batch_norm_eval_stats);
-  batch_norm_apply_kernel.set(DeviceType::CPU, batch_norm_apply);
-  batch_norm_backward_reduce_kernel.set(DeviceType::CPU, batch_norm_backward_reduce);
-  batch_norm_backward_input_kernel.set(DeviceType::CPU, batch_norm_backward_input);
-  layer_norm_kernel.set(DeviceType::CPU, layer_norm);
-  layer_norm_backward_input_kernel.set(DeviceType::CPU, layer_norm_backward_input);
-  layer_norm_backward_params_kernel.set(DeviceType::CPU, layer_norm_backward_params);
-  dropout_apply_kernel.set(DeviceType::CPU, dropout_apply);
+void register_normalization(KernelTable& table) {
+  table.batch_norm_stats_kernel = &batch_norm_stats;
+  table.batch_norm_update_stats_kernel = &batch_norm_update_stats;
+  table.batch_norm_eval_stats_kernel = &batch_norm_eval_stats;
+  table.batch_norm_apply_kernel = &batch_norm_apply;
+  table.batch_norm_backward_reduce_kernel = &batch_norm_backward_reduce;
+  table.batch_norm_backward_input_kernel = &batch_norm_backward_input;
+  table.layer_norm_kernel = &layer_norm;
+  table.layer_norm_backward_input_kernel = &layer_norm_backward_input;
+  table.layer_norm_backward_params_kernel = &layer_norm_backward_params;
+  table.dropout_apply_kernel = &dropout_apply;
 }
 
 }  // namespace ember::cpu

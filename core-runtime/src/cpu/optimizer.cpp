@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cpu/parallel.h"
+#include "kernels.h"
 #include "ops/optimizer_kernels.h"
 
 namespace ember::cpu {
@@ -98,10 +99,10 @@ void rmsprop(const std::vector<TensorList>& lists, const RmspropHyper& h) {
 
 }  // namespace
 
-void register_optimizer() {
-  sgd_kernel.set(DeviceType::CPU, sgd);
-  adam_kernel.set(DeviceType::CPU, adam);
-  rmsprop_kernel.set(DeviceType::CPU, rmsprop);
+void register_optimizer(KernelTable& table) {
+  table.sgd_kernel = &sgd;
+  table.adam_kernel = &adam;
+  table.rmsprop_kernel = &rmsprop;
 }
 
 }  // namespace ember::cpu

@@ -4,6 +4,7 @@
 
 #include "cpu/parallel.h"
 #include "cpu/workspace.h"
+#include "kernels.h"
 #include "ops/random_kernels.h"
 
 namespace ember::cpu {
@@ -84,12 +85,12 @@ static void randperm(Tensor& out, PhiloxStream stream) {
   for (int64_t i = 0; i < n; ++i) p[i] = pairs[i].index;
 }
 
-void register_random() {
-  uniform_kernel.set(DeviceType::CPU, uniform);
-  normal_kernel.set(DeviceType::CPU, normal);
-  bernoulli_kernel.set(DeviceType::CPU, bernoulli);
-  randint_kernel.set(DeviceType::CPU, randint);
-  randperm_kernel.set(DeviceType::CPU, randperm);
+void register_random(KernelTable& table) {
+  table.uniform_kernel = &uniform;
+  table.normal_kernel = &normal;
+  table.bernoulli_kernel = &bernoulli;
+  table.randint_kernel = &randint;
+  table.randperm_kernel = &randperm;
 }
 
 }  // namespace ember::cpu

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "cpu/reduce_loops.h"
+#include "kernels.h"
 #include "ops/reduction_kernels.h"
 
 namespace ember::cpu {
@@ -107,11 +108,11 @@ static void arg_reduce(bool is_max, const Tensor& x, int64_t nreduce, Tensor& va
   });
 }
 
-void register_reduction() {
-  reduce_kernel.set(DeviceType::CPU, reduce);
-  norm_kernel.set(DeviceType::CPU, norm);
-  var_kernel.set(DeviceType::CPU, var);
-  arg_reduce_kernel.set(DeviceType::CPU, arg_reduce);
+void register_reduction(KernelTable& table) {
+  table.reduce_kernel = &reduce;
+  table.norm_kernel = &norm;
+  table.var_kernel = &var;
+  table.arg_reduce_kernel = &arg_reduce;
 }
 
 }  // namespace ember::cpu

@@ -1,28 +1,31 @@
-// register_kernels.cpp — the CPU backend's kernel list: each family fills its kernel tables.
+// register_kernels.cpp — the CPU backend's kernel list: each family fills its slots of the
+// backend's KernelTable (kernels.h), which tests/test_backend_contract.cpp checks complete.
+#include "kernels.h"
+
 namespace ember::cpu {
-void register_copy_fill();
-void register_elementwise();
-void register_creation();
-void register_reduction();
-void register_softmax_loss();
-void register_matmul();
-void register_conv_pool();
-void register_normalization();
-void register_indexing();
-void register_optimizer();
+void register_copy_fill(KernelTable& table);
+void register_elementwise(KernelTable& table);
+void register_creation(KernelTable& table);
+void register_reduction(KernelTable& table);
+void register_softmax_loss(KernelTable& table);
+void register_matmul(KernelTable& table);
+void register_conv_pool(KernelTable& table);
+void register_normalization(KernelTable& table);
+void register_indexing(KernelTable& table);
+void register_optimizer(KernelTable& table);
 }  // namespace ember::cpu
 
 namespace ember {
-void register_cpu_kernels() {
-  cpu::register_copy_fill();
-  cpu::register_elementwise();
-  cpu::register_creation();
-  cpu::register_reduction();
-  cpu::register_softmax_loss();
-  cpu::register_matmul();
-  cpu::register_conv_pool();
-  cpu::register_normalization();
-  cpu::register_indexing();
-  cpu::register_optimizer();
+void register_cpu_kernels(KernelTable& table) {
+  cpu::register_copy_fill(table);
+  cpu::register_elementwise(table);
+  cpu::register_creation(table);
+  cpu::register_reduction(table);
+  cpu::register_softmax_loss(table);
+  cpu::register_matmul(table);
+  cpu::register_conv_pool(table);
+  cpu::register_normalization(table);
+  cpu::register_indexing(table);
+  cpu::register_optimizer(table);
 }
 }  // namespace ember

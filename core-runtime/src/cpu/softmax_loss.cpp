@@ -12,6 +12,7 @@
 #include "cpu/loops.h"
 #include "cpu/parallel.h"
 #include "cpu/vector_exp.h"
+#include "kernels.h"
 #include "ops/reduction_kernels.h"  // DimWalk
 #include "ops/softmax_loss_kernels.h"
 
@@ -369,16 +370,16 @@ void pointwise_loss_backward(PointwiseLoss kind, const Tensor& g, double scale, 
 
 }  // namespace
 
-void register_softmax_loss() {
-  softmax_kernel.set(DeviceType::CPU, softmax);
-  softmax_backward_kernel.set(DeviceType::CPU, softmax_backward);
-  target_weight_kernel.set(DeviceType::CPU, target_weight);
-  cross_entropy_kernel.set(DeviceType::CPU, cross_entropy);
-  cross_entropy_backward_kernel.set(DeviceType::CPU, cross_entropy_backward);
-  nll_loss_kernel.set(DeviceType::CPU, nll_loss);
-  nll_loss_backward_kernel.set(DeviceType::CPU, nll_loss_backward);
-  pointwise_loss_kernel.set(DeviceType::CPU, pointwise_loss);
-  pointwise_loss_backward_kernel.set(DeviceType::CPU, pointwise_loss_backward);
+void register_softmax_loss(KernelTable& table) {
+  table.softmax_kernel = &softmax;
+  table.softmax_backward_kernel = &softmax_backward;
+  table.target_weight_kernel = &target_weight;
+  table.cross_entropy_kernel = &cross_entropy;
+  table.cross_entropy_backward_kernel = &cross_entropy_backward;
+  table.nll_loss_kernel = &nll_loss;
+  table.nll_loss_backward_kernel = &nll_loss_backward;
+  table.pointwise_loss_kernel = &pointwise_loss;
+  table.pointwise_loss_backward_kernel = &pointwise_loss_backward;
 }
 
 }  // namespace ember::cpu

@@ -41,6 +41,7 @@
 #include "cuda/conv_im2col.cuh"
 #include "cuda/conv_implicit_gemm.cuh"
 #include "cuda/launch.cuh"
+#include "kernels.h"
 #include "ops/checks.h"
 #include "ops/conv_pool_kernels.h"
 
@@ -535,17 +536,17 @@ void adaptive_avg_pool2d_backward(const Tensor& go, Tensor& grad_x) {
 
 }  // namespace
 
-void register_conv_pool() {
-  conv2d_kernel.set(DeviceType::CUDA, conv2d);
-  conv2d_backward_input_kernel.set(DeviceType::CUDA, conv2d_backward_input);
-  conv2d_backward_weight_kernel.set(DeviceType::CUDA, conv2d_backward_weight);
-  conv2d_backward_bias_kernel.set(DeviceType::CUDA, conv2d_backward_bias);
-  max_pool2d_kernel.set(DeviceType::CUDA, max_pool2d);
-  max_pool2d_backward_kernel.set(DeviceType::CUDA, max_pool2d_backward);
-  avg_pool2d_kernel.set(DeviceType::CUDA, avg_pool2d);
-  avg_pool2d_backward_kernel.set(DeviceType::CUDA, avg_pool2d_backward);
-  adaptive_avg_pool2d_kernel.set(DeviceType::CUDA, adaptive_avg_pool2d);
-  adaptive_avg_pool2d_backward_kernel.set(DeviceType::CUDA, adaptive_avg_pool2d_backward);
+void register_conv_pool(KernelTable& table) {
+  table.conv2d_kernel = &conv2d;
+  table.conv2d_backward_input_kernel = &conv2d_backward_input;
+  table.conv2d_backward_weight_kernel = &conv2d_backward_weight;
+  table.conv2d_backward_bias_kernel = &conv2d_backward_bias;
+  table.max_pool2d_kernel = &max_pool2d;
+  table.max_pool2d_backward_kernel = &max_pool2d_backward;
+  table.avg_pool2d_kernel = &avg_pool2d;
+  table.avg_pool2d_backward_kernel = &avg_pool2d_backward;
+  table.adaptive_avg_pool2d_kernel = &adaptive_avg_pool2d;
+  table.adaptive_avg_pool2d_backward_kernel = &adaptive_avg_pool2d_backward;
 }
 
 }  // namespace ember::cuda

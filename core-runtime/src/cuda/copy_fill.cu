@@ -1,7 +1,7 @@
 // copy_fill.cu — CUDA kernels for Tensor::copy_ (with dtype conversion) and Tensor::fill_.
 #include "convert.h"
-#include "core/core_kernels.h"
 #include "cuda/loops.cuh"
+#include "kernels.h"
 
 namespace ember::cuda {
 
@@ -41,9 +41,9 @@ static void fill(Tensor& dst, double value) {
   });
 }
 
-void register_copy_fill() {
-  copy_kernel.set(DeviceType::CUDA, copy);
-  fill_kernel.set(DeviceType::CUDA, fill);
+void register_copy_fill(KernelTable& table) {
+  table.copy_kernel = &copy;
+  table.fill_kernel = &fill;
 }
 
 }  // namespace ember::cuda

@@ -2,11 +2,12 @@
 // contiguous output on the GPU, one element per thread in a grid-stride loop, with the formulas
 // the CPU uses (ops/creation_kernels.h).
 #include "cuda/launch.cuh"
+#include "kernels.h"
 #include "ops/creation_kernels.h"
 
 namespace ember::cuda {
 
-void register_random();  // cuda/random.cu: the random ops are creation ops too
+void register_random(KernelTable& table);  // cuda/random.cu: the random ops are creation ops too
 
 constexpr int kThreads = 256;
 
@@ -71,11 +72,11 @@ static void eye(Tensor& out) {
   check_launch("eye", {&out});
 }
 
-void register_creation() {
-  arange_kernel.set(DeviceType::CUDA, arange);
-  linspace_kernel.set(DeviceType::CUDA, linspace);
-  eye_kernel.set(DeviceType::CUDA, eye);
-  register_random();
+void register_creation(KernelTable& table) {
+  table.arange_kernel = &arange;
+  table.linspace_kernel = &linspace;
+  table.eye_kernel = &eye;
+  register_random(table);
 }
 
 }  // namespace ember::cuda

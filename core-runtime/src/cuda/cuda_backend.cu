@@ -17,11 +17,12 @@
 #include "cuda/launch.cuh"
 #include "ember/backend.h"
 #include "ember/error.h"
+#include "kernels.h"
 
 namespace ember {
 
 Backend& cuda_backend();
-void register_cuda_kernels();  // cuda/register_kernels.cu
+void register_cuda_kernels(KernelTable& table);  // cuda/register_kernels.cu
 
 namespace cuda {
 namespace {
@@ -103,12 +104,14 @@ struct DeviceState {
 
 class CudaBackend : public Backend {
  public:
-  CudaBackend() : count_(query_device_count()), devices_(new DeviceState[size_t(count_)]) {}
+  CudaBackend() : count_(query_device_count()), devices_(new DeviceState[size_t(count_)]) {
+    register_cuda_kernels(kernels_);
+  }
 
   DeviceType type() const override { return DeviceType::CUDA; }
   int device_count() const override { return count_; }
   CachingAllocator& allocator(int index) override { return *state(index).allocator; }
-  void register_kernels() override { register_cuda_kernels(); }
+  const KernelTable& kernels() const override { return kernels_; }
 
   void synchronize(int index) override {
     DeviceGuard guard(index);
@@ -172,6 +175,7 @@ class CudaBackend : public Backend {
 
   int count_;
   std::unique_ptr<DeviceState[]> devices_;
+  KernelTable kernels_;
 };
 
 CudaBackend& backend() { return static_cast<CudaBackend&>(cuda_backend()); }
@@ -185,11 +189,8 @@ void* stream_handle(int index) { return stream(index); }  // for ember/cuda.h
 }  // namespace cuda
 
 Backend& cuda_backend() {
-  static cuda::CudaBackend* backend = [] {
-    auto* b = new cuda::CudaBackend();  // never destroyed: tensors may outlive static destructors
-    b->register_kernels();
-    return b;
-  }();
+  static cuda::CudaBackend* backend =
+      new cuda::CudaBackend();  // never destroyed: tensors may outlive statics
   return *backend;
 }
 

@@ -2,6 +2,7 @@
 // (ops/elementwise_math.h), run through the GPU elementwise engine (cuda/loops.cuh), which
 // handles strides, broadcasting, vectorised loads and the launch.
 #include "cuda/loops.cuh"
+#include "kernels.h"
 #include "ops/elementwise_kernels.h"
 #include "ops/elementwise_math.h"
 
@@ -76,12 +77,12 @@ static void where(const Tensor& cond, const Tensor& a, const Tensor& b, Tensor& 
   });
 }
 
-void register_elementwise() {
-  unary_kernel.set(DeviceType::CUDA, unary);
-  binary_kernel.set(DeviceType::CUDA, binary);
-  compare_kernel.set(DeviceType::CUDA, compare);
-  backward_kernel.set(DeviceType::CUDA, backward);
-  where_kernel.set(DeviceType::CUDA, where);
+void register_elementwise(KernelTable& table) {
+  table.unary_kernel = &unary;
+  table.binary_kernel = &binary;
+  table.compare_kernel = &compare;
+  table.backward_kernel = &backward;
+  table.where_kernel = &where;
 }
 
 }  // namespace ember::cuda

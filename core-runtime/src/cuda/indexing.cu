@@ -9,6 +9,7 @@
 #include "convert.h"
 #include "cuda/launch.cuh"
 #include "cuda/loops.cuh"
+#include "kernels.h"
 #include "ops/indexing_kernels.h"
 
 namespace ember::cuda {
@@ -277,14 +278,14 @@ void pad(const Tensor& x, const std::vector<int64_t>& left, PadMode mode, Tensor
 
 }  // namespace
 
-void register_indexing() {
-  index_range_kernel.set(DeviceType::CUDA, index_range);
-  index_select_kernel.set(DeviceType::CUDA, index_select);
-  index_add_kernel.set(DeviceType::CUDA, index_add);
-  gather_kernel.set(DeviceType::CUDA, gather);
-  scatter_add_kernel.set(DeviceType::CUDA, scatter_add);
-  masked_fill_kernel.set(DeviceType::CUDA, masked_fill);
-  pad_kernel.set(DeviceType::CUDA, pad);
+void register_indexing(KernelTable& table) {
+  table.index_range_kernel = &index_range;
+  table.index_select_kernel = &index_select;
+  table.index_add_kernel = &index_add;
+  table.gather_kernel = &gather;
+  table.scatter_add_kernel = &scatter_add;
+  table.masked_fill_kernel = &masked_fill;
+  table.pad_kernel = &pad;
 }
 
 }  // namespace ember::cuda

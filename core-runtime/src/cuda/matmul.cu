@@ -18,6 +18,7 @@
 #include "cuda/cublas_handle.cuh"
 #include "cuda/gemm_tiled.cuh"
 #include "cuda/launch.cuh"
+#include "kernels.h"
 #include "ops/checks.h"
 #include "ops/matmul_kernels.h"
 
@@ -87,6 +88,6 @@ void gemm(const Tensor& a, const Tensor& b, Tensor& out, const GemmFlags& flags)
 
 }  // namespace
 
-void register_matmul() { gemm_kernel.set(DeviceType::CUDA, gemm); }
+void register_matmul(KernelTable& table) { table.gemm_kernel = &gemm; }
 
 }  // namespace ember::cuda

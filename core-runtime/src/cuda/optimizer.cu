@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cuda/launch.cuh"
+#include "kernels.h"
 #include "ops/optimizer_kernels.h"
 
 namespace ember::cuda {
@@ -124,10 +125,10 @@ void rmsprop(const std::vector<TensorList>& lists, const RmspropHyper& h) {
 
 }  // namespace
 
-void register_optimizer() {
-  sgd_kernel.set(DeviceType::CUDA, sgd);
-  adam_kernel.set(DeviceType::CUDA, adam);
-  rmsprop_kernel.set(DeviceType::CUDA, rmsprop);
+void register_optimizer(KernelTable& table) {
+  table.sgd_kernel = &sgd;
+  table.adam_kernel = &adam;
+  table.rmsprop_kernel = &rmsprop;
 }
 
 }  // namespace ember::cuda

@@ -5,6 +5,7 @@
 #include <cub/device/device_radix_sort.cuh>
 
 #include "cuda/launch.cuh"
+#include "kernels.h"
 #include "ops/random_kernels.h"
 
 namespace ember::cuda {
@@ -115,12 +116,12 @@ static void randperm(Tensor& out, PhiloxStream philox) {
   check_launch("randperm", {&out});
 }
 
-void register_random() {
-  uniform_kernel.set(DeviceType::CUDA, uniform);
-  normal_kernel.set(DeviceType::CUDA, normal);
-  bernoulli_kernel.set(DeviceType::CUDA, bernoulli);
-  randint_kernel.set(DeviceType::CUDA, randint);
-  randperm_kernel.set(DeviceType::CUDA, randperm);
+void register_random(KernelTable& table) {
+  table.uniform_kernel = &uniform;
+  table.normal_kernel = &normal;
+  table.bernoulli_kernel = &bernoulli;
+  table.randint_kernel = &randint;
+  table.randperm_kernel = &randperm;
 }
 
 }  // namespace ember::cuda

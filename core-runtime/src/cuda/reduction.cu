@@ -319,11 +319,11 @@ void arg_reduce(bool is_max, const Tensor& x, int64_t nreduce, Tensor& values, T
 
 }  // namespace
 
-void register_reduction() {
-  reduce_kernel.set(DeviceType::CUDA, reduce);
-  norm_kernel.set(DeviceType::CUDA, norm);
-  var_kernel.set(DeviceType::CUDA, var);
-  arg_reduce_kernel.set(DeviceType::CUDA, arg_reduce);
+void register_reduction(KernelTable& table) {
+  table.reduce_kernel = &reduce;
+  table.norm_kernel = &norm;
+  table.var_kernel = &var;
+  table.arg_reduce_kernel = &arg_reduce;
 }
 
 }  // namespace ember::cuda

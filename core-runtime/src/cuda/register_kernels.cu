@@ -1,28 +1,31 @@
-// register_kernels.cu — the CUDA backend's kernel list: each family fills its kernel tables.
+// register_kernels.cu — the CUDA backend's kernel list: each family fills its slots of the
+// backend's KernelTable (kernels.h), which tests/test_backend_contract.cpp checks complete.
+#include "kernels.h"
+
 namespace ember::cuda {
-void register_copy_fill();
-void register_elementwise();
-void register_creation();
-void register_reduction();
-void register_softmax_loss();
-void register_matmul();
-void register_conv_pool();
-void register_normalization();
-void register_indexing();
-void register_optimizer();
+void register_copy_fill(KernelTable& table);
+void register_elementwise(KernelTable& table);
+void register_creation(KernelTable& table);
+void register_reduction(KernelTable& table);
+void register_softmax_loss(KernelTable& table);
+void register_matmul(KernelTable& table);
+void register_conv_pool(KernelTable& table);
+void register_normalization(KernelTable& table);
+void register_indexing(KernelTable& table);
+void register_optimizer(KernelTable& table);
 }  // namespace ember::cuda
 
 namespace ember {
-void register_cuda_kernels() {
-  cuda::register_copy_fill();
-  cuda::register_elementwise();
-  cuda::register_creation();
-  cuda::register_reduction();
-  cuda::register_softmax_loss();
-  cuda::register_matmul();
-  cuda::register_conv_pool();
-  cuda::register_normalization();
-  cuda::register_indexing();
-  cuda::register_optimizer();
+void register_cuda_kernels(KernelTable& table) {
+  cuda::register_copy_fill(table);
+  cuda::register_elementwise(table);
+  cuda::register_creation(table);
+  cuda::register_reduction(table);
+  cuda::register_softmax_loss(table);
+  cuda::register_matmul(table);
+  cuda::register_conv_pool(table);
+  cuda::register_normalization(table);
+  cuda::register_indexing(table);
+  cuda::register_optimizer(table);
 }
 }  // namespace ember

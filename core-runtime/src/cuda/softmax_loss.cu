@@ -16,6 +16,7 @@
 
 #include "cuda/loops.cuh"
 #include "cuda/reduce.cuh"
+#include "kernels.h"
 #include "ops/softmax_loss_kernels.h"
 
 namespace ember::cuda {
@@ -670,16 +671,16 @@ void pointwise_loss_backward(PointwiseLoss kind, const Tensor& g, double scale, 
 
 }  // namespace
 
-void register_softmax_loss() {
-  softmax_kernel.set(DeviceType::CUDA, softmax);
-  softmax_backward_kernel.set(DeviceType::CUDA, softmax_backward);
-  target_weight_kernel.set(DeviceType::CUDA, target_weight);
-  cross_entropy_kernel.set(DeviceType::CUDA, cross_entropy);
-  cross_entropy_backward_kernel.set(DeviceType::CUDA, cross_entropy_backward);
-  nll_loss_kernel.set(DeviceType::CUDA, nll_loss);
-  nll_loss_backward_kernel.set(DeviceType::CUDA, nll_loss_backward);
-  pointwise_loss_kernel.set(DeviceType::CUDA, pointwise_loss);
-  pointwise_loss_backward_kernel.set(DeviceType::CUDA, pointwise_loss_backward);
+void register_softmax_loss(KernelTable& table) {
+  table.softmax_kernel = &softmax;
+  table.softmax_backward_kernel = &softmax_backward;
+  table.target_weight_kernel = &target_weight;
+  table.cross_entropy_kernel = &cross_entropy;
+  table.cross_entropy_backward_kernel = &cross_entropy_backward;
+  table.nll_loss_kernel = &nll_loss;
+  table.nll_loss_backward_kernel = &nll_loss_backward;
+  table.pointwise_loss_kernel = &pointwise_loss;
+  table.pointwise_loss_backward_kernel = &pointwise_loss_backward;
 }
 
 }  // namespace ember::cuda

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels.h"
+#include "ops/checks.h"
 #include "ops/conv_pool_kernels.h"
 #include "ops/out.h"
 

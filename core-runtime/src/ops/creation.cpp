@@ -6,6 +6,8 @@
 #include <cmath>
 #include <string>
 
+#include "kernels.h"
+#include "ops/checks.h"
 #include "ops/creation_kernels.h"
 #include "ops/out.h"
 

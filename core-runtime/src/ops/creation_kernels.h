@@ -1,5 +1,5 @@
-// creation_kernels.h — kernel tables of the creation ops that need more than fill_ (internal
-// header), and the per-element formulas their CPU and CUDA kernels share.
+// creation_kernels.h — the per-element formulas that the CPU and CUDA kernels of the creation
+// ops share; the slots are in kernels.def (internal header).
 #pragma once
 #include <cstdint>
 #include <type_traits>
@@ -26,12 +26,5 @@ EMBER_HOST_DEVICE inline double linspace_value(int64_t i, int64_t n, double star
   const double step = (end - start) / double(n - 1);
   return i < n / 2 ? start + step * double(i) : end - step * double(n - 1 - i);
 }
-
-// out: [n] contiguous, numeric; out[i] = arange_value(i, start, step, integral).
-EMBER_KERNEL(arange_kernel, void(Tensor& out, double start, double step, bool integral));
-// out: [n] contiguous, numeric, n >= 2; out[i] = linspace_value(i, n, start, end).
-EMBER_KERNEL(linspace_kernel, void(Tensor& out, double start, double end));
-// out: [n, m] contiguous, any dtype; out[i][j] = (i == j).
-EMBER_KERNEL(eye_kernel, void(Tensor& out));
 
 }  // namespace ember

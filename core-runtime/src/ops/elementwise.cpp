@@ -6,7 +6,7 @@
 #include <cmath>
 #include <limits>
 
-#include "core/core_kernels.h"
+#include "kernels.h"
 #include "ops/checks.h"
 #include "ops/elementwise_kernels.h"
 

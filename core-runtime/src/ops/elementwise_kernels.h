@@ -1,4 +1,5 @@
-// elementwise_kernels.h — kernel tables of the elementwise family (internal header).
+// elementwise_kernels.h — the op enums of the elementwise family's kernels, whose slots are
+// listed in kernels.def (internal header).
 //
 // Every kernel gets operands already broadcast to out's shape (stride-0 views) and already cast
 // to the dtype it computes in, and writes into out, which it may alias with an input of identical
@@ -46,17 +47,5 @@ const char* unary_op_name(UnaryOp op);  // "exp", ... for error messages
 const char* binary_op_name(BinaryOp op);
 const char* compare_op_name(CompareOp op);
 const char* backward_op_name(BackwardOp op);
-
-// x, out: same shape and dtype.
-EMBER_KERNEL(unary_kernel, void(UnaryOp op, const Tensor& x, Tensor& out, double p0, double p1));
-// a, b, out: same shape and dtype.
-EMBER_KERNEL(binary_kernel, void(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out));
-// a, b: same shape and dtype; out: that shape, bool.
-EMBER_KERNEL(compare_kernel, void(CompareOp op, const Tensor& a, const Tensor& b, Tensor& out));
-// grad, x, out: same shape and floating dtype.
-EMBER_KERNEL(backward_kernel, void(BackwardOp op, const Tensor& grad, const Tensor& x, Tensor& out,
-                                   double p0, double p1));
-// cond (bool), a, b, out: same shape; a, b, out of one dtype. out = cond ? a : b.
-EMBER_KERNEL(where_kernel, void(const Tensor& cond, const Tensor& a, const Tensor& b, Tensor& out));
 
 }  // namespace ember

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "ember/ops/creation.h"
+#include "kernels.h"
+#include "ops/checks.h"
 #include "ops/indexing_kernels.h"
 #include "ops/out.h"
 

@@ -1,5 +1,5 @@
-// indexing_kernels.h — kernel tables of the indexing family, and the small pieces every backend
-// shares (internal header).
+// indexing_kernels.h — the small pieces every backend's indexing kernels share; the slots are in
+// kernels.def (internal header).
 //
 // Index tensors reach kernels as contiguous int64 whose values the front function has already
 // checked with index_range_kernel, so kernels never see an out-of-range index.
@@ -47,34 +47,5 @@ EMBER_HOST_DEVICE inline int64_t pad_source(int64_t o, int64_t left, int64_t siz
   if (i >= size) return 2 * (size - 1) - i;
   return i;
 }
-
-// Smallest and largest value of index (contiguous int64, numel > 0). Synchronises on a GPU.
-EMBER_KERNEL(index_range_kernel, IndexRange(const Tensor& index));
-
-// x: [outer, n, inner], index: [k] -> out: [outer, k, inner], out[o, j, i] = x[o, index[j], i].
-// All contiguous.
-EMBER_KERNEL(index_select_kernel, void(const Tensor& x, const Tensor& index, Tensor& out));
-
-// out: [outer, n, inner] += src: [outer, k, inner] at rows index[k]: out[o, index[j], i] +=
-// src[o, j, i]. All contiguous, one dtype; repeated indices accumulate (in order on the CPU).
-EMBER_KERNEL(index_add_kernel, void(Tensor& out, const Tensor& index, const Tensor& src));
-
-// x, index, out of one number of dims, any strides; out has index's shape:
-// out[..., j, ...] = x[..., index[..., j, ...], ...] along dim (other coordinates shared).
-EMBER_KERNEL(gather_kernel, void(const Tensor& x, int64_t dim, const Tensor& index, Tensor& out));
-
-// x[..., index[..., j, ...], ...] += src[..., j, ...] along dim, over index's shape; x, index, src
-// of one number of dims, any strides; x and src of one dtype.
-EMBER_KERNEL(scatter_add_kernel,
-             void(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src));
-
-// out = mask ? value : x, with mask (bool) broadcast to x's shape, out of x's shape and dtype.
-EMBER_KERNEL(masked_fill_kernel,
-             void(const Tensor& x, const Tensor& mask, double value, Tensor& out));
-
-// x: contiguous [d0, ..., dk]; out: contiguous [d0 + left[0] + right[0], ...] (reflect or
-// replicate): out[o0, ..., ok] = x[pad_source(o0, left[0], d0), ...].
-EMBER_KERNEL(pad_kernel,
-             void(const Tensor& x, const std::vector<int64_t>& left, PadMode mode, Tensor& out));
 
 }  // namespace ember

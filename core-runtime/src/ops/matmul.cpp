@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <string>
 
+#include "kernels.h"
+#include "ops/checks.h"
 #include "ops/matmul_kernels.h"
 #include "ops/out.h"
 

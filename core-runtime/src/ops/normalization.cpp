@@ -7,6 +7,8 @@
 #include <string>
 #include <utility>
 
+#include "kernels.h"
+#include "ops/checks.h"
 #include "ops/normalization_kernels.h"
 #include "ops/out.h"
 

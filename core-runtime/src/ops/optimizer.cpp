@@ -8,6 +8,7 @@
 #include <tuple>
 #include <vector>
 
+#include "kernels.h"
 #include "ops/checks.h"
 #include "ops/optimizer_kernels.h"
 
@@ -57,7 +58,7 @@ void check_lists(const char* op, const std::vector<NamedList>& lists) {
 // a non-contiguous one is replaced by a contiguous copy, written back afterwards. Every list but
 // grads (lists[1], only read) is updated in place, so its tensors' versions are bumped.
 template <class Hyper>
-void run_grouped(const Kernel<void(const std::vector<TensorList>&, const Hyper&)>& kernel,
+void run_grouped(KernelFn<void(const std::vector<TensorList>&, const Hyper&)> (*kernel)(Device),
                  const std::vector<NamedList>& lists, const Hyper& h) {
   std::map<std::tuple<int, int, int>, std::vector<size_t>> groups;
   for (size_t i = 0; i < lists[0].tensors.size(); ++i) {

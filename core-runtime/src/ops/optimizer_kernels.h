@@ -1,5 +1,6 @@
-// optimizer_kernels.h — kernel tables of the fused optimizer updates, and each update's formula
-// for one element, written once here and used by every backend (internal header).
+// optimizer_kernels.h — the hyperparameters of the fused optimizer updates and each update's
+// formula for one element, written once here and used by every backend; the slots are in
+// kernels.def (internal header).
 //
 // A kernel receives `lists`: lists[0] the params, lists[1] the grads, then the state lists in the
 // order of the optimizer's public function; all tensors contiguous, of one dtype and device. A
@@ -75,12 +76,5 @@ EMBER_HOST_DEVICE inline void rmsprop_update(C& p, C g, C& sq, C& buf, C& grad_a
     p -= C(h.lr) * g / avg;
   }
 }
-
-// lists: {params, grads, momentum_buffers}.
-EMBER_KERNEL(sgd_kernel, void(const std::vector<TensorList>& lists, const SgdHyper& h));
-// lists: {params, grads, exp_avgs, exp_avg_sqs}.
-EMBER_KERNEL(adam_kernel, void(const std::vector<TensorList>& lists, const AdamHyper& h));
-// lists: {params, grads, square_avgs, momentum_buffers, grad_avgs}.
-EMBER_KERNEL(rmsprop_kernel, void(const std::vector<TensorList>& lists, const RmspropHyper& h));
 
 }  // namespace ember

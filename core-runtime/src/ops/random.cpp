@@ -7,6 +7,8 @@
 #include <mutex>
 #include <string>
 
+#include "kernels.h"
+#include "ops/checks.h"
 #include "ops/out.h"
 #include "ops/random_kernels.h"
 

@@ -1,5 +1,5 @@
-// random_kernels.h — kernel tables of the random ops (internal header) and the distributions
-// their CPU and CUDA kernels share.
+// random_kernels.h — the distributions the CPU and CUDA kernels of the random ops share; the
+// slots are in kernels.def (internal header).
 //
 // A distribution turns one Philox block (4 x 32 random bits, see philox.h) into kPerBlock
 // consecutive output elements: 4 when an element needs 32 random bits, 2 when it needs 64.
@@ -87,18 +87,5 @@ struct KeyDist {
     return (uint64_t(r.v[2 * j + 1]) << 32) | r.v[2 * j];
   }
 };
-
-// Every kernel writes a fresh contiguous out (any shape) from the call's stream.
-// out floating: uniform on [low, high).
-EMBER_KERNEL(uniform_kernel, void(Tensor& out, double low, double high, PhiloxStream stream));
-// out floating: normal(mean, std^2).
-EMBER_KERNEL(normal_kernel, void(Tensor& out, double mean, double std, PhiloxStream stream));
-// probs: contiguous floating, 1 element or out's numel; out any dtype: 1 with probability p.
-EMBER_KERNEL(bernoulli_kernel, void(const Tensor& probs, Tensor& out, PhiloxStream stream));
-// out numeric: integers uniform on [low, high).
-EMBER_KERNEL(randint_kernel, void(Tensor& out, int64_t low, int64_t high, PhiloxStream stream));
-// out: [n] int64, a random permutation of 0 .. n-1: element i's key is KeyDist's element i, and
-// the indices are sorted by key (ties, vanishingly rare, by index).
-EMBER_KERNEL(randperm_kernel, void(Tensor& out, PhiloxStream stream));
 
 }  // namespace ember

@@ -1,7 +1,7 @@
-// reduction_kernels.h — the reduction family's kernel tables, the DimWalk that both backends use
-// to walk a set of dims, and the reducers: the arithmetic of every reduction, written once and
-// used by the CPU engine (cpu/reduce_loops.h) and the CUDA kernels (cuda/reduction.cu) alike
-// (internal header).
+// reduction_kernels.h — the reduction family's op enum (its slots are in kernels.def), the
+// DimWalk that both backends use to walk a set of dims, and the reducers: the arithmetic of every
+// reduction, written once and used by the CPU engine (cpu/reduce_loops.h) and the CUDA kernels
+// (cuda/reduction.cu) alike (internal header).
 //
 // Every kernel sees x viewed as [kept..., reduced...]: the front function (ops/reduction.cpp)
 // permutes the reduced dims to the end, so a kernel only needs `nreduce`, the number of trailing
@@ -30,19 +30,6 @@
 namespace ember {
 
 enum class ReduceOp { Sum, Prod, Mean, Amax, Amin, All, Any, LogSumExp };
-
-// x: [kept..., reduced...] (last nreduce dims reduced) -> out: [kept...] contiguous. out's dtype:
-// Sum/Prod: int64 for integer and bool x, x's dtype otherwise; All/Any: bool; others: x's dtype.
-EMBER_KERNEL(reduce_kernel, void(ReduceOp op, const Tensor& x, int64_t nreduce, Tensor& out));
-// The p-norm (p = inf and -inf give max|x| and min|x|, p = 0 counts non-zeros); floating x.
-EMBER_KERNEL(norm_kernel, void(const Tensor& x, int64_t nreduce, double p, Tensor& out));
-// Variance with Bessel-style `correction` (divides by n - correction), or its square root.
-EMBER_KERNEL(var_kernel, void(const Tensor& x, int64_t nreduce, int64_t correction, bool take_sqrt,
-                              Tensor& out));
-// Max (is_max) or min and its int64 index, the flat row-major index over the reduced dims (the
-// first one on ties; NaN counts as the extreme). `values` may be undefined (argmax/argmin).
-EMBER_KERNEL(arg_reduce_kernel,
-             void(bool is_max, const Tensor& x, int64_t nreduce, Tensor& values, Tensor& indices));
 
 // Dims walked in row-major order: sizes and element strides, innermost last. Never empty: a walk
 // over no dims (or only size-1 dims) is one element.

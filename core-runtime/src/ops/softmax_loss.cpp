@@ -9,6 +9,8 @@
 
 #include "ember/ops/elementwise.h"
 #include "ember/ops/reduction.h"
+#include "kernels.h"
+#include "ops/checks.h"
 #include "ops/out.h"
 #include "ops/softmax_loss_kernels.h"
 

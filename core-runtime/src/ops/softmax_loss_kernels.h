@@ -1,5 +1,5 @@
-// softmax_loss_kernels.h — kernel tables of the softmax and loss family, and the per-element
-// formulas of the pointwise losses, written once for the CPU and CUDA kernels (internal header).
+// softmax_loss_kernels.h — the per-element formulas of the pointwise losses, written once for the
+// CPU and CUDA kernels; the softmax and loss family's slots are in kernels.def (internal header).
 //
 // Row-wise kernels (softmax, cross entropy, nll) take their tensors with the softmax / class dim
 // moved last, [rows..., C] (a permuted view, any strides): row r is the r-th index of the leading
@@ -16,52 +16,8 @@
 
 namespace ember {
 
-// y = softmax(x) or log_softmax(x) along the last dim; x, y: [rows..., C].
-EMBER_KERNEL(softmax_kernel, void(const Tensor& x, bool log, Tensor& y));
-// grad_x from grad_y and the forward's output y, all [rows..., C]:
-//   softmax:     grad_x = y * (grad_y - sum(grad_y * y))
-//   log_softmax: grad_x = grad_y - exp(y) * sum(grad_y)
-EMBER_KERNEL(softmax_backward_kernel,
-             void(const Tensor& grad_y, const Tensor& y, bool log, Tensor& grad_x));
-
-// sample_weight[r] = weight[target[r]] (1 when weight is undefined), 0 where target[r] equals
-// ignore_index. Returns false, with the first offending value in bad_target, when a target lies
-// outside [0, num_classes). target: [rows...] int64; sample_weight: [rows...] contiguous.
-EMBER_KERNEL(target_weight_kernel,
-             bool(const Tensor& target, const Tensor& weight, int64_t ignore_index,
-                  int64_t num_classes, Tensor& sample_weight, int64_t& bad_target));
-
-// Per-sample cross entropy of logits [rows..., C] against class indices target [rows...]:
-//   loss[r] = (1 - eps) * w[t] * (lse - x[t]) + eps / C * sum_c w[c] * (lse - x[c])
-// with lse = log(sum_c exp(x[c])), t = target[r], eps = label_smoothing; 0 where t is ignored.
-EMBER_KERNEL(cross_entropy_kernel,
-             void(const Tensor& logits, const Tensor& target, const Tensor& weight,
-                  int64_t ignore_index, double label_smoothing, Tensor& loss));
-// Its gradient, one fused pass per row, p = softmax(x):
-//   grad[r, k] = g[r] * ((1 - eps) * w[t] * (p[k] - [k == t]) + eps / C * (p[k] * sum(w) - w[k]))
-// g: [rows...] the multiplier of each sample's loss (a broadcast view for "sum" and "mean").
-EMBER_KERNEL(cross_entropy_backward_kernel,
-             void(const Tensor& g, const Tensor& logits, const Tensor& target, const Tensor& weight,
-                  int64_t ignore_index, double label_smoothing, Tensor& grad_logits));
-
-// loss[r] = -w[t] * log_probs[r, t] (0 where t is ignored); log_probs: [rows..., C].
-EMBER_KERNEL(nll_loss_kernel, void(const Tensor& log_probs, const Tensor& target,
-                                   const Tensor& weight, int64_t ignore_index, Tensor& loss));
-// grad[r, k] = -g[r] * w[t] where k == t, 0 elsewhere.
-EMBER_KERNEL(nll_loss_backward_kernel,
-             void(const Tensor& g, const Tensor& target, const Tensor& weight, int64_t ignore_index,
-                  Tensor& grad_log_probs));
-
 // Losses computed element by element, then reduced by the front function.
 enum class PointwiseLoss { Mse, L1, BceWithLogits };
-// loss[i] = f(x[i], y[i], pos_weight[i]); all of x's shape (pos_weight a broadcast view, or
-// undefined: 1), x's dtype.
-EMBER_KERNEL(pointwise_loss_kernel, void(PointwiseLoss kind, const Tensor& x, const Tensor& y,
-                                         const Tensor& pos_weight, Tensor& loss));
-// grad_x[i] = scale * g[i] * df/dx(x[i], y[i], pos_weight[i]); g broadcast to x's shape.
-EMBER_KERNEL(pointwise_loss_backward_kernel,
-             void(PointwiseLoss kind, const Tensor& g, double scale, const Tensor& x,
-                  const Tensor& y, const Tensor& pos_weight, Tensor& grad_x));
 
 namespace losses {
 
