@@ -45,7 +45,8 @@ def test_cuda_queries_agree_with_each_other():
 PACKAGE = Path(ember.__file__).parent
 MODULE = Path(importlib.import_module("ember._core").__file__)
 DT_NEEDED, DT_SONAME, DT_RUNPATH = 1, 14, 29
-linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ELF and $ORIGIN: Linux")
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                reason="ELF files and $ORIGIN are Linux's")
 
 
 def dynamic_strings(path: Path) -> dict[int, list[str]]:

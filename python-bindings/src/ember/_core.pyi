@@ -1,12 +1,19 @@
 """
 Ember's compiled core: tensors, ops, autograd, interop, errors and memory
 """
+
+# Generated signatures and docstrings keep one line each, as pybind11 writes them.
+# ruff: noqa: E501
+
 from __future__ import annotations
+
 import builtins
 import collections.abc
-import numpy
 import typing
+
+import numpy
 import typing_extensions
+
 from ember.autograd import Graph
 
 # The metaclass pybind11 gives every class it binds (pybind11_builtins.pybind11_type, which is not

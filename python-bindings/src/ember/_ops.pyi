@@ -1,6 +1,9 @@
 """Every op of ember._core as ember.<name>. _ops.py fills its namespace from a list of names,
 which a type checker cannot follow: this stub names the same ops."""
 
+# One import, in _NAMES's order, of every name re-exported by `as`.
+# ruff: noqa: I001
+
 from ember._core import (
     tensor as tensor,
     zeros as zeros,
