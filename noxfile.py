@@ -121,16 +121,33 @@ def build_cpp_examples(session, core_prefix: Path, build_dir: Path) -> None:
     cmake_build(session, "examples-and-tutorials/cpp", build_dir, prefix_path=core_prefix)
 
 
-def install_python_package(session, extras: str = "") -> None:
-    """Installs python-bindings into the session's virtualenv, built against the C++ packages in
-    PREFIX without build isolation, so that its compiler command stays the same from one run to
-    the next and ccache can serve it."""
+def build_wheel(session) -> Path:
+    """Builds python-bindings' wheel into build/wheel/ against the C++ packages in PREFIX and
+    returns its path. The wheel is self-contained: it carries the shared C++ libraries beside
+    the compiled module, which finds them through a relative RUNPATH. No build isolation and one
+    build tree kept in build/python/, so that the compiler command stays the same from one run
+    to the next and a rebuild compiles only what changed (ccache serves the rest)."""
     pyproject = nox.project.load_toml(ROOT / "python-bindings/pyproject.toml")
     session.install(*pyproject["build-system"]["requires"])
+    wheel_dir = BUILD / "wheel"
+    shutil.rmtree(wheel_dir, ignore_errors=True)
     env = {"CMAKE_PREFIX_PATH": str(PREFIX)}
     if shutil.which("ccache"):
         env["CMAKE_CXX_COMPILER_LAUNCHER"] = "ccache"
-    session.install("--no-build-isolation", f"{ROOT / 'python-bindings'}{extras}", env=env)
+    session.run("python", "-m", "pip", "wheel", "--no-build-isolation", "--no-deps",
+                "--wheel-dir", str(wheel_dir), f"--config-settings=build-dir={BUILD}/python/"
+                "{wheel_tag}", str(ROOT / "python-bindings"), env=env)
+    (wheel,) = wheel_dir.glob("ember-*.whl")
+    return wheel
+
+
+def install_python_package(session, extras: str = "") -> None:
+    """Builds the wheel (build_wheel) and installs it into the session's virtualenv, so that
+    what is tested is the wheel itself, not the source tree. The same version is installed
+    again on every run: --force-reinstall for the wheel alone, then its dependencies."""
+    wheel = build_wheel(session)
+    session.install("--force-reinstall", "--no-deps", str(wheel))
+    session.install(f"{wheel}{extras}")
 
 
 def tracked_files(*patterns: str) -> list[str]:
@@ -168,7 +185,8 @@ def tests(session):
     build_cpp_examples(session, static_prefix, BUILD / "examples-static")
     ctest(session, BUILD / "examples-static")
 
-    # python-bindings against .install/, its suite, then the Python examples and tutorials.
+    # python-bindings' wheel, built once against .install/ and installed into this session's
+    # virtualenv; its suite runs against the wheel, then the Python examples and tutorials.
     install_python_package(session, extras="[test]")
     session.run("pytest", str(ROOT / "python-bindings/tests"))
     session.install("-r", str(ROOT / "examples-and-tutorials/requirements.txt"))
