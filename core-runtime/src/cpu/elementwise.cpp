@@ -8,9 +8,9 @@
 
 namespace ember::cpu {
 
-// x, out: [*] of one numeric dtype.
+// x, out: [*] of one dtype (bool for bitwise_not only).
 static void unary(UnaryOp op, const Tensor& x, Tensor& out, double p0, double p1) {
-  dispatch_numeric(out.dtype(), unary_op_name(op), [&](auto tag) {
+  dispatch_all(out.dtype(), unary_op_name(op), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using C = compute_t<T>;
     math::visit_unary<C>(op, p0, p1,
@@ -60,12 +60,35 @@ static void where(const Tensor& cond, const Tensor& a, const Tensor& b, Tensor& 
   });
 }
 
+// x: [*] of any dtype; out: [*] bool.
+static void predicate(PredicateOp op, const Tensor& x, Tensor& out) {
+  dispatch_all(x.dtype(), predicate_op_name(op), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = compute_t<T>;
+    math::visit_predicate<C>(op, [&](auto f) {
+      cpu_map<bool, T>(out, {x}, [f](T v) { return f(C(v)); });
+    });
+  });
+}
+
+// x, out: [*] of one dtype.
+static void nan_to_num(const Tensor& x, Tensor& out, double nan, double posinf, double neginf) {
+  dispatch_all(out.dtype(), "nan_to_num", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = compute_t<T>;
+    math::NanToNum<C> f{C(nan), C(posinf), C(neginf)};
+    cpu_map<T, T>(out, {x}, [f](T v) { return T(f(C(v))); });
+  });
+}
+
 void register_elementwise() {
   unary_kernel.set(DeviceType::CPU, unary);
   binary_kernel.set(DeviceType::CPU, binary);
   compare_kernel.set(DeviceType::CPU, compare);
   backward_kernel.set(DeviceType::CPU, backward);
   where_kernel.set(DeviceType::CPU, where);
+  predicate_kernel.set(DeviceType::CPU, predicate);
+  nan_to_num_kernel.set(DeviceType::CPU, nan_to_num);
 }
 
 }  // namespace ember::cpu

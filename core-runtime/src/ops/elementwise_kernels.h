@@ -9,9 +9,10 @@
 
 namespace ember {
 
-// Unary ops. Neg/Abs/Sign/Relu/Clamp run on any numeric dtype, the rest on floating dtypes.
-// Scalar parameters: LeakyRelu p0 = negative_slope; Elu p0 = alpha; Softplus p0 = beta,
-// p1 = threshold; Clamp p0 = min, p1 = max (+-infinity when absent).
+// Unary ops. Neg/Abs/Sign/Relu/Clamp and the rounding ops Floor/Ceil/Round/Trunc run on any
+// numeric dtype (rounding an integer is the identity), BitwiseNot on integers and bool, the rest
+// on floating dtypes. Scalar parameters: LeakyRelu p0 = negative_slope; Elu p0 = alpha; Softplus p0
+// = beta, p1 = threshold; Clamp p0 = min, p1 = max (+-infinity when absent).
 enum class UnaryOp {
   Neg,
   Abs,
@@ -32,10 +33,31 @@ enum class UnaryOp {
   Gelu,
   GeluTanh,
   Silu,
-  Softplus
+  Softplus,
+  Erf,
+  Floor,
+  Ceil,
+  Round,  // half to even
+  Trunc,
+  Reciprocal,
+  BitwiseNot
 };
-// Binary arithmetic, out of the operands' dtype. Div needs a floating dtype, Pow a numeric one.
-enum class BinaryOp { Add, Sub, Mul, Div, Pow, Maximum, Minimum };
+// Binary arithmetic, out of the operands' dtype. Div needs a floating dtype, Pow, FloorDivide
+// and Remainder a numeric one, the bitwise ops an integer or bool one.
+enum class BinaryOp {
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Pow,
+  Maximum,
+  Minimum,
+  FloorDivide,  // Python's a // b; integer division by zero gives 0
+  Remainder,    // Python's a % b (the divisor's sign); integer remainder by zero gives 0
+  BitwiseAnd,
+  BitwiseOr,
+  BitwiseXor
+};
 // Comparisons and logical ops: operands of one dtype, bool out.
 enum class CompareOp { Eq, Ne, Lt, Le, Gt, Ge, LogicalAnd, LogicalOr, LogicalXor };
 // Fused activation backward: out = grad * f'(x) (Sigmoid/Tanh: from the forward output y).
@@ -58,5 +80,17 @@ EMBER_KERNEL(backward_kernel, void(BackwardOp op, const Tensor& grad, const Tens
                                    double p0, double p1));
 // cond (bool), a, b, out: same shape; a, b, out of one dtype. out = cond ? a : b.
 EMBER_KERNEL(where_kernel, void(const Tensor& cond, const Tensor& a, const Tensor& b, Tensor& out));
+
+// ---- value tests and nan_to_num (0.2) ----
+// Tests of a value's class: x of any dtype, bool out (integers and bool are always finite).
+enum class PredicateOp { IsNan, IsInf, IsFinite };
+const char* predicate_op_name(PredicateOp op);
+
+// x, out: same shape; out bool.
+EMBER_KERNEL(predicate_kernel, void(PredicateOp op, const Tensor& x, Tensor& out));
+// x, out: same shape and dtype (any); NaN, +inf and -inf replaced by the given values, which the
+// dtype holds. Integer and bool values are copied unchanged.
+EMBER_KERNEL(nan_to_num_kernel,
+             void(const Tensor& x, Tensor& out, double nan, double posinf, double neginf));
 
 }  // namespace ember
