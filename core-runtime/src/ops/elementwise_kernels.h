@@ -1,8 +1,9 @@
 // elementwise_kernels.h — kernel tables of the elementwise family (internal header).
 //
 // Every kernel gets operands already broadcast to out's shape (stride-0 views) and already cast
-// to the dtype it computes in, and writes into out, which it may alias with an input of identical
-// layout (in-place ops). The per-element formulas live in ops/elementwise_math.h.
+// to the dtype it computes in, and writes into out through out's own strides (a caller's out may
+// be any strided view), which it may alias with an input of identical layout (in-place ops). The
+// per-element formulas live in ops/elementwise_math.h.
 #pragma once
 #include "dispatch.h"
 #include "ember/tensor.h"
