@@ -15,6 +15,7 @@
 #include "ember/ops/normalization.h"
 #include "ember/ops/optimizer.h"
 #include "ember/ops/random.h"
+#include "ember/ops/rearrange.h"
 #include "ember/ops/reduction.h"
 #include "ember/ops/shape_ops.h"
 #include "ember/ops/softmax_loss.h"

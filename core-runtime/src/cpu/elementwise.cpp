@@ -9,9 +9,9 @@
 
 namespace ember::cpu {
 
-// x, out: [*] of one numeric dtype.
+// x, out: [*] of one dtype (bool for bitwise_not only).
 static void unary(UnaryOp op, const Tensor& x, Tensor& out, double p0, double p1) {
-  dispatch_numeric(out.dtype(), unary_op_name(op), [&](auto tag) {
+  dispatch_all(out.dtype(), unary_op_name(op), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using C = compute_t<T>;
     math::visit_unary<C>(op, p0, p1,
@@ -61,12 +61,35 @@ static void where(const Tensor& cond, const Tensor& a, const Tensor& b, Tensor& 
   });
 }
 
+// x: [*] of any dtype; out: [*] bool.
+static void predicate(PredicateOp op, const Tensor& x, Tensor& out) {
+  dispatch_all(x.dtype(), predicate_op_name(op), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = compute_t<T>;
+    math::visit_predicate<C>(op, [&](auto f) {
+      cpu_map<bool, T>(out, {x}, [f](T v) { return f(C(v)); });
+    });
+  });
+}
+
+// x, out: [*] of one dtype.
+static void nan_to_num(const Tensor& x, Tensor& out, double nan, double posinf, double neginf) {
+  dispatch_all(out.dtype(), "nan_to_num", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = compute_t<T>;
+    math::NanToNum<C> f{C(nan), C(posinf), C(neginf)};
+    cpu_map<T, T>(out, {x}, [f](T v) { return T(f(C(v))); });
+  });
+}
+
 void register_elementwise(KernelTable& table) {
   table.unary_kernel = &unary;
   table.binary_kernel = &binary;
   table.compare_kernel = &compare;
   table.backward_kernel = &backward;
   table.where_kernel = &where;
+  table.predicate_kernel = &predicate;
+  table.nan_to_num_kernel = &nan_to_num;
 }
 
 }  // namespace ember::cpu

@@ -20,10 +20,10 @@ struct Select {
   template <class T> __device__ T operator()(bool c, T a, T b) const { return c ? a : b; }
 };
 
-// x, out: [*] of one numeric dtype.
+// x, out: [*] of one dtype (bool for bitwise_not only).
 static void unary(UnaryOp op, const Tensor& x, Tensor& out, double p0, double p1) {
   const char* name = unary_op_name(op);
-  dispatch_numeric(out.dtype(), name, [&](auto tag) {
+  dispatch_all(out.dtype(), name, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using C = compute_t<T>;
     math::visit_unary<C>(op, p0, p1, [&](auto f) {
@@ -77,12 +77,36 @@ static void where(const Tensor& cond, const Tensor& a, const Tensor& b, Tensor& 
   });
 }
 
+// x: [*] of any dtype; out: [*] bool.
+static void predicate(PredicateOp op, const Tensor& x, Tensor& out) {
+  const char* name = predicate_op_name(op);
+  dispatch_all(x.dtype(), name, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = compute_t<T>;
+    math::visit_predicate<C>(op, [&](auto f) {
+      gpu_map<bool, T>(name, out, {x}, OnCompute<bool, C, decltype(f)>{f});
+    });
+  });
+}
+
+// x, out: [*] of one dtype.
+static void nan_to_num(const Tensor& x, Tensor& out, double nan, double posinf, double neginf) {
+  dispatch_all(out.dtype(), "nan_to_num", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = compute_t<T>;
+    math::NanToNum<C> f{C(nan), C(posinf), C(neginf)};
+    gpu_map<T, T>("nan_to_num", out, {x}, OnCompute<T, C, decltype(f)>{f});
+  });
+}
+
 void register_elementwise(KernelTable& table) {
   table.unary_kernel = &unary;
   table.binary_kernel = &binary;
   table.compare_kernel = &compare;
   table.backward_kernel = &backward;
   table.where_kernel = &where;
+  table.predicate_kernel = &predicate;
+  table.nan_to_num_kernel = &nan_to_num;
 }
 
 }  // namespace ember::cuda

@@ -3,12 +3,14 @@
 // device's kernel (ops/elementwise_kernels.h).
 #include "ember/ops/elementwise.h"
 
+#include <cfloat>
 #include <cmath>
 #include <limits>
 
 #include "kernels.h"
 #include "ops/checks.h"
 #include "ops/elementwise_kernels.h"
+#include "ops/out.h"
 
 namespace ember {
 
@@ -54,6 +56,20 @@ const char* unary_op_name(UnaryOp op) {
       return "silu";
     case UnaryOp::Softplus:
       return "softplus";
+    case UnaryOp::Erf:
+      return "erf";
+    case UnaryOp::Floor:
+      return "floor";
+    case UnaryOp::Ceil:
+      return "ceil";
+    case UnaryOp::Round:
+      return "round";
+    case UnaryOp::Trunc:
+      return "trunc";
+    case UnaryOp::Reciprocal:
+      return "reciprocal";
+    case UnaryOp::BitwiseNot:
+      return "bitwise_not";
   }
   return "unary";
 }
@@ -74,6 +90,16 @@ const char* binary_op_name(BinaryOp op) {
       return "maximum";
     case BinaryOp::Minimum:
       return "minimum";
+    case BinaryOp::FloorDivide:
+      return "floor_divide";
+    case BinaryOp::Remainder:
+      return "remainder";
+    case BinaryOp::BitwiseAnd:
+      return "bitwise_and";
+    case BinaryOp::BitwiseOr:
+      return "bitwise_or";
+    case BinaryOp::BitwiseXor:
+      return "bitwise_xor";
   }
   return "binary";
 }
@@ -126,6 +152,18 @@ const char* backward_op_name(BackwardOp op) {
   return "backward";
 }
 
+const char* predicate_op_name(PredicateOp op) {
+  switch (op) {
+    case PredicateOp::IsNan:
+      return "isnan";
+    case PredicateOp::IsInf:
+      return "isinf";
+    case PredicateOp::IsFinite:
+      return "isfinite";
+  }
+  return "predicate";
+}
+
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -160,30 +198,66 @@ Shape broadcast_all(const char* op, std::initializer_list<Named> args) {
 
 // Whether op keeps an integer input's dtype (the others compute in floating point).
 bool keeps_integer_dtype(UnaryOp op) {
-  return op == UnaryOp::Neg || op == UnaryOp::Abs || op == UnaryOp::Sign || op == UnaryOp::Relu ||
-         op == UnaryOp::Clamp;
+  switch (op) {
+    case UnaryOp::Neg:
+    case UnaryOp::Abs:
+    case UnaryOp::Sign:
+    case UnaryOp::Relu:
+    case UnaryOp::Clamp:
+    case UnaryOp::Floor:
+    case UnaryOp::Ceil:
+    case UnaryOp::Round:
+    case UnaryOp::Trunc:
+      return true;
+    default:
+      return false;
+  }
 }
 
-Tensor unary(UnaryOp op, const Tensor& x, double p0 = 0, double p1 = 0) {
-  const char* name = unary_op_name(op);
-  check_defined(name, {{"x", x}});
-  DType t = x.dtype();
+// Result dtype of a unary op on x (the rules in elementwise.h).
+DType unary_result_dtype(UnaryOp op, const Tensor& x, const char* name) {
+  const DType t = x.dtype();
+  if (op == UnaryOp::BitwiseNot) {
+    if (is_floating(t))
+      throw DTypeError(name, operands({{"x", x}}) +
+                                 "; expected an integer or bool dtype; cast first, e.g. "
+                                 "x.to(DType::Int64)");
+    return t;
+  }
   if (keeps_integer_dtype(op) && t == DType::Bool)
     throw DTypeError(name, operands({{"x", x}}) +
                                "; expected a numeric dtype, not bool; cast first, e.g. "
                                "x.to(DType::Int64)");
-  if (!keeps_integer_dtype(op) && !is_floating(t)) t = DType::Float32;
-  Tensor out = Tensor::empty(x.shape(), t, x.device(), name);
+  if (!keeps_integer_dtype(op) && !is_floating(t)) return DType::Float32;
+  return t;
+}
+
+// out = op(x), into the caller's out or (out == nullptr) a new tensor.
+Tensor unary(UnaryOp op, const Tensor& x, const Tensor* out, double p0 = 0, double p1 = 0) {
+  const char* name = unary_op_name(op);
+  check_defined(name, {{"x", x}});
+  DType t = unary_result_dtype(op, x, name);
+  Tensor result = written_output(name, out, x.shape(), t, x.device(), {{"x", x}});
   auto kernel = unary_kernel(x.device());
-  if (out.numel() > 0) kernel(op, x.to(t), out, p0, p1);
-  return out;
+  if (result.numel() > 0) kernel(op, x.to(t), result, p0, p1);
+  return result;
+}
+
+bool is_bitwise(BinaryOp op) {
+  return op == BinaryOp::BitwiseAnd || op == BinaryOp::BitwiseOr || op == BinaryOp::BitwiseXor;
 }
 
 // Result dtype of a binary arithmetic op on a and b.
 DType binary_result_dtype(BinaryOp op, const Tensor& a, const Tensor& b, const char* name) {
   DType t = promote_types(a.dtype(), b.dtype());
   if (op == BinaryOp::Div && !is_floating(t)) t = DType::Float32;
-  if (t == DType::Bool && (op == BinaryOp::Sub || op == BinaryOp::Pow))
+  if (is_bitwise(op) && is_floating(t))
+    throw DTypeError(name, operands({{"a", a}, {"b", b}}) + "; " + binary_op_name(op) +
+                               " needs integer or bool operands; cast the floating one first, "
+                               "e.g. a.to(DType::Int64)");
+  bool no_bool = op == BinaryOp::Sub || op == BinaryOp::Pow || op == BinaryOp::FloorDivide ||
+                 op == BinaryOp::Remainder;
+  if (t == DType::Bool && no_bool)
     throw DTypeError(name, operands({{"a", a}, {"b", b}}) + "; " + binary_op_name(op) +
                                " is not defined for two bool tensors; use logical_xor / "
                                "logical_and, or cast to an integer dtype first");
@@ -197,13 +271,14 @@ void run_binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
   kernel(op, a.to(out.dtype()).expand(out.shape()), b.to(out.dtype()).expand(out.shape()), out);
 }
 
-Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
+Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor* out) {
   const char* name = binary_op_name(op);
   check_same_device(name, {{"a", a}, {"b", b}});
   Shape shape = broadcast_all(name, {{"a", a}, {"b", b}});
-  Tensor out = Tensor::empty(shape, binary_result_dtype(op, a, b, name), a.device(), name);
-  run_binary(op, a, b, out);
-  return out;
+  DType t = binary_result_dtype(op, a, b, name);
+  Tensor result = written_output(name, out, shape, t, a.device(), {{"a", a}, {"b", b}});
+  run_binary(op, a, b, result);
+  return result;
 }
 
 // PyTorch's in-place cast rule: no float into an integer tensor, nothing but bool into bool.
@@ -247,29 +322,33 @@ const Tensor& binary_inplace(BinaryOp op, const Tensor& self, const Tensor& othe
   return self;
 }
 
-Tensor compare(CompareOp op, const Tensor& a, const Tensor& b) {
-  const char* name = compare_op_name(op);
+// `name` overrides the op's own name in errors (logical_not is eq(x, 0)).
+Tensor compare(CompareOp op, const Tensor& a, const Tensor& b, const Tensor* out,
+               const char* name = nullptr) {
+  if (!name) name = compare_op_name(op);
   check_same_device(name, {{"a", a}, {"b", b}});
   Shape shape = broadcast_all(name, {{"a", a}, {"b", b}});
   DType t = promote_types(a.dtype(), b.dtype());
-  Tensor out = Tensor::empty(shape, DType::Bool, a.device(), name);
+  Tensor result = written_output(name, out, shape, DType::Bool, a.device(), {{"a", a}, {"b", b}});
   auto kernel = compare_kernel(a.device());
-  if (out.numel() > 0) kernel(op, a.to(t).expand(shape), b.to(t).expand(shape), out);
-  return out;
+  if (result.numel() > 0) kernel(op, a.to(t).expand(shape), b.to(t).expand(shape), result);
+  return result;
 }
 
 // `input_name` is "x" for the ops differentiated from their input, "y" for those from the output.
 Tensor backward(BackwardOp op, const Tensor& grad, const Tensor& input, const char* input_name,
-                double p0 = 0, double p1 = 0) {
+                const Tensor* out, double p0 = 0, double p1 = 0) {
   const char* name = backward_op_name(op);
   check_same_device(name, {{"grad", grad}, {input_name, input}});
   check_floating(name, {{"grad", grad}, {input_name, input}});
   Shape shape = broadcast_all(name, {{"grad", grad}, {input_name, input}});
   DType t = promote_types(grad.dtype(), input.dtype());
-  Tensor out = Tensor::empty(shape, t, grad.device(), name);
+  Tensor result =
+      written_output(name, out, shape, t, grad.device(), {{"grad", grad}, {input_name, input}});
   auto kernel = backward_kernel(grad.device());
-  if (out.numel() > 0) kernel(op, grad.to(t).expand(shape), input.to(t).expand(shape), out, p0, p1);
-  return out;
+  if (result.numel() > 0)
+    kernel(op, grad.to(t).expand(shape), input.to(t).expand(shape), result, p0, p1);
+  return result;
 }
 
 bool gelu_uses_tanh(const std::string& approximate, const char* op) {
@@ -278,108 +357,294 @@ bool gelu_uses_tanh(const std::string& approximate, const char* op) {
   throw ValueError(op, "approximate is \"" + approximate + "\"; expected \"none\" or \"tanh\"");
 }
 
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor* out) {
+  check_same_device("where", {{"cond", cond}, {"a", a}, {"b", b}});
+  if (cond.dtype() != DType::Bool)
+    throw DTypeError("where", operands({{"cond", cond}, {"a", a}, {"b", b}}) +
+                                  "; cond must be bool; build it with a comparison such as "
+                                  "gt(x, 0.0) or cast it with cond.to(DType::Bool)");
+  Shape shape = broadcast_all("where", {{"cond", cond}, {"a", a}, {"b", b}});
+  DType t = promote_types(a.dtype(), b.dtype());
+  Tensor result =
+      written_output("where", out, shape, t, a.device(), {{"cond", cond}, {"a", a}, {"b", b}});
+  auto kernel = where_kernel(a.device());
+  if (result.numel() > 0)
+    kernel(cond.expand(shape), a.to(t).expand(shape), b.to(t).expand(shape), result);
+  return result;
+}
+
+Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max,
+             const Tensor* out) {
+  check_defined("clamp", {{"x", x}});
+  if (!min && !max)
+    throw ValueError("clamp", operands({{"x", x}}) + "; at least one of min and max must be given");
+  DType t = x.dtype();
+  if (min) t = promote_types(t, scalar_dtype(x.dtype(), *min));
+  if (max) t = promote_types(t, scalar_dtype(x.dtype(), *max));
+  return unary(UnaryOp::Clamp, x.to(t), out, min.value_or(-kInf), max.value_or(kInf));
+}
+
+Tensor logical_not(const Tensor& x, const Tensor* out) {
+  check_defined("logical_not", {{"x", x}});
+  Tensor zero = Tensor::empty({}, x.dtype(), x.device(), "logical_not").fill_(0.0);
+  // "not x" is "x == 0", NaN counting as true
+  return compare(CompareOp::Eq, x, zero, out, "logical_not");
+}
+
+Tensor predicate(PredicateOp op, const Tensor& x, const Tensor* out) {
+  const char* name = predicate_op_name(op);
+  check_defined(name, {{"x", x}});
+  Tensor result = written_output(name, out, x.shape(), DType::Bool, x.device(), {{"x", x}});
+  auto kernel = predicate_kernel(x.device());
+  if (result.numel() > 0) kernel(op, x, result);
+  return result;
+}
+
+// The largest finite value of a floating dtype.
+double floating_max(DType t) {
+  switch (t) {
+    case DType::Float16:
+      return 65504.0;
+    case DType::BFloat16:
+      return 0x1.fep127;
+    case DType::Float32:
+      return FLT_MAX;
+    default:
+      return DBL_MAX;
+  }
+}
+
+Tensor nan_to_num(const Tensor& x, double nan, std::optional<double> posinf,
+                  std::optional<double> neginf, const Tensor* out) {
+  check_defined("nan_to_num", {{"x", x}});
+  Tensor result = written_output("nan_to_num", out, x.shape(), x.dtype(), x.device(), {{"x", x}});
+  double values[3] = {0, 0, 0};  // integers hold no NaN or infinity: the values go unused
+  if (is_floating(x.dtype())) {
+    const double max = floating_max(x.dtype());
+    values[0] = nan;
+    values[1] = posinf.value_or(max);
+    values[2] = neginf.value_or(-max);
+    for (double v : values) check_value_fits("nan_to_num", v, x.dtype());
+  }
+  auto kernel = nan_to_num_kernel(x.device());
+  if (result.numel() > 0) kernel(x, result, values[0], values[1], values[2]);
+  return result;
+}
+
 }  // namespace
 
-// ---- unary and activations ----
-Tensor neg(const Tensor& x) { return unary(UnaryOp::Neg, x); }
-Tensor abs(const Tensor& x) { return unary(UnaryOp::Abs, x); }
-Tensor sign(const Tensor& x) { return unary(UnaryOp::Sign, x); }
-Tensor exp(const Tensor& x) { return unary(UnaryOp::Exp, x); }
-Tensor log(const Tensor& x) { return unary(UnaryOp::Log, x); }
-Tensor log1p(const Tensor& x) { return unary(UnaryOp::Log1p, x); }
-Tensor sqrt(const Tensor& x) { return unary(UnaryOp::Sqrt, x); }
-Tensor rsqrt(const Tensor& x) { return unary(UnaryOp::Rsqrt, x); }
-Tensor sin(const Tensor& x) { return unary(UnaryOp::Sin, x); }
-Tensor cos(const Tensor& x) { return unary(UnaryOp::Cos, x); }
-Tensor tanh(const Tensor& x) { return unary(UnaryOp::Tanh, x); }
-Tensor sigmoid(const Tensor& x) { return unary(UnaryOp::Sigmoid, x); }
-Tensor relu(const Tensor& x) { return unary(UnaryOp::Relu, x); }
+// Every op below comes as `Tensor f(args)` and `const Tensor& f_out(const Tensor& out, args)`:
+// both call one internal function, which takes out == nullptr for "allocate the result". The
+// macros write these pairs for ops of one argument list.
+#define EMBER_UNARY(fn, OP)                                             \
+  Tensor fn(const Tensor& x) { return unary(UnaryOp::OP, x, nullptr); } \
+  const Tensor& fn##_out(const Tensor& out, const Tensor& x) {          \
+    unary(UnaryOp::OP, x, &out);                                        \
+    return out;                                                         \
+  }
+#define EMBER_BINARY(fn, OP)                                                                  \
+  Tensor fn(const Tensor& a, const Tensor& b) { return binary(BinaryOp::OP, a, b, nullptr); } \
+  const Tensor& fn##_out(const Tensor& out, const Tensor& a, const Tensor& b) {               \
+    binary(BinaryOp::OP, a, b, &out);                                                         \
+    return out;                                                                               \
+  }
+// Scalar forms: the scalar becomes a 0-d tensor (scalar_like) and takes the tensor path.
+#define EMBER_SCALAR_RIGHT(fn)                                              \
+  Tensor fn(const Tensor& a, double b) { return fn(a, scalar_like(a, b)); } \
+  const Tensor& fn##_out(const Tensor& out, const Tensor& a, double b) {    \
+    return fn##_out(out, a, scalar_like(a, b));                             \
+  }
+#define EMBER_SCALAR_LEFT(fn)                                               \
+  Tensor fn(double a, const Tensor& b) { return fn(scalar_like(b, a), b); } \
+  const Tensor& fn##_out(const Tensor& out, double a, const Tensor& b) {    \
+    return fn##_out(out, scalar_like(b, a), b);                             \
+  }
+#define EMBER_COMPARE(fn, OP)                                                                   \
+  Tensor fn(const Tensor& a, const Tensor& b) { return compare(CompareOp::OP, a, b, nullptr); } \
+  const Tensor& fn##_out(const Tensor& out, const Tensor& a, const Tensor& b) {                 \
+    compare(CompareOp::OP, a, b, &out);                                                         \
+    return out;                                                                                 \
+  }
+#define EMBER_PREDICATE(fn, OP)                                                 \
+  Tensor fn(const Tensor& x) { return predicate(PredicateOp::OP, x, nullptr); } \
+  const Tensor& fn##_out(const Tensor& out, const Tensor& x) {                  \
+    predicate(PredicateOp::OP, x, &out);                                        \
+    return out;                                                                 \
+  }
+
+// ---- unary ----
+EMBER_UNARY(neg, Neg)
+EMBER_UNARY(abs, Abs)
+EMBER_UNARY(sign, Sign)
+EMBER_UNARY(exp, Exp)
+EMBER_UNARY(log, Log)
+EMBER_UNARY(log1p, Log1p)
+EMBER_UNARY(sqrt, Sqrt)
+EMBER_UNARY(rsqrt, Rsqrt)
+EMBER_UNARY(sin, Sin)
+EMBER_UNARY(cos, Cos)
+EMBER_UNARY(tanh, Tanh)
+EMBER_UNARY(sigmoid, Sigmoid)
+EMBER_UNARY(erf, Erf)
+EMBER_UNARY(floor, Floor)
+EMBER_UNARY(ceil, Ceil)
+EMBER_UNARY(round, Round)
+EMBER_UNARY(trunc, Trunc)
+EMBER_UNARY(reciprocal, Reciprocal)
+EMBER_UNARY(bitwise_not, BitwiseNot)
+
+// ---- activations ----
+EMBER_UNARY(relu, Relu)
+EMBER_UNARY(silu, Silu)
 Tensor leaky_relu(const Tensor& x, double negative_slope) {
-  return unary(UnaryOp::LeakyRelu, x, negative_slope);
+  return unary(UnaryOp::LeakyRelu, x, nullptr, negative_slope);
 }
-Tensor elu(const Tensor& x, double alpha) { return unary(UnaryOp::Elu, x, alpha); }
+const Tensor& leaky_relu_out(const Tensor& out, const Tensor& x, double negative_slope) {
+  unary(UnaryOp::LeakyRelu, x, &out, negative_slope);
+  return out;
+}
+Tensor elu(const Tensor& x, double alpha) { return unary(UnaryOp::Elu, x, nullptr, alpha); }
+const Tensor& elu_out(const Tensor& out, const Tensor& x, double alpha) {
+  unary(UnaryOp::Elu, x, &out, alpha);
+  return out;
+}
 Tensor gelu(const Tensor& x, const std::string& approximate) {
-  return unary(gelu_uses_tanh(approximate, "gelu") ? UnaryOp::GeluTanh : UnaryOp::Gelu, x);
+  return unary(gelu_uses_tanh(approximate, "gelu") ? UnaryOp::GeluTanh : UnaryOp::Gelu, x, nullptr);
 }
-Tensor silu(const Tensor& x) { return unary(UnaryOp::Silu, x); }
+const Tensor& gelu_out(const Tensor& out, const Tensor& x, const std::string& approximate) {
+  unary(gelu_uses_tanh(approximate, "gelu") ? UnaryOp::GeluTanh : UnaryOp::Gelu, x, &out);
+  return out;
+}
 Tensor softplus(const Tensor& x, double beta, double threshold) {
-  return unary(UnaryOp::Softplus, x, beta, threshold);
+  return unary(UnaryOp::Softplus, x, nullptr, beta, threshold);
+}
+const Tensor& softplus_out(const Tensor& out, const Tensor& x, double beta, double threshold) {
+  unary(UnaryOp::Softplus, x, &out, beta, threshold);
+  return out;
 }
 
 // ---- activation backward ----
-Tensor relu_backward(const Tensor& grad, const Tensor& x) {
-  return backward(BackwardOp::Relu, grad, x, "x");
-}
+#define EMBER_BACKWARD(fn, OP, INPUT)                                                  \
+  Tensor fn(const Tensor& grad, const Tensor& INPUT) {                                 \
+    return backward(BackwardOp::OP, grad, INPUT, #INPUT, nullptr);                     \
+  }                                                                                    \
+  const Tensor& fn##_out(const Tensor& out, const Tensor& grad, const Tensor& INPUT) { \
+    backward(BackwardOp::OP, grad, INPUT, #INPUT, &out);                               \
+    return out;                                                                        \
+  }
+EMBER_BACKWARD(relu_backward, Relu, x)
+EMBER_BACKWARD(silu_backward, Silu, x)
+EMBER_BACKWARD(sigmoid_backward, Sigmoid, y)
+EMBER_BACKWARD(tanh_backward, Tanh, y)
+#undef EMBER_BACKWARD
 Tensor leaky_relu_backward(const Tensor& grad, const Tensor& x, double negative_slope) {
-  return backward(BackwardOp::LeakyRelu, grad, x, "x", negative_slope);
+  return backward(BackwardOp::LeakyRelu, grad, x, "x", nullptr, negative_slope);
+}
+const Tensor& leaky_relu_backward_out(const Tensor& out, const Tensor& grad, const Tensor& x,
+                                      double negative_slope) {
+  backward(BackwardOp::LeakyRelu, grad, x, "x", &out, negative_slope);
+  return out;
 }
 Tensor elu_backward(const Tensor& grad, const Tensor& x, double alpha) {
-  return backward(BackwardOp::Elu, grad, x, "x", alpha);
+  return backward(BackwardOp::Elu, grad, x, "x", nullptr, alpha);
+}
+const Tensor& elu_backward_out(const Tensor& out, const Tensor& grad, const Tensor& x,
+                               double alpha) {
+  backward(BackwardOp::Elu, grad, x, "x", &out, alpha);
+  return out;
 }
 Tensor gelu_backward(const Tensor& grad, const Tensor& x, const std::string& approximate) {
   bool tanh_form = gelu_uses_tanh(approximate, "gelu_backward");
-  return backward(tanh_form ? BackwardOp::GeluTanh : BackwardOp::Gelu, grad, x, "x");
+  return backward(tanh_form ? BackwardOp::GeluTanh : BackwardOp::Gelu, grad, x, "x", nullptr);
 }
-Tensor silu_backward(const Tensor& grad, const Tensor& x) {
-  return backward(BackwardOp::Silu, grad, x, "x");
+const Tensor& gelu_backward_out(const Tensor& out, const Tensor& grad, const Tensor& x,
+                                const std::string& approximate) {
+  bool tanh_form = gelu_uses_tanh(approximate, "gelu_backward");
+  backward(tanh_form ? BackwardOp::GeluTanh : BackwardOp::Gelu, grad, x, "x", &out);
+  return out;
 }
 Tensor softplus_backward(const Tensor& grad, const Tensor& x, double beta, double threshold) {
-  return backward(BackwardOp::Softplus, grad, x, "x", beta, threshold);
+  return backward(BackwardOp::Softplus, grad, x, "x", nullptr, beta, threshold);
 }
-Tensor sigmoid_backward(const Tensor& grad, const Tensor& y) {
-  return backward(BackwardOp::Sigmoid, grad, y, "y");
-}
-Tensor tanh_backward(const Tensor& grad, const Tensor& y) {
-  return backward(BackwardOp::Tanh, grad, y, "y");
+const Tensor& softplus_backward_out(const Tensor& out, const Tensor& grad, const Tensor& x,
+                                    double beta, double threshold) {
+  backward(BackwardOp::Softplus, grad, x, "x", &out, beta, threshold);
+  return out;
 }
 
 // ---- binary arithmetic ----
-Tensor add(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Add, a, b); }
-Tensor sub(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Sub, a, b); }
-Tensor mul(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Mul, a, b); }
-Tensor div(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Div, a, b); }
-Tensor pow(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Pow, a, b); }
-Tensor maximum(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Maximum, a, b); }
-Tensor minimum(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Minimum, a, b); }
+EMBER_BINARY(add, Add)
+EMBER_BINARY(sub, Sub)
+EMBER_BINARY(mul, Mul)
+EMBER_BINARY(div, Div)
+EMBER_BINARY(pow, Pow)
+EMBER_BINARY(maximum, Maximum)
+EMBER_BINARY(minimum, Minimum)
+EMBER_BINARY(floor_divide, FloorDivide)
+EMBER_BINARY(remainder, Remainder)
+EMBER_BINARY(bitwise_and, BitwiseAnd)
+EMBER_BINARY(bitwise_or, BitwiseOr)
+EMBER_BINARY(bitwise_xor, BitwiseXor)
 
-Tensor add(const Tensor& a, double b) { return add(a, scalar_like(a, b)); }
-Tensor add(double a, const Tensor& b) { return add(scalar_like(b, a), b); }
-Tensor sub(const Tensor& a, double b) { return sub(a, scalar_like(a, b)); }
-Tensor sub(double a, const Tensor& b) { return sub(scalar_like(b, a), b); }
-Tensor mul(const Tensor& a, double b) { return mul(a, scalar_like(a, b)); }
-Tensor mul(double a, const Tensor& b) { return mul(scalar_like(b, a), b); }
-Tensor div(const Tensor& a, double b) { return div(a, scalar_like(a, b)); }
-Tensor div(double a, const Tensor& b) { return div(scalar_like(b, a), b); }
-Tensor pow(const Tensor& a, double b) { return pow(a, scalar_like(a, b)); }
-Tensor pow(double a, const Tensor& b) { return pow(scalar_like(b, a), b); }
-Tensor maximum(const Tensor& a, double b) { return maximum(a, scalar_like(a, b)); }
-Tensor minimum(const Tensor& a, double b) { return minimum(a, scalar_like(a, b)); }
+EMBER_SCALAR_RIGHT(add)
+EMBER_SCALAR_LEFT(add)
+EMBER_SCALAR_RIGHT(sub)
+EMBER_SCALAR_LEFT(sub)
+EMBER_SCALAR_RIGHT(mul)
+EMBER_SCALAR_LEFT(mul)
+EMBER_SCALAR_RIGHT(div)
+EMBER_SCALAR_LEFT(div)
+EMBER_SCALAR_RIGHT(pow)
+EMBER_SCALAR_LEFT(pow)
+EMBER_SCALAR_RIGHT(maximum)
+EMBER_SCALAR_RIGHT(minimum)
+EMBER_SCALAR_RIGHT(floor_divide)
+EMBER_SCALAR_LEFT(floor_divide)
+EMBER_SCALAR_RIGHT(remainder)
+EMBER_SCALAR_LEFT(remainder)
 
 // ---- comparisons and logic ----
-Tensor eq(const Tensor& a, const Tensor& b) { return compare(CompareOp::Eq, a, b); }
-Tensor ne(const Tensor& a, const Tensor& b) { return compare(CompareOp::Ne, a, b); }
-Tensor lt(const Tensor& a, const Tensor& b) { return compare(CompareOp::Lt, a, b); }
-Tensor le(const Tensor& a, const Tensor& b) { return compare(CompareOp::Le, a, b); }
-Tensor gt(const Tensor& a, const Tensor& b) { return compare(CompareOp::Gt, a, b); }
-Tensor ge(const Tensor& a, const Tensor& b) { return compare(CompareOp::Ge, a, b); }
-Tensor eq(const Tensor& a, double b) { return eq(a, scalar_like(a, b)); }
-Tensor ne(const Tensor& a, double b) { return ne(a, scalar_like(a, b)); }
-Tensor lt(const Tensor& a, double b) { return lt(a, scalar_like(a, b)); }
-Tensor le(const Tensor& a, double b) { return le(a, scalar_like(a, b)); }
-Tensor gt(const Tensor& a, double b) { return gt(a, scalar_like(a, b)); }
-Tensor ge(const Tensor& a, double b) { return ge(a, scalar_like(a, b)); }
-Tensor logical_and(const Tensor& a, const Tensor& b) {
-  return compare(CompareOp::LogicalAnd, a, b);
+EMBER_COMPARE(eq, Eq)
+EMBER_COMPARE(ne, Ne)
+EMBER_COMPARE(lt, Lt)
+EMBER_COMPARE(le, Le)
+EMBER_COMPARE(gt, Gt)
+EMBER_COMPARE(ge, Ge)
+EMBER_COMPARE(logical_and, LogicalAnd)
+EMBER_COMPARE(logical_or, LogicalOr)
+EMBER_COMPARE(logical_xor, LogicalXor)
+EMBER_SCALAR_RIGHT(eq)
+EMBER_SCALAR_RIGHT(ne)
+EMBER_SCALAR_RIGHT(lt)
+EMBER_SCALAR_RIGHT(le)
+EMBER_SCALAR_RIGHT(gt)
+EMBER_SCALAR_RIGHT(ge)
+Tensor logical_not(const Tensor& x) { return logical_not(x, nullptr); }
+const Tensor& logical_not_out(const Tensor& out, const Tensor& x) {
+  logical_not(x, &out);
+  return out;
 }
-Tensor logical_or(const Tensor& a, const Tensor& b) { return compare(CompareOp::LogicalOr, a, b); }
-Tensor logical_xor(const Tensor& a, const Tensor& b) {
-  return compare(CompareOp::LogicalXor, a, b);
+
+// ---- value tests ----
+EMBER_PREDICATE(isnan, IsNan)
+EMBER_PREDICATE(isinf, IsInf)
+EMBER_PREDICATE(isfinite, IsFinite)
+Tensor nan_to_num(const Tensor& x, double nan, std::optional<double> posinf,
+                  std::optional<double> neginf) {
+  return nan_to_num(x, nan, posinf, neginf, nullptr);
 }
-Tensor logical_not(const Tensor& x) {
-  check_defined("logical_not", {{"x", x}});
-  Tensor zero = Tensor::empty({}, x.dtype(), x.device(), "logical_not").fill_(0.0);
-  return compare(CompareOp::Eq, x, zero);  // "not x" is "x == 0", NaN counting as true
+const Tensor& nan_to_num_out(const Tensor& out, const Tensor& x, double nan,
+                             std::optional<double> posinf, std::optional<double> neginf) {
+  nan_to_num(x, nan, posinf, neginf, &out);
+  return out;
 }
+
+#undef EMBER_UNARY
+#undef EMBER_BINARY
+#undef EMBER_SCALAR_RIGHT
+#undef EMBER_SCALAR_LEFT
+#undef EMBER_COMPARE
+#undef EMBER_PREDICATE
 
 // ---- in place ----
 const Tensor& add_(const Tensor& self, const Tensor& other) {
@@ -409,28 +674,19 @@ const Tensor& div_(const Tensor& self, double other) {
 
 // ---- selection ----
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
-  check_same_device("where", {{"cond", cond}, {"a", a}, {"b", b}});
-  if (cond.dtype() != DType::Bool)
-    throw DTypeError("where", operands({{"cond", cond}, {"a", a}, {"b", b}}) +
-                                  "; cond must be bool; build it with a comparison such as "
-                                  "gt(x, 0.0) or cast it with cond.to(DType::Bool)");
-  Shape shape = broadcast_all("where", {{"cond", cond}, {"a", a}, {"b", b}});
-  DType t = promote_types(a.dtype(), b.dtype());
-  Tensor out = Tensor::empty(shape, t, a.device(), "where");
-  auto kernel = where_kernel(a.device());
-  if (out.numel() > 0)
-    kernel(cond.expand(shape), a.to(t).expand(shape), b.to(t).expand(shape), out);
+  return where(cond, a, b, nullptr);
+}
+const Tensor& where_out(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b) {
+  where(cond, a, b, &out);
   return out;
 }
-
 Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max) {
-  check_defined("clamp", {{"x", x}});
-  if (!min && !max)
-    throw ValueError("clamp", operands({{"x", x}}) + "; at least one of min and max must be given");
-  DType t = x.dtype();
-  if (min) t = promote_types(t, scalar_dtype(x.dtype(), *min));
-  if (max) t = promote_types(t, scalar_dtype(x.dtype(), *max));
-  return unary(UnaryOp::Clamp, x.to(t), min.value_or(-kInf), max.value_or(kInf));
+  return clamp(x, min, max, nullptr);
+}
+const Tensor& clamp_out(const Tensor& out, const Tensor& x, std::optional<double> min,
+                        std::optional<double> max) {
+  clamp(x, min, max, &out);
+  return out;
 }
 
 // ---- operators ----

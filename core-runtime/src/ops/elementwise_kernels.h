@@ -2,17 +2,19 @@
 // listed in kernels.def (internal header).
 //
 // Every kernel gets operands already broadcast to out's shape (stride-0 views) and already cast
-// to the dtype it computes in, and writes into out, which it may alias with an input of identical
-// layout (in-place ops). The per-element formulas live in ops/elementwise_math.h.
+// to the dtype it computes in, and writes into out through out's own strides (a caller's out may
+// be any strided view), which it may alias with an input of identical layout (in-place ops). The
+// per-element formulas live in ops/elementwise_math.h.
 #pragma once
 #include "dispatch.h"
 #include "ember/tensor.h"
 
 namespace ember {
 
-// Unary ops. Neg/Abs/Sign/Relu/Clamp run on any numeric dtype, the rest on floating dtypes.
-// Scalar parameters: LeakyRelu p0 = negative_slope; Elu p0 = alpha; Softplus p0 = beta,
-// p1 = threshold; Clamp p0 = min, p1 = max (+-infinity when absent).
+// Unary ops. Neg/Abs/Sign/Relu/Clamp and the rounding ops Floor/Ceil/Round/Trunc run on any
+// numeric dtype (rounding an integer is the identity), BitwiseNot on integers and bool, the rest
+// on floating dtypes. Scalar parameters: LeakyRelu p0 = negative_slope; Elu p0 = alpha; Softplus p0
+// = beta, p1 = threshold; Clamp p0 = min, p1 = max (+-infinity when absent).
 enum class UnaryOp {
   Neg,
   Abs,
@@ -33,10 +35,31 @@ enum class UnaryOp {
   Gelu,
   GeluTanh,
   Silu,
-  Softplus
+  Softplus,
+  Erf,
+  Floor,
+  Ceil,
+  Round,  // half to even
+  Trunc,
+  Reciprocal,
+  BitwiseNot
 };
-// Binary arithmetic, out of the operands' dtype. Div needs a floating dtype, Pow a numeric one.
-enum class BinaryOp { Add, Sub, Mul, Div, Pow, Maximum, Minimum };
+// Binary arithmetic, out of the operands' dtype. Div needs a floating dtype, Pow, FloorDivide
+// and Remainder a numeric one, the bitwise ops an integer or bool one.
+enum class BinaryOp {
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Pow,
+  Maximum,
+  Minimum,
+  FloorDivide,  // Python's a // b; integer division by zero gives 0
+  Remainder,    // Python's a % b (the divisor's sign); integer remainder by zero gives 0
+  BitwiseAnd,
+  BitwiseOr,
+  BitwiseXor
+};
 // Comparisons and logical ops: operands of one dtype, bool out.
 enum class CompareOp { Eq, Ne, Lt, Le, Gt, Ge, LogicalAnd, LogicalOr, LogicalXor };
 // Fused activation backward: out = grad * f'(x) (Sigmoid/Tanh: from the forward output y).
@@ -47,5 +70,10 @@ const char* unary_op_name(UnaryOp op);  // "exp", ... for error messages
 const char* binary_op_name(BinaryOp op);
 const char* compare_op_name(CompareOp op);
 const char* backward_op_name(BackwardOp op);
+
+// ---- value tests (isnan, isinf, isfinite) ----
+// Tests of a value's class: x of any dtype, bool out (integers and bool are always finite).
+enum class PredicateOp { IsNan, IsInf, IsFinite };
+const char* predicate_op_name(PredicateOp op);
 
 }  // namespace ember

@@ -31,6 +31,20 @@ template <class C> EMBER_HOST_DEVICE inline bool negative(C x) {
   }
 }
 template <class C> EMBER_HOST_DEVICE inline C sigmoid_(C x) { return C(1) / (C(1) + std::exp(-x)); }
+// Neither infinite nor NaN: x - x is 0 for finite x and NaN otherwise (no std::isfinite, which
+// is ambiguous in device code with some host compilers). Integers are always finite.
+template <class C> EMBER_HOST_DEVICE inline bool isfinite_(C x) {
+  if constexpr (std::is_floating_point_v<C>) {
+    return x - x == C(0);
+  } else {
+    return true;
+  }
+}
+// -x modulo 2^bits: the lowest value of a signed type negates to itself instead of overflowing.
+template <class C> EMBER_HOST_DEVICE inline C wrapping_neg(C x) {
+  using U = std::make_unsigned_t<C>;
+  return C(U(U(0) - U(x)));
+}
 
 // ---------------------------------------------------------------- unary: out = f(x)
 // Valid on every numeric type.
@@ -105,6 +119,46 @@ template <class C> struct Softplus {  // log(1 + e^(beta x)) / beta, linear abov
     return x * beta > threshold ? x : std::log1p(std::exp(x * beta)) / beta;
   }
 };
+template <class C> struct Erf {
+  EMBER_HOST_DEVICE C operator()(C x) const { return std::erf(x); }
+};
+template <class C> struct Reciprocal {
+  EMBER_HOST_DEVICE C operator()(C x) const { return C(1) / x; }
+};
+// Rounding: the identity on integers.
+template <class C> struct Floor {
+  EMBER_HOST_DEVICE C operator()(C x) const {
+    if constexpr (std::is_floating_point_v<C>) return std::floor(x);
+    return x;
+  }
+};
+template <class C> struct Ceil {
+  EMBER_HOST_DEVICE C operator()(C x) const {
+    if constexpr (std::is_floating_point_v<C>) return std::ceil(x);
+    return x;
+  }
+};
+template <class C> struct Round {  // half to even (2.5 -> 2, 3.5 -> 4): the default rounding mode
+  EMBER_HOST_DEVICE C operator()(C x) const {
+    if constexpr (std::is_floating_point_v<C>) return std::nearbyint(x);
+    return x;
+  }
+};
+template <class C> struct Trunc {
+  EMBER_HOST_DEVICE C operator()(C x) const {
+    if constexpr (std::is_floating_point_v<C>) return std::trunc(x);
+    return x;
+  }
+};
+template <class C> struct BitwiseNot {  // integers only; bool's is logical not
+  EMBER_HOST_DEVICE C operator()(C x) const {
+    if constexpr (std::is_same_v<C, bool>) {
+      return !x;
+    } else {
+      return C(~x);
+    }
+  }
+};
 template <class C> struct Clamp {  // min(max(x, lo), hi): hi wins if lo > hi; NaN passes through
   C lo, hi;
   EMBER_HOST_DEVICE C operator()(C x) const {
@@ -123,9 +177,9 @@ template <class C> inline C saturate(double v) {
   }
 }
 
-// Calls fn(functor) with the functor of `op` for compute type C; p0/p1 are the op's scalar
-// parameters (see UnaryOp). Integer types support only the ops marked "any numeric".
-template <class C, class F> void visit_unary(UnaryOp op, double p0, double p1, F&& fn) {
+// visit_unary for a numeric compute type C. Integer types support only the ops marked "any
+// numeric" (and BitwiseNot).
+template <class C, class F> void visit_numeric_unary(UnaryOp op, double p0, double p1, F&& fn) {
   switch (op) {
     case UnaryOp::Neg:
       return fn(Neg<C>{});
@@ -137,6 +191,17 @@ template <class C, class F> void visit_unary(UnaryOp op, double p0, double p1, F
       return fn(Relu<C>{});
     case UnaryOp::Clamp:
       return fn(Clamp<C>{saturate<C>(p0), saturate<C>(p1)});
+    case UnaryOp::Floor:
+      return fn(Floor<C>{});
+    case UnaryOp::Ceil:
+      return fn(Ceil<C>{});
+    case UnaryOp::Round:
+      return fn(Round<C>{});
+    case UnaryOp::Trunc:
+      return fn(Trunc<C>{});
+    case UnaryOp::BitwiseNot:
+      if constexpr (std::is_integral_v<C>) return fn(BitwiseNot<C>{});
+      break;
     default:
       break;
   }
@@ -172,11 +237,26 @@ template <class C, class F> void visit_unary(UnaryOp op, double p0, double p1, F
         return fn(Silu<C>{});
       case UnaryOp::Softplus:
         return fn(Softplus<C>{C(p0), C(p1)});
+      case UnaryOp::Erf:
+        return fn(Erf<C>{});
+      case UnaryOp::Reciprocal:
+        return fn(Reciprocal<C>{});
       default:
         break;
     }
   }
   throw NotSupportedError(unary_op_name(op), "no kernel for this op on this dtype");
+}
+
+// Calls fn(functor) with the functor of `op` for compute type C; p0/p1 are the op's scalar
+// parameters (see UnaryOp).
+template <class C, class F> void visit_unary(UnaryOp op, double p0, double p1, F&& fn) {
+  if constexpr (std::is_same_v<C, bool>) {  // bool has bitwise_not only
+    if (op == UnaryOp::BitwiseNot) return fn(BitwiseNot<C>{});
+    throw NotSupportedError(unary_op_name(op), "no kernel for this op on bool");
+  } else {
+    visit_numeric_unary<C>(op, p0, p1, fn);
+  }
 }
 
 // ---------------------------------------------------------------- binary: out = f(a, b)
@@ -209,6 +289,61 @@ template <class C> struct Pow {
     }
   }
 };
+// Python's floor division and remainder (NumPy's npy_divmod for floating types): the quotient
+// rounds toward -infinity and the remainder takes the divisor's sign, a == b * (a // b) + a % b.
+template <class C> EMBER_HOST_DEVICE inline C floor_divide_floating(C a, C b) {
+  if (b == C(0)) return a / b;  // +-inf or NaN, as NumPy
+  C mod = std::fmod(a, b);
+  C div = (a - mod) / b;  // exact up to rounding: a - mod is a multiple of b
+  if (mod != C(0) && negative(b) != negative(mod)) div -= C(1);
+  if (div == C(0)) return std::copysign(C(0), a / b);
+  C floordiv = std::floor(div);
+  return div - floordiv > C(0.5) ? floordiv + C(1) : floordiv;  // undo rounding in the division
+}
+template <class C> struct FloorDivide {
+  EMBER_HOST_DEVICE C operator()(C a, C b) const {
+    if constexpr (std::is_floating_point_v<C>) {
+      return floor_divide_floating(a, b);
+    } else {
+      if (b == C(0)) return C(0);  // NumPy's result: a kernel cannot raise
+      if constexpr (std::is_signed_v<C>) {
+        if (b == C(-1)) return wrapping_neg(a);  // lowest / -1 would overflow
+        C q = C(a / b);                          // truncated toward zero
+        return a % b != C(0) && negative(a) != negative(b) ? C(q - C(1)) : q;
+      } else {
+        return C(a / b);
+      }
+    }
+  }
+};
+template <class C> struct Remainder {
+  EMBER_HOST_DEVICE C operator()(C a, C b) const {
+    if constexpr (std::is_floating_point_v<C>) {
+      C mod = std::fmod(a, b);  // NaN for b == 0
+      if (mod == C(0)) return std::copysign(C(0), b);
+      return negative(b) != negative(mod) ? mod + b : mod;
+    } else {
+      if (b == C(0)) return C(0);  // NumPy's result: a kernel cannot raise
+      if constexpr (std::is_signed_v<C>) {
+        if (b == C(-1)) return C(0);  // lowest % -1 would overflow
+        C r = C(a % b);               // the dividend's sign
+        return r != C(0) && negative(r) != negative(b) ? C(r + b) : r;
+      } else {
+        return C(a % b);
+      }
+    }
+  }
+};
+// Integers and bool only.
+template <class C> struct BitwiseAnd {
+  EMBER_HOST_DEVICE C operator()(C a, C b) const { return C(a & b); }
+};
+template <class C> struct BitwiseOr {
+  EMBER_HOST_DEVICE C operator()(C a, C b) const { return C(a | b); }
+};
+template <class C> struct BitwiseXor {
+  EMBER_HOST_DEVICE C operator()(C a, C b) const { return C(a ^ b); }
+};
 template <class C> struct Maximum {  // NaN in either operand gives NaN
   EMBER_HOST_DEVICE C operator()(C a, C b) const {
     return isnan_(a) ? a : (isnan_(b) ? b : (a > b ? a : b));
@@ -237,6 +372,21 @@ template <class C, class F> void visit_binary(BinaryOp op, F&& fn) {
       break;
     case BinaryOp::Div:
       if constexpr (std::is_floating_point_v<C>) return fn(Div<C>{});
+      break;
+    case BinaryOp::FloorDivide:
+      if constexpr (!std::is_same_v<C, bool>) return fn(FloorDivide<C>{});
+      break;
+    case BinaryOp::Remainder:
+      if constexpr (!std::is_same_v<C, bool>) return fn(Remainder<C>{});
+      break;
+    case BinaryOp::BitwiseAnd:
+      if constexpr (std::is_integral_v<C>) return fn(BitwiseAnd<C>{});
+      break;
+    case BinaryOp::BitwiseOr:
+      if constexpr (std::is_integral_v<C>) return fn(BitwiseOr<C>{});
+      break;
+    case BinaryOp::BitwiseXor:
+      if constexpr (std::is_integral_v<C>) return fn(BitwiseXor<C>{});
       break;
   }
   throw NotSupportedError(binary_op_name(op), "no kernel for this op on this dtype");
@@ -365,5 +515,37 @@ template <class C, class F> void visit_backward(BackwardOp op, double p0, double
       return fn(TanhBackward<C>{});
   }
 }
+
+// ---------------------------------------------------------------- value tests: bool = f(x)
+template <class C> struct IsNan {
+  EMBER_HOST_DEVICE bool operator()(C x) const { return isnan_(x); }
+};
+template <class C> struct IsInf {
+  EMBER_HOST_DEVICE bool operator()(C x) const { return !isfinite_(x) && !isnan_(x); }
+};
+template <class C> struct IsFinite {
+  EMBER_HOST_DEVICE bool operator()(C x) const { return isfinite_(x); }
+};
+
+template <class C, class F> void visit_predicate(PredicateOp op, F&& fn) {
+  switch (op) {
+    case PredicateOp::IsNan:
+      return fn(IsNan<C>{});
+    case PredicateOp::IsInf:
+      return fn(IsInf<C>{});
+    case PredicateOp::IsFinite:
+      return fn(IsFinite<C>{});
+  }
+}
+
+// NaN, +inf and -inf replaced; everything else (every integer) unchanged.
+template <class C> struct NanToNum {
+  C nan, posinf, neginf;
+  EMBER_HOST_DEVICE C operator()(C x) const {
+    if (isfinite_(x)) return x;
+    if (isnan_(x)) return nan;
+    return negative(x) ? neginf : posinf;
+  }
+};
 
 }  // namespace ember::math

@@ -11,14 +11,27 @@
 namespace ember {
 
 // An op's output: the caller's `*given` (an _out form), checked to have exactly this shape, dtype
-// and device and to share no memory with the inputs; or, when given is null, a new tensor. `name`
-// names the output in errors (ops with several outputs name each one).
+// and device and to share no memory with the inputs (with identical_ok, except by being the very
+// view an input is); or, when given is null, a new tensor. `name` names the output in errors
+// (ops with several outputs name each one).
 inline Tensor output(const char* op, const Tensor* given, const Shape& shape, DType dtype,
-                     Device device, std::initializer_list<Named> inputs, const char* name = "out") {
+                     Device device, std::initializer_list<Named> inputs, const char* name = "out",
+                     bool identical_ok = false) {
   if (!given) return Tensor::empty(shape, dtype, device, op);
   check_out(op, *given, shape, dtype, device, name);
-  check_out_alias(op, *given, inputs, /*identical_ok=*/false, name);
+  check_out_alias(op, *given, inputs, identical_ok, name);
   return *given;
+}
+
+// The output of an op whose kernels write any layout (elementwise, rearrange): `output`, with
+// its version bumped here since no write_contiguous follows. Elementwise kernels read element i
+// of every input before writing element i, so they pass identical_ok.
+inline Tensor written_output(const char* op, const Tensor* given, const Shape& shape, DType dtype,
+                             Device device, std::initializer_list<Named> inputs,
+                             bool identical_ok = true) {
+  Tensor out = output(op, given, shape, dtype, device, inputs, "out", identical_ok);
+  if (given) out.bump_version();
+  return out;
 }
 
 // ValueError when two outputs of one op overlap (undefined ones are skipped).

@@ -1,12 +1,16 @@
 // elementwise.h — elementwise math: unary functions and activations (with their fused backward),
-// binary arithmetic and comparisons with NumPy broadcasting, where and clamp.
+// binary arithmetic and comparisons with NumPy broadcasting, rounding, value tests, bitwise ops,
+// where and clamp.
 //
 // Result dtypes (PyTorch's rules):
 // - Binary ops promote their operands with promote_types (int32 + float16 -> float16,
 //   uint8 + int8 -> int16, ...). div is true division: integer / integer -> float32.
-// - neg, abs, sign, relu and clamp keep the input dtype; every other unary op and activation
-//   computes in floating point, so integer and bool inputs give float32.
-// - Comparisons and logical ops give bool.
+// - neg, abs, sign, relu, clamp and the rounding ops (floor, ceil, round, trunc: the identity on
+//   integers) keep the input dtype and reject bool; every other unary op and activation computes
+//   in floating point, so integer and bool inputs give float32.
+// - Comparisons, logical ops and the value tests (isnan, isinf, isfinite) give bool.
+// - Bitwise ops take integer and bool operands only (a floating one is a DTypeError) and promote
+//   like arithmetic; floor_divide and remainder promote like arithmetic and reject two bools.
 // - A double scalar acts like a Python number: it keeps a floating tensor's dtype; with an integer
 //   or bool tensor an integral value (2, -3.0) keeps the tensor's integer dtype (bool -> int64)
 //   and a fractional value (2.5), inf or NaN gives float32.
@@ -14,6 +18,14 @@
 // kernel runs; float16 and bfloat16 compute in float32 inside the kernel.
 // Every op takes tensors of any layout (transposed, sliced, expanded) and returns a new
 // contiguous tensor on the operands' device; operands must share one device.
+//
+// Every op but the in-place ones and the operators also has an `_out` form (listed at the end):
+// `const Tensor& add_out(const Tensor& out, const Tensor& a, const Tensor& b)` writes the result
+// into out and returns it. out must have exactly the result's shape, dtype and device (it is never
+// resized or cast: ShapeError, DTypeError, DeviceError; an undefined out is a ValueError), may
+// have any strides (a transposed or step-sliced view of a larger tensor), may be identical to an
+// input (add_out(x, x, y) adds in place) but may not otherwise overlap one (ValueError). Writing
+// into out bumps its version counter.
 #pragma once
 #include <optional>
 #include <string>
@@ -34,7 +46,26 @@ Tensor rsqrt(const Tensor& x);  // 1 / sqrt(x)
 Tensor sin(const Tensor& x);
 Tensor cos(const Tensor& x);
 Tensor tanh(const Tensor& x);
-Tensor sigmoid(const Tensor& x);  // 1 / (1 + e^-x)
+Tensor sigmoid(const Tensor& x);     // 1 / (1 + e^-x)
+Tensor erf(const Tensor& x);         // the error function
+Tensor reciprocal(const Tensor& x);  // 1 / x (integers give float32, 1 / 0 = inf)
+
+// ---- rounding: x [*] -> [*], x's dtype (the identity on integers; bool is a DTypeError) ----
+Tensor floor(const Tensor& x);
+Tensor ceil(const Tensor& x);
+Tensor round(
+    const Tensor& x);  // half to even, as NumPy and PyTorch: 0.5 -> 0, 1.5 -> 2, -2.5 -> -2
+Tensor trunc(const Tensor& x);  // toward zero
+
+// ---- value tests: x [*] of any dtype -> bool [*] (integers and bool are finite) ----
+Tensor isnan(const Tensor& x);
+Tensor isinf(const Tensor& x);     // +inf or -inf
+Tensor isfinite(const Tensor& x);  // neither NaN nor infinite
+// A copy of x with NaN replaced by `nan`, +inf by `posinf` and -inf by `neginf`; a missing posinf
+// (neginf) is the dtype's largest (lowest) finite value. Any dtype: integers are copied unchanged.
+// A value the (floating) dtype cannot hold (1e5 for float16) is a ValueError.
+Tensor nan_to_num(const Tensor& x, double nan = 0.0, std::optional<double> posinf = std::nullopt,
+                  std::optional<double> neginf = std::nullopt);
 
 // ---- activations: x [*] -> [*] ----
 Tensor relu(const Tensor& x);                                      // max(x, 0)
@@ -68,6 +99,17 @@ Tensor div(const Tensor& a, const Tensor& b);  // true division
 Tensor pow(const Tensor& a, const Tensor& b);
 Tensor maximum(const Tensor& a, const Tensor& b);  // NaN in either operand gives NaN
 Tensor minimum(const Tensor& a, const Tensor& b);
+// Python's // and %: the quotient rounds toward -infinity, the remainder takes the divisor's sign
+// (-7 // 2 = -4, -7 % 2 = 1, 7 % -2 = -1), a == b * (a // b) + a % b. Integer and floating dtypes.
+// Integer division by zero cannot raise inside a kernel: both give 0, as NumPy does; floating
+// division by zero gives +-inf (floor_divide) and NaN (remainder).
+Tensor floor_divide(const Tensor& a, const Tensor& b);
+Tensor remainder(const Tensor& a, const Tensor& b);
+// Integer and bool operands (bool & bool -> bool); a floating operand is a DTypeError.
+Tensor bitwise_and(const Tensor& a, const Tensor& b);
+Tensor bitwise_or(const Tensor& a, const Tensor& b);
+Tensor bitwise_xor(const Tensor& a, const Tensor& b);
+Tensor bitwise_not(const Tensor& x);  // ~x; logical not for bool
 
 // The same with a scalar on either side (see the scalar rule above).
 Tensor add(const Tensor& a, double b);
@@ -82,6 +124,10 @@ Tensor pow(const Tensor& a, double b);
 Tensor pow(double a, const Tensor& b);
 Tensor maximum(const Tensor& a, double b);
 Tensor minimum(const Tensor& a, double b);
+Tensor floor_divide(const Tensor& a, double b);
+Tensor floor_divide(double a, const Tensor& b);
+Tensor remainder(const Tensor& a, double b);
+Tensor remainder(double a, const Tensor& b);
 
 // ---- comparisons and logic: a [*], b [*] broadcast -> bool [broadcast shape] ----
 // Operands are compared in their promoted dtype. Logical ops read nonzero (and NaN) as true.
@@ -121,6 +167,104 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 // min(max(x, min), max) with either bound optional (at least one is required); NaN stays NaN.
 // Dtype follows the scalar rule: an integer tensor with a fractional bound gives float32.
 Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max = std::nullopt);
+
+// ---- `_out` forms: the result written into out (see the top of this file), out returned ----
+const Tensor& neg_out(const Tensor& out, const Tensor& x);
+const Tensor& abs_out(const Tensor& out, const Tensor& x);
+const Tensor& sign_out(const Tensor& out, const Tensor& x);
+const Tensor& exp_out(const Tensor& out, const Tensor& x);
+const Tensor& log_out(const Tensor& out, const Tensor& x);
+const Tensor& log1p_out(const Tensor& out, const Tensor& x);
+const Tensor& sqrt_out(const Tensor& out, const Tensor& x);
+const Tensor& rsqrt_out(const Tensor& out, const Tensor& x);
+const Tensor& sin_out(const Tensor& out, const Tensor& x);
+const Tensor& cos_out(const Tensor& out, const Tensor& x);
+const Tensor& tanh_out(const Tensor& out, const Tensor& x);
+const Tensor& sigmoid_out(const Tensor& out, const Tensor& x);
+const Tensor& erf_out(const Tensor& out, const Tensor& x);
+const Tensor& reciprocal_out(const Tensor& out, const Tensor& x);
+const Tensor& floor_out(const Tensor& out, const Tensor& x);
+const Tensor& ceil_out(const Tensor& out, const Tensor& x);
+const Tensor& round_out(const Tensor& out, const Tensor& x);
+const Tensor& trunc_out(const Tensor& out, const Tensor& x);
+const Tensor& isnan_out(const Tensor& out, const Tensor& x);
+const Tensor& isinf_out(const Tensor& out, const Tensor& x);
+const Tensor& isfinite_out(const Tensor& out, const Tensor& x);
+const Tensor& nan_to_num_out(const Tensor& out, const Tensor& x, double nan = 0.0,
+                             std::optional<double> posinf = std::nullopt,
+                             std::optional<double> neginf = std::nullopt);
+
+const Tensor& relu_out(const Tensor& out, const Tensor& x);
+const Tensor& leaky_relu_out(const Tensor& out, const Tensor& x, double negative_slope = 0.01);
+const Tensor& elu_out(const Tensor& out, const Tensor& x, double alpha = 1.0);
+const Tensor& gelu_out(const Tensor& out, const Tensor& x, const std::string& approximate = "none");
+const Tensor& silu_out(const Tensor& out, const Tensor& x);
+const Tensor& softplus_out(const Tensor& out, const Tensor& x, double beta = 1.0,
+                           double threshold = 20.0);
+
+const Tensor& relu_backward_out(const Tensor& out, const Tensor& grad, const Tensor& x);
+const Tensor& leaky_relu_backward_out(const Tensor& out, const Tensor& grad, const Tensor& x,
+                                      double negative_slope = 0.01);
+const Tensor& elu_backward_out(const Tensor& out, const Tensor& grad, const Tensor& x,
+                               double alpha = 1.0);
+const Tensor& gelu_backward_out(const Tensor& out, const Tensor& grad, const Tensor& x,
+                                const std::string& approximate = "none");
+const Tensor& silu_backward_out(const Tensor& out, const Tensor& grad, const Tensor& x);
+const Tensor& softplus_backward_out(const Tensor& out, const Tensor& grad, const Tensor& x,
+                                    double beta = 1.0, double threshold = 20.0);
+const Tensor& sigmoid_backward_out(const Tensor& out, const Tensor& grad, const Tensor& y);
+const Tensor& tanh_backward_out(const Tensor& out, const Tensor& grad, const Tensor& y);
+
+const Tensor& add_out(const Tensor& out, const Tensor& a, const Tensor& b);
+const Tensor& sub_out(const Tensor& out, const Tensor& a, const Tensor& b);
+const Tensor& mul_out(const Tensor& out, const Tensor& a, const Tensor& b);
+const Tensor& div_out(const Tensor& out, const Tensor& a, const Tensor& b);
+const Tensor& pow_out(const Tensor& out, const Tensor& a, const Tensor& b);
+const Tensor& maximum_out(const Tensor& out, const Tensor& a, const Tensor& b);
+const Tensor& minimum_out(const Tensor& out, const Tensor& a, const Tensor& b);
+const Tensor& floor_divide_out(const Tensor& out, const Tensor& a, const Tensor& b);
+const Tensor& remainder_out(const Tensor& out, const Tensor& a, const Tensor& b);
+const Tensor& bitwise_and_out(const Tensor& out, const Tensor& a, const Tensor& b);
+const Tensor& bitwise_or_out(const Tensor& out, const Tensor& a, const Tensor& b);
+const Tensor& bitwise_xor_out(const Tensor& out, const Tensor& a, const Tensor& b);
+const Tensor& bitwise_not_out(const Tensor& out, const Tensor& x);
+const Tensor& add_out(const Tensor& out, const Tensor& a, double b);
+const Tensor& add_out(const Tensor& out, double a, const Tensor& b);
+const Tensor& sub_out(const Tensor& out, const Tensor& a, double b);
+const Tensor& sub_out(const Tensor& out, double a, const Tensor& b);
+const Tensor& mul_out(const Tensor& out, const Tensor& a, double b);
+const Tensor& mul_out(const Tensor& out, double a, const Tensor& b);
+const Tensor& div_out(const Tensor& out, const Tensor& a, double b);
+const Tensor& div_out(const Tensor& out, double a, const Tensor& b);
+const Tensor& pow_out(const Tensor& out, const Tensor& a, double b);
+const Tensor& pow_out(const Tensor& out, double a, const Tensor& b);
+const Tensor& maximum_out(const Tensor& out, const Tensor& a, double b);
+const Tensor& minimum_out(const Tensor& out, const Tensor& a, double b);
+const Tensor& floor_divide_out(const Tensor& out, const Tensor& a, double b);
+const Tensor& floor_divide_out(const Tensor& out, double a, const Tensor& b);
+const Tensor& remainder_out(const Tensor& out, const Tensor& a, double b);
+const Tensor& remainder_out(const Tensor& out, double a, const Tensor& b);
+
+const Tensor& eq_out(const Tensor& out, const Tensor& a, const Tensor& b);
+const Tensor& ne_out(const Tensor& out, const Tensor& a, const Tensor& b);
+const Tensor& lt_out(const Tensor& out, const Tensor& a, const Tensor& b);
+const Tensor& le_out(const Tensor& out, const Tensor& a, const Tensor& b);
+const Tensor& gt_out(const Tensor& out, const Tensor& a, const Tensor& b);
+const Tensor& ge_out(const Tensor& out, const Tensor& a, const Tensor& b);
+const Tensor& eq_out(const Tensor& out, const Tensor& a, double b);
+const Tensor& ne_out(const Tensor& out, const Tensor& a, double b);
+const Tensor& lt_out(const Tensor& out, const Tensor& a, double b);
+const Tensor& le_out(const Tensor& out, const Tensor& a, double b);
+const Tensor& gt_out(const Tensor& out, const Tensor& a, double b);
+const Tensor& ge_out(const Tensor& out, const Tensor& a, double b);
+const Tensor& logical_and_out(const Tensor& out, const Tensor& a, const Tensor& b);
+const Tensor& logical_or_out(const Tensor& out, const Tensor& a, const Tensor& b);
+const Tensor& logical_xor_out(const Tensor& out, const Tensor& a, const Tensor& b);
+const Tensor& logical_not_out(const Tensor& out, const Tensor& x);
+
+const Tensor& where_out(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b);
+const Tensor& clamp_out(const Tensor& out, const Tensor& x, std::optional<double> min,
+                        std::optional<double> max = std::nullopt);
 
 // ---- operators ----
 Tensor operator-(const Tensor& x);
