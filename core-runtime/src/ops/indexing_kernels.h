@@ -51,6 +51,12 @@ EMBER_HOST_DEVICE inline int64_t pad_source(int64_t o, int64_t left, int64_t siz
 // Smallest and largest value of index (contiguous int64, numel > 0). Synchronises on a GPU.
 EMBER_KERNEL(index_range_kernel, IndexRange(const Tensor& index));
 
+// Throws IndexError, naming op, the first offending value and `what` is indexed, unless every
+// value of idx (contiguous int64) lies in [0, size), or in [-size, size) when negative values
+// wrap. Every op that takes indices checks them here (defined in ops/indexing.cpp).
+void check_index_values(const char* op, const Tensor& idx, int64_t size, bool wrap,
+                        const std::string& what);
+
 // x: [outer, n, inner], index: [k] -> out: [outer, k, inner], out[o, j, i] = x[o, index[j], i].
 // All contiguous.
 EMBER_KERNEL(index_select_kernel, void(const Tensor& x, const Tensor& index, Tensor& out));
