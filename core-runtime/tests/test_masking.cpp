@@ -1,5 +1,6 @@
 // test_masking.cpp — nonzero, masked_select and index_put against loops written here, and the
 // patterns Python's indexing reduces to: x[mask] = v, x[idx] = v, x[i, j] = v, x[idx] += v.
+#include <algorithm>
 #include <random>
 
 #include "test_util.h"

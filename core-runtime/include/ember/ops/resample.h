@@ -17,7 +17,9 @@ namespace ember {
 //   H / H_out.
 // mode:
 //   "nearest"  PyTorch's legacy rule: source index floor(dst * scale), scale = H / H_out (or
-//              1 / s_h), computed in float32, clamped to H - 1;
+//              1 / s_h), computed in float32, clamped to H - 1 (PyTorch's CUDA rule; its CPU
+//              kernel special-cases H_out == H and H_out == 2 H, which differs only when a
+//              scale_factor other than 1 or 2 gives such a size);
 //   "bilinear" align_corners=false: src = max(scale * (dst + 0.5) - 0.5, 0) (pixel centres);
 //              align_corners=true: src = dst * (H - 1) / (H_out - 1) (0 when H_out == 1; the
 //              scale factor is then ignored); weights from the two neighbours of src.
