@@ -223,6 +223,14 @@ TEST_P(Masking, IntegerListAssignmentWrapsNegatives) {  // x[[0, 2, -1]] = v
   index_put_(x, {Tensor(), ints({3, -4}, {2}, device())},
              Tensor::from_vector(std::vector<double>{7, 8}, {2}).to(device()));
   expect_close(x, std::vector<double>{8, 0, 0, 7, 8, 0, 0, 7}, 0);
+  // a strided index (every other element of a longer one) and a transposed mask
+  Tensor y = zeros({4}, DType::Int64, device());
+  index_put_(y, {ints({3, 9, 0, 9}, {4}, device()).slice(0, 0, 4, 2)}, ints({5, 6}, {2}, device()));
+  EXPECT_EQ(y.to_vector<int64_t>(), (std::vector<int64_t>{6, 0, 0, 5}));
+  Tensor mt = bools({true, false, false, true, true, false}, {2, 3}, device()).t();  // [3, 2]
+  Tensor w = zeros({3, 2}, DType::Float32, device());
+  index_put_(w, {mt}, scalar_tensor(1, DType::Float32, device()));
+  expect_close(w, std::vector<double>{1, 1, 0, 1, 0, 0}, 0);
 }
 
 TEST_P(Masking, TwoIndexTensorsBroadcast) {  // x[i, j] = v with i: [3, 1], j: [2]
