@@ -12,6 +12,7 @@
 #include "ember/backend.h"
 #include "ember/tensor.h"
 // The types the signatures use, one header per family.
+#include "kernels.h"
 #include "ops/conv_pool_kernels.h"
 #include "ops/creation_kernels.h"
 #include "ops/elementwise_kernels.h"
@@ -21,6 +22,7 @@
 #include "ops/optimizer_kernels.h"
 #include "ops/random_kernels.h"
 #include "ops/reduction_kernels.h"
+#include "ops/resample_kernels.h"
 #include "ops/softmax_loss_kernels.h"
 
 namespace ember {

@@ -1,7 +1,8 @@
 // bind_indexing.cpp — NumPy indexing, x[index] and x[index] = value, reduced to a few core ops:
 //   int -> select, slice -> slice (a negative step: flip first), None -> unsqueeze,
 //   ... -> full slices, integer tensors/lists -> index_select on the indexed dims (flattened
-//   together when there are several), boolean masks -> their nonzero positions (read on the host).
+//   together when there are several), boolean masks -> their nonzero positions (core-runtime's
+//   nonzero).
 // NumPy's placement rule: the dims of the advanced indices replace the indexed dims where they
 // are adjacent, and go first when a slice or None separates them (ints then count as advanced).
 // Reads are differentiable. A write goes into the storage: basic indices write through a view;
@@ -11,6 +12,7 @@
 #include <ember/ops/creation.h>
 #include <ember/ops/elementwise.h>
 #include <ember/ops/indexing.h>
+#include <ember/ops/masking.h>
 
 #include <algorithm>
 #include <map>
@@ -32,21 +34,12 @@ struct Entry {
   Tensor array;  // int64 indices (Array)
 };
 
-// The int64 coordinates of the true elements of a bool mask, one tensor per mask dim.
-std::vector<Tensor> nonzero(const Tensor& mask) {
-  const std::vector<int64_t> flags = mask.to(Device(), DType::Int64).to_vector<int64_t>();
-  std::vector<std::vector<int64_t>> coords(size_t(mask.dim()));
-  const Strides strides = contiguous_strides(mask.shape());
-  for (int64_t k = 0; k < int64_t(flags.size()); ++k) {
-    if (!flags[size_t(k)]) continue;
-    for (size_t d = 0; d < coords.size(); ++d)
-      coords[d].push_back(k / strides[d] % mask.shape()[d]);
-  }
+// The int64 coordinates of the true elements of a bool mask, one tensor per mask dim
+// (core-runtime's nonzero, on the mask's device).
+std::vector<Tensor> mask_coordinates(const Tensor& mask) {
+  const Tensor rows = ember::nonzero(mask);  // [n, mask.dim()]
   std::vector<Tensor> out;
-  for (auto& c : coords) {
-    const int64_t n = int64_t(c.size());
-    out.push_back(Tensor::from_vector(c, {n}).to(mask.device()));
-  }
+  for (int64_t d = 0; d < mask.dim(); ++d) out.push_back(rows.select(1, d).contiguous());
   return out;
 }
 
@@ -83,7 +76,7 @@ std::vector<Entry> parse(py::handle index, const Tensor& x) {
       if (PyList_Check(it.ptr()) && t.numel() == 0) t = t.to(DType::Int64);
       if (t.dtype() == DType::Bool) {
         if (t.dim() == 0) bad_index(it);
-        for (Tensor& c : nonzero(t)) entries.push_back({Entry::Array, 0, {}, c});
+        for (Tensor& c : mask_coordinates(t)) entries.push_back({Entry::Array, 0, {}, c});
         consumed += t.dim();
       } else if (is_integral(t.dtype())) {
         entries.push_back({Entry::Array, 0, {}, t.to(DType::Int64)});
@@ -272,16 +265,11 @@ void bind_indexing(TensorClass& cls) {
       "nonzero",
       [](const V& x, bool as_tuple) -> py::object {
         const Tensor mask = x.dtype() == DType::Bool ? x.data() : ember::ne(x.data(), 0.0);
-        std::vector<Tensor> coords = nonzero(mask);
-        if (as_tuple) {
-          py::tuple out(coords.size());
-          for (size_t d = 0; d < coords.size(); ++d) out[d] = V(coords[d]);
-          return std::move(out);
-        }
-        const int64_t count = mask.dim() ? coords[0].numel() : int64_t(mask.item<bool>());
-        Tensor out = Tensor::empty({count, mask.dim()}, DType::Int64, mask.device());
-        for (size_t d = 0; d < coords.size(); ++d) out.select(1, int64_t(d)).copy_(coords[d]);
-        return py::cast(V(out));
+        if (!as_tuple) return py::cast(V(ember::nonzero(mask)));
+        std::vector<Tensor> coords = mask_coordinates(mask);
+        py::tuple out(coords.size());
+        for (size_t d = 0; d < coords.size(); ++d) out[d] = V(coords[d]);
+        return std::move(out);
       },
       py::arg("as_tuple") = false,
       "The indices of the non-zero elements: [count, ndim], or one tensor per dim (reads the "

@@ -13,6 +13,8 @@ void register_conv_pool(KernelTable& table);
 void register_normalization(KernelTable& table);
 void register_indexing(KernelTable& table);
 void register_optimizer(KernelTable& table);
+void register_masking(KernelTable& table);
+void register_resample(KernelTable& table);
 }  // namespace ember::cpu
 
 namespace ember {
@@ -27,5 +29,7 @@ void register_cpu_kernels(KernelTable& table) {
   cpu::register_normalization(table);
   cpu::register_indexing(table);
   cpu::register_optimizer(table);
+  cpu::register_masking(table);
+  cpu::register_resample(table);
 }
 }  // namespace ember

@@ -13,6 +13,8 @@ void register_conv_pool(KernelTable& table);
 void register_normalization(KernelTable& table);
 void register_indexing(KernelTable& table);
 void register_optimizer(KernelTable& table);
+void register_masking(KernelTable& table);
+void register_resample(KernelTable& table);
 }  // namespace ember::cuda
 
 namespace ember {
@@ -27,5 +29,7 @@ void register_cuda_kernels(KernelTable& table) {
   cuda::register_normalization(table);
   cuda::register_indexing(table);
   cuda::register_optimizer(table);
+  cuda::register_masking(table);
+  cuda::register_resample(table);
 }
 }  // namespace ember

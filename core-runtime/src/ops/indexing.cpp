@@ -34,12 +34,7 @@ Tensor as_index(const char* op, const Named& index) {
 
 // Throws IndexError unless every value of idx is in [0, limit). `what` says what is indexed.
 void check_range(const char* op, const Tensor& idx, int64_t limit, const std::string& what) {
-  if (idx.numel() == 0) return;
-  IndexRange r = index_range_kernel(idx.device())(idx);
-  if (r.min >= 0 && r.max < limit) return;
-  throw IndexError(op, "index " + str(r.min < 0 ? r.min : r.max) + " is out of range for " + what +
-                           "; valid indices are 0 to " + str(limit - 1) +
-                           " (negative indices are not wrapped)");
+  check_index_values(op, idx, limit, false, what);
 }
 
 // x viewed as [outer, x.size(d), inner] around dim d.
@@ -76,6 +71,21 @@ void add_slices(const Tensor& x, int64_t d, const Tensor& idx, const Tensor& src
   index_add_kernel(x.device())(target3, idx, src.contiguous().view({s[0], idx.numel(), s[2]}));
   if (!target.shares_storage(x)) x.copy_(target);
 }
+
+}  // namespace
+
+void check_index_values(const char* op, const Tensor& idx, int64_t size, bool wrap,
+                        const std::string& what) {
+  if (idx.numel() == 0) return;
+  const IndexRange r = index_range_kernel(idx.device())(idx);
+  const int64_t lo = wrap ? -size : 0;
+  if (r.min >= lo && r.max < size) return;
+  throw IndexError(op, "index " + str(r.min < lo ? r.min : r.max) + " is out of range for " + what +
+                           "; valid indices are " + str(lo) + " to " + str(size - 1) +
+                           (wrap ? "" : " (negative indices are not wrapped)"));
+}
+
+namespace {
 
 // given: the _out form's out, or null to allocate the result (as in every op below).
 Tensor run_index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor* given) {

@@ -48,4 +48,10 @@ EMBER_HOST_DEVICE inline int64_t pad_source(int64_t o, int64_t left, int64_t siz
   return i;
 }
 
+// Throws IndexError, naming op, the first offending value and `what` is indexed, unless every
+// value of idx (contiguous int64) lies in [0, size), or in [-size, size) when negative values
+// wrap. Every op that takes indices checks them here (defined in ops/indexing.cpp).
+void check_index_values(const char* op, const Tensor& idx, int64_t size, bool wrap,
+                        const std::string& what);
+
 }  // namespace ember
