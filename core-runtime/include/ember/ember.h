@@ -16,6 +16,7 @@
 #include "ember/ops/optimizer.h"
 #include "ember/ops/random.h"
 #include "ember/ops/reduction.h"
+#include "ember/ops/scan_sort.h"
 #include "ember/ops/shape_ops.h"
 #include "ember/ops/softmax_loss.h"
 #include "ember/shape.h"

@@ -10,6 +10,7 @@ void register_conv_pool();
 void register_normalization();
 void register_indexing();
 void register_optimizer();
+void register_scan_sort();
 }  // namespace ember::cpu
 
 namespace ember {
@@ -24,5 +25,6 @@ void register_cpu_kernels() {
   cpu::register_normalization();
   cpu::register_indexing();
   cpu::register_optimizer();
+  cpu::register_scan_sort();
 }
 }  // namespace ember

@@ -10,6 +10,7 @@ void register_conv_pool();
 void register_normalization();
 void register_indexing();
 void register_optimizer();
+void register_scan_sort();
 }  // namespace ember::cuda
 
 namespace ember {
@@ -24,5 +25,6 @@ void register_cuda_kernels() {
   cuda::register_normalization();
   cuda::register_indexing();
   cuda::register_optimizer();
+  cuda::register_scan_sort();
 }
 }  // namespace ember
