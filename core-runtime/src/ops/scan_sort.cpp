@@ -48,24 +48,23 @@ Tensor input_rows(const Tensor& x, int64_t dim) {
 }
 
 // An output as rows. The kernels write through two strides only, so an out whose dims do not
-// merge gets a dense temporary that finish() copies into it.
+// merge gets a dense temporary (`dense`, out's shape with dim last) that finish() copies into it.
 struct OutRows {
   Tensor out;
   int64_t dim;
   Tensor rows;
-  bool temporary = false;
+  Tensor dense;
 };
 
 OutRows output_rows(const char* op, const Tensor& out, int64_t dim) {
-  if (!out.defined()) return {out, dim, out};
-  if (auto r = try_rows(out, dim)) return {out, dim, *r};
-  Tensor moved = dim_last(out, dim);
-  Tensor dense = Tensor::empty(moved.shape(), out.dtype(), out.device(), op);
-  return {out, dim, *try_rows(dense, dense.dim() - 1), true};
+  if (!out.defined()) return {out, dim, out, Tensor()};
+  if (auto r = try_rows(out, dim)) return {out, dim, *r, Tensor()};
+  Tensor dense = Tensor::empty(dim_last(out, dim).shape(), out.dtype(), out.device(), op);
+  return {out, dim, *try_rows(dense, dense.dim() - 1), dense};
 }
 
 void finish(const OutRows& o) {
-  if (o.temporary) dim_last(o.out, o.dim).copy_(o.rows.view(dim_last(o.out, o.dim).shape()));
+  if (o.dense.defined()) dim_last(o.out, o.dim).copy_(o.dense);
   if (o.out.defined()) o.out.bump_version();
 }
 
