@@ -47,7 +47,7 @@ std::vector<std::vector<int64_t>> lines(const Shape& shape, int64_t dim) {
 Values random_ints(int64_t n, int lo, int hi, uint32_t seed) {
   std::mt19937 gen(seed);
   std::uniform_int_distribution<int> dist(lo, hi);
-  Values v(size_t(n));
+  Values v(static_cast<size_t>(n));
   for (double& x : v) x = dist(gen);
   return v;
 }
@@ -209,7 +209,7 @@ TEST_P(ScanSort, CumsumOut) {
   // A transposed out, and one inside a larger buffer whose dims do not merge into one stride.
   Tensor t = Tensor::empty({40, 6}, DType::Float32, device()).t();
   expect_close(cumsum_out(t, x, 1), want);
-  Tensor big = Tensor::zeros({3, 8, 2, 40}, DType::Float32, device());
+  Tensor big = zeros({3, 8, 2, 40}, DType::Float32, device());
   Tensor view = big.select(2, 1).slice(1, 0, 8, 5);  // [3, 2, 40], strides 640, 400, 1
   Tensor x3 = x.view({3, 2, 40});
   cumsum_out(view, x3, 2);
@@ -228,10 +228,10 @@ TEST_P(ScanSort, CumsumOut) {
 }
 
 TEST_P(ScanSort, CumsumErrors) {
-  Tensor x = Tensor::zeros({2, 3}, DType::Float32, device());
+  Tensor x = zeros({2, 3}, DType::Float32, device());
   expect_error<IndexError>([&] { cumsum(x, 2); }, {"cumsum", "[2, 3] float32", "dim 2"});
   expect_error<IndexError>([&] { cumprod(x, -3); }, {"cumprod", "[2, 3] float32"});
-  expect_error<IndexError>([&] { cumsum(Tensor::zeros({}, DType::Float32, device()), 1); },
+  expect_error<IndexError>([&] { cumsum(zeros({}, DType::Float32, device()), 1); },
                            {"cumsum", "[] float32"});
   expect_error<DTypeError>([&] { cumsum(x, 0, DType::Bool); }, {"cumsum", "bool", "[2, 3]"});
   expect_error<DTypeError>([&] { cumprod(x, 0, DType::Bool); }, {"cumprod", "bool"});
@@ -240,13 +240,13 @@ TEST_P(ScanSort, CumsumErrors) {
   expect_error<ShapeError>([&] { cumsum_out(out, x, 0); }, {"cumsum", "[3, 2]", "[2, 3]"});
   Tensor wrong = Tensor::empty({2, 3}, DType::Float64, device());
   expect_error<DTypeError>([&] { cumsum_out(wrong, x, 0); }, {"cumsum", "float64", "float32"});
-  Tensor i = Tensor::zeros({2, 3}, DType::Int32, device());
+  Tensor i = zeros({2, 3}, DType::Int32, device());
   Tensor i32 = Tensor::empty({2, 3}, DType::Int32, device());
   expect_error<DTypeError>([&] { cumsum_out(i32, i, 0); }, {"cumsum", "int64"});
-  Tensor buf = Tensor::zeros({3, 3}, DType::Float32, device());
+  Tensor buf = zeros({3, 3}, DType::Float32, device());
   expect_error<ValueError>([&] { cumsum_out(buf.slice(0, 1, 3), buf.slice(0, 0, 2), 1); },
                            {"cumsum", "overlaps"});
-  Tensor expanded = Tensor::zeros({1, 3}, DType::Float32, device()).expand({2, 3});
+  Tensor expanded = zeros({1, 3}, DType::Float32, device()).expand({2, 3});
   expect_error<ValueError>([&] { cumsum_out(expanded, x, 0); }, {"cumsum", "expanded"});
 }
 
@@ -434,8 +434,8 @@ TEST_P(ScanSort, SortAndTopkOut) {
   expect_sorted(x, 1, true, 40, v, i, true);
   // Outputs inside larger buffers, in layouts whose dims do not merge into one stride.
   Tensor x3 = x.view({3, 2, 40});
-  Tensor vb = Tensor::zeros({3, 4, 2, 40}, DType::Float32, device());
-  Tensor ib = Tensor::zeros({2, 40, 3, 2}, DType::Int64, device());
+  Tensor vb = zeros({3, 4, 2, 40}, DType::Float32, device());
+  Tensor ib = zeros({2, 40, 3, 2}, DType::Int64, device());
   Tensor vs = vb.slice(1, 0, 4, 2).select(1, 1);   // [3, 2, 40]
   Tensor is = ib.select(0, 1).permute({1, 2, 0});  // [3, 2, 40]
   sort_out(vs, is, x3, 2, false);
@@ -454,16 +454,16 @@ TEST_P(ScanSort, SortAndTopkOut) {
 }
 
 TEST_P(ScanSort, SortAndTopkErrors) {
-  Tensor x = Tensor::zeros({4, 7}, DType::Float32, device());
+  Tensor x = zeros({4, 7}, DType::Float32, device());
   expect_error<IndexError>([&] { sort(x, 2); }, {"sort", "[4, 7] float32", "dim 2"});
   expect_error<IndexError>([&] { argsort(x, -3); }, {"argsort", "[4, 7] float32"});
   expect_error<IndexError>([&] { topk(x, 1, 5); }, {"topk", "[4, 7] float32"});
-  expect_error<IndexError>([&] { sort(Tensor::zeros({}, DType::Float32, device()), 1); },
+  expect_error<IndexError>([&] { sort(zeros({}, DType::Float32, device()), 1); },
                            {"sort", "[] float32"});
   expect_error<ValueError>([&] { topk(x, 8); }, {"topk", "k is 8", "size 7", "[4, 7]"});
   expect_error<ValueError>([&] { topk(x, 5, 0); }, {"topk", "k is 5", "size 4"});
   expect_error<ValueError>([&] { topk(x, -1); }, {"topk", "k is -1"});
-  expect_error<ValueError>([&] { topk(Tensor::zeros({}, DType::Float32, device()), 2); },
+  expect_error<ValueError>([&] { topk(zeros({}, DType::Float32, device()), 2); },
                            {"topk", "k is 2", "size 1"});
   expect_error<ValueError>([&] { sort(Tensor(), 0); }, {"sort", "undefined"});
   Tensor v = Tensor::empty({4, 7}, DType::Float32, device());
@@ -474,7 +474,7 @@ TEST_P(ScanSort, SortAndTopkErrors) {
   expect_error<DTypeError>([&] { sort_out(i, i, x); }, {"sort", "int64", "float32"});
   expect_error<ShapeError>([&] { topk_out(v, i, x, 3); }, {"topk", "[4, 7]", "[4, 3]"});
   expect_error<ValueError>([&] { sort_out(x, i, x); }, {"sort", "overlaps"});
-  Tensor xi = Tensor::zeros({4, 7}, DType::Int64, device());
+  Tensor xi = zeros({4, 7}, DType::Int64, device());
   Tensor vi = Tensor::empty({4, 7}, DType::Int64, device());
   expect_error<ValueError>([&] { sort_out(vi, xi, xi); }, {"sort", "overlaps"});
   expect_error<ValueError>([&] { topk_out(vi.slice(1, 0, 3), xi.slice(1, 0, 3), xi, 3); },

@@ -62,8 +62,8 @@ void sort_rows(const Tensor& x, int64_t k, bool descending, Tensor& values, Tens
   const int64_t len = x.size(1);
   const int64_t cost = len * (64 - __builtin_clzll(uint64_t(len)));  // ~ L log L
   parallel_for(x.size(0), cost, [&](int64_t begin, int64_t end) {
-    std::vector<C> row(size_t(len));
-    std::vector<int64_t> order(size_t(len));
+    std::vector<C> row(static_cast<size_t>(len));
+    std::vector<int64_t> order(static_cast<size_t>(len));
     for (int64_t m = begin; m < end; ++m) {
       for (int64_t i = 0; i < len; ++i) row[size_t(i)] = C(in(m, i));
       std::iota(order.begin(), order.end(), int64_t(0));

@@ -99,15 +99,16 @@ void run_scan(const char* op, ScanOp kind, const Tensor& out, const Tensor& x, i
   finish(o);
 }
 
-Tensor scan(const char* op, ScanOp kind, const Tensor& x, int64_t dim, std::optional<DType> dtype) {
+Tensor scan_op(const char* op, ScanOp kind, const Tensor& x, int64_t dim,
+               std::optional<DType> dtype) {
   const int64_t d = checked_dim(op, x, dim);
   Tensor out = Tensor::empty(x.shape(), scan_dtype(op, x, dtype), x.device(), op);
   run_scan(op, kind, out, x, d);
   return out;
 }
 
-const Tensor& scan_out(const char* op, ScanOp kind, const Tensor& out, const Tensor& x, int64_t dim,
-                       std::optional<DType> dtype) {
+const Tensor& scan_op_out(const char* op, ScanOp kind, const Tensor& out, const Tensor& x,
+                          int64_t dim, std::optional<DType> dtype) {
   const int64_t d = checked_dim(op, x, dim);
   check_scan_out(op, out, x, scan_dtype(op, x, dtype));
   run_scan(op, kind, out, x, d);
@@ -165,21 +166,21 @@ void run_topk(const Tensor& values, const Tensor& indices, const Tensor& x, int6
 }  // namespace
 
 Tensor cumsum(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
-  return scan("cumsum", ScanOp::Sum, x, dim, dtype);
+  return scan_op("cumsum", ScanOp::Sum, x, dim, dtype);
 }
 
 Tensor cumprod(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
-  return scan("cumprod", ScanOp::Prod, x, dim, dtype);
+  return scan_op("cumprod", ScanOp::Prod, x, dim, dtype);
 }
 
 const Tensor& cumsum_out(const Tensor& out, const Tensor& x, int64_t dim,
                          std::optional<DType> dtype) {
-  return scan_out("cumsum", ScanOp::Sum, out, x, dim, dtype);
+  return scan_op_out("cumsum", ScanOp::Sum, out, x, dim, dtype);
 }
 
 const Tensor& cumprod_out(const Tensor& out, const Tensor& x, int64_t dim,
                           std::optional<DType> dtype) {
-  return scan_out("cumprod", ScanOp::Prod, out, x, dim, dtype);
+  return scan_op_out("cumprod", ScanOp::Prod, out, x, dim, dtype);
 }
 
 ValuesIndices sort(const Tensor& x, int64_t dim, bool descending, bool /*stable: always*/) {
