@@ -52,6 +52,17 @@ Values random_ints(int64_t n, int lo, int hi, uint32_t seed) {
   return v;
 }
 
+bool same_value(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
+
+// Every element of t equals want's (NaN matching NaN, inf matching inf).
+void expect_exact(const Tensor& t, const Values& want) {
+  const Values got = t.to_vector<double>();
+  ASSERT_EQ(got.size(), want.size()) << t.str();
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_TRUE(same_value(got[i], want[i]))
+        << "element " << i << ": " << got[i] << " vs " << want[i];
+}
+
 Tensor make(const Values& v, const Shape& shape, DType dtype, Device device) {
   return Tensor::from_vector(v, shape).to(device, dtype);
 }
@@ -181,8 +192,8 @@ TEST_P(ScanSort, CumsumResultDTypes) {
 
 TEST_P(ScanSort, CumsumSpecialValuesAndEdgeSizes) {
   Tensor f = make({1, kInf, 2, kNaN, 3}, {5}, DType::Float32, device());
-  expect_close(cumsum(f, 0), {1, kInf, kInf, kNaN, kNaN}, 0);
-  expect_close(cumprod(make({2, 0, kInf}, {3}, DType::Float64, device()), 0), {2, 0, kNaN}, 0);
+  expect_exact(cumsum(f, 0), {1, kInf, kInf, kNaN, kNaN});
+  expect_exact(cumprod(make({2, 0, kInf}, {3}, DType::Float64, device()), 0), {2, 0, kNaN});
   Tensor s = make({4.5}, {}, DType::Float32, device());
   for (int64_t dim : {0, -1}) {
     Tensor c = cumsum(s, dim);
@@ -257,8 +268,6 @@ bool ref_before(double a, double b, bool descending) {
   if (descending) return std::isnan(a) ? !std::isnan(b) : a > b;
   return std::isnan(b) ? !std::isnan(a) : a < b;
 }
-
-bool same_value(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
 
 // Checks values/indices [..., k, ...] against the stable order of each line of x along dim: the
 // values exactly; the indices exactly when `exact`, else that they point at the right values,
@@ -357,8 +366,8 @@ TEST_P(ScanSort, SortShortAndLongLines) {
   Tensor long_ties = make(random_ints(100000, -50, 50, 25), {100000}, DType::Int64, device());
   expect_sort(long_ties, 0, true);
   expect_sort(test::random_tensor({3, 5000}, 26, DType::Float64, device()), 1, true);
-  expect_sort(make(random_ints(150 * 3000, -99, 99, 27), {150, 3000}, DType::Int16, device()), 1);
-  expect_sort(test::random_tensor({150, 3000}, 28, DType::BFloat16, device()), 1, true);
+  expect_sort(make(random_ints(140 * 1000, -99, 99, 27), {140, 1000}, DType::Int16, device()), 1);
+  expect_sort(test::random_tensor({140, 1000}, 28, DType::BFloat16, device()), 1, true);
 }
 
 TEST_P(ScanSort, SortNonContiguousAndEdgeSizes) {
@@ -411,7 +420,7 @@ TEST_P(ScanSort, Topk) {
     expect_topk(x.t(), 2, 0, false);
   }
   Tensor nan = make({1, kNaN, 3, kNaN, 2}, {5}, DType::Float32, device());
-  expect_close(topk(nan, 3).values, {kNaN, kNaN, 3}, 0);
+  expect_exact(topk(nan, 3).values, {kNaN, kNaN, 3});
   expect_close(topk(nan, 2, 0, false).values, {1, 2}, 0);
   // 0-d: 0-d results, for k = 0 too (as PyTorch).
   Tensor s = make({7}, {}, DType::Int32, device());
