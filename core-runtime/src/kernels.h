@@ -23,6 +23,7 @@
 #include "ops/random_kernels.h"
 #include "ops/reduction_kernels.h"
 #include "ops/resample_kernels.h"
+#include "ops/scan_sort_kernels.h"
 #include "ops/softmax_loss_kernels.h"
 
 namespace ember {

@@ -19,6 +19,7 @@
 #include "ember/ops/rearrange.h"
 #include "ember/ops/reduction.h"
 #include "ember/ops/resample.h"
+#include "ember/ops/scan_sort.h"
 #include "ember/ops/shape_ops.h"
 #include "ember/ops/softmax_loss.h"
 #include "ember/shape.h"

@@ -15,6 +15,7 @@ void register_indexing(KernelTable& table);
 void register_optimizer(KernelTable& table);
 void register_masking(KernelTable& table);
 void register_resample(KernelTable& table);
+void register_scan_sort(KernelTable& table);
 }  // namespace ember::cpu
 
 namespace ember {
@@ -31,5 +32,6 @@ void register_cpu_kernels(KernelTable& table) {
   cpu::register_optimizer(table);
   cpu::register_masking(table);
   cpu::register_resample(table);
+  cpu::register_scan_sort(table);
 }
 }  // namespace ember

@@ -15,6 +15,7 @@ void register_indexing(KernelTable& table);
 void register_optimizer(KernelTable& table);
 void register_masking(KernelTable& table);
 void register_resample(KernelTable& table);
+void register_scan_sort(KernelTable& table);
 }  // namespace ember::cuda
 
 namespace ember {
@@ -31,5 +32,6 @@ void register_cuda_kernels(KernelTable& table) {
   cuda::register_optimizer(table);
   cuda::register_masking(table);
   cuda::register_resample(table);
+  cuda::register_scan_sort(table);
 }
 }  // namespace ember
