@@ -12,7 +12,6 @@
 #include "ember/backend.h"
 #include "ember/tensor.h"
 // The types the signatures use, one header per family.
-#include "kernels.h"
 #include "ops/conv_pool_kernels.h"
 #include "ops/creation_kernels.h"
 #include "ops/elementwise_kernels.h"
