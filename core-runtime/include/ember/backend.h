@@ -19,6 +19,9 @@ class Backend {
   virtual void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device,
                           size_t n) = 0;
   virtual void synchronize(int index) = 0;
+  // Throws the first error a device-side check has reported since the last call (an index out of
+  // range found by a kernel), then clears it; see ember/cuda.h. The CPU checks at once: no-op.
+  virtual void check_errors(int index) {}
   // Fills this backend's slots of every op's kernel table; called once, on first use.
   virtual void register_kernels() = 0;
 };

@@ -84,7 +84,9 @@ void ensure_backend(Device device, const char* op) { backend_for(device, op); }
 
 void synchronize(Device device) {
   if (device.is_cpu()) return;
-  backend_for(device, "synchronize").synchronize(device.index);
+  Backend& b = backend_for(device, "synchronize");
+  b.synchronize(device.index);
+  b.check_errors(device.index);
 }
 
 }  // namespace ember

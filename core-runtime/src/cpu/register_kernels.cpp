@@ -10,6 +10,8 @@ void register_conv_pool();
 void register_normalization();
 void register_indexing();
 void register_optimizer();
+// Deferred device errors: the index range check.
+void register_index_check();
 }  // namespace ember::cpu
 
 namespace ember {
@@ -24,5 +26,6 @@ void register_cpu_kernels() {
   cpu::register_normalization();
   cpu::register_indexing();
   cpu::register_optimizer();
+  cpu::register_index_check();
 }
 }  // namespace ember

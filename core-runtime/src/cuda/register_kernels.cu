@@ -10,6 +10,8 @@ void register_conv_pool();
 void register_normalization();
 void register_indexing();
 void register_optimizer();
+// Deferred device errors: the index range check.
+void register_index_check();
 }  // namespace ember::cuda
 
 namespace ember {
@@ -24,5 +26,6 @@ void register_cuda_kernels() {
   cuda::register_normalization();
   cuda::register_indexing();
   cuda::register_optimizer();
+  cuda::register_index_check();
 }
 }  // namespace ember

@@ -1,6 +1,7 @@
 // indexing.cpp — front functions of the indexing family. Each checks its operands, turns the
 // index into contiguous int64, checks every index value against the valid range
-// (index_range_kernel), then calls its kernel. embedding and one_hot are compositions of the
+// (index_check_kernel: at once on the CPU, at the next synchronising point on CUDA), then calls
+// its kernel. embedding and one_hot are compositions of the
 // others' kernels; constant padding is a fill and a copy into a narrowed view, and the backward
 // of reflect/replicate padding is index_add along each padded dim.
 #include "ember/ops/indexing.h"
@@ -12,6 +13,7 @@
 
 #include "ember/ops/creation.h"
 #include "ops/checks.h"
+#include "ops/index_check_kernels.h"
 #include "ops/indexing_kernels.h"
 
 namespace ember {
@@ -30,14 +32,14 @@ Tensor as_index(const char* op, const Named& index) {
   return index.tensor.to(DType::Int64).contiguous();
 }
 
-// Throws IndexError unless every value of idx is in [0, limit). `what` says what is indexed.
+// IndexError unless every value of idx is in [0, limit), raised at once on the CPU and at the
+// next synchronising point on CUDA (see index_check_kernels.h). `what` says what is indexed.
 void check_range(const char* op, const Tensor& idx, int64_t limit, const std::string& what) {
   if (idx.numel() == 0) return;
-  IndexRange r = index_range_kernel(idx.device())(idx);
-  if (r.min >= 0 && r.max < limit) return;
-  throw IndexError(op, "index " + str(r.min < 0 ? r.min : r.max) + " is out of range for " + what +
-                           "; valid indices are 0 to " + str(limit - 1) +
-                           " (negative indices are not wrapped)");
+  DeferredError error{DeferredError::Kind::Index, op, "index ",
+                      " is out of range for " + what + "; valid indices are 0 to " +
+                          str(limit - 1) + " (negative indices are not wrapped)"};
+  index_check_kernel(idx.device())(idx, limit, error);
 }
 
 // x viewed as [outer, x.size(d), inner] around dim d.

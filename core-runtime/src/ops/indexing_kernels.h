@@ -1,8 +1,10 @@
 // indexing_kernels.h — kernel tables of the indexing family, and the small pieces every backend
 // shares (internal header).
 //
-// Index tensors reach kernels as contiguous int64 whose values the front function has already
-// checked with index_range_kernel, so kernels never see an out-of-range index.
+// Index tensors reach kernels as contiguous int64 whose values the front function has checked
+// with index_check_kernel (index_check_kernels.h). On the CPU that check has raised before any
+// kernel runs; on CUDA it reports at the next synchronising point, so CUDA kernels skip
+// out-of-range indices (move kernels write zero there) rather than reach outside x.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -48,7 +50,8 @@ EMBER_HOST_DEVICE inline int64_t pad_source(int64_t o, int64_t left, int64_t siz
   return i;
 }
 
-// Smallest and largest value of index (contiguous int64, numel > 0). Synchronises on a GPU.
+// Smallest and largest value of index (contiguous int64, numel > 0). Synchronises on a GPU, so
+// only one_hot's inferred num_classes (a shape that depends on the data) uses it.
 EMBER_KERNEL(index_range_kernel, IndexRange(const Tensor& index));
 
 // x: [outer, n, inner], index: [k] -> out: [outer, k, inner], out[o, j, i] = x[o, index[j], i].

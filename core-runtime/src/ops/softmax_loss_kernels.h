@@ -13,6 +13,7 @@
 
 #include "dispatch.h"
 #include "ember/tensor.h"
+#include "ops/deferred_error.h"
 
 namespace ember {
 
@@ -25,11 +26,12 @@ EMBER_KERNEL(softmax_backward_kernel,
              void(const Tensor& grad_y, const Tensor& y, bool log, Tensor& grad_x));
 
 // sample_weight[r] = weight[target[r]] (1 when weight is undefined), 0 where target[r] equals
-// ignore_index. Returns false, with the first offending value in bad_target, when a target lies
-// outside [0, num_classes). target: [rows...] int64; sample_weight: [rows...] contiguous.
+// ignore_index. A target outside [0, num_classes) raises error with its value: at once on the
+// CPU, at the next synchronising point on CUDA (its sample weight is 0, and the loss kernels skip
+// its row meanwhile). target: [rows...] int64; sample_weight: [rows...] contiguous.
 EMBER_KERNEL(target_weight_kernel,
-             bool(const Tensor& target, const Tensor& weight, int64_t ignore_index,
-                  int64_t num_classes, Tensor& sample_weight, int64_t& bad_target));
+             void(const Tensor& target, const Tensor& weight, int64_t ignore_index,
+                  int64_t num_classes, Tensor& sample_weight, const DeferredError& error));
 
 // Per-sample cross entropy of logits [rows..., C] against class indices target [rows...]:
 //   loss[r] = (1 - eps) * w[t] * (lse - x[t]) + eps / C * sum_c w[c] * (lse - x[c])
