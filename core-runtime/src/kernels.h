@@ -14,6 +14,7 @@
 // The types the signatures use, one header per family.
 #include "ops/conv_pool_kernels.h"
 #include "ops/creation_kernels.h"
+#include "ops/deferred_error.h"
 #include "ops/elementwise_kernels.h"
 #include "ops/indexing_kernels.h"
 #include "ops/matmul_kernels.h"

@@ -4,12 +4,19 @@
 // training loop that allocates the same shapes every step stops calling malloc/cudaMalloc after
 // the first step. A cap (EMBER_MEMORY_LIMIT=2GiB, or set_memory_limit) bounds the memory in use,
 // which is how a test shows that a model "fits on a 2 GiB card" on any machine.
+//
+// On a device with several streams (CUDA), each block belongs to the stream it was allocated on
+// and is reused only by later allocations on that stream, whose work queues behind its last use.
+// A block also used on other streams (record_stream) waits, once freed, until events recorded on
+// those streams at the free have completed.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "ember/device.h"
 
@@ -22,6 +29,7 @@ struct MemoryStats {
   int64_t allocations = 0;         // number of allocation requests served
   int64_t system_allocations = 0;  // how many of those reached malloc/cudaMalloc
   int64_t limit = 0;               // the cap in bytes; 0 = none
+  int64_t awaiting_streams = 0;    // bytes freed but waiting for other streams' work on them
 };
 
 // How a device obtains and returns raw memory; the caching layer sits on top.
@@ -30,6 +38,15 @@ class RawAllocator {
   virtual ~RawAllocator() = default;
   virtual void* allocate(size_t nbytes) = 0;  // returns nullptr when the system is out of memory
   virtual void deallocate(void* ptr) = 0;
+
+  // Streams, as opaque handles, for a device that has several (CUDA); a device with one order of
+  // work keeps these defaults. The calling thread's current stream:
+  virtual void* current_stream() { return nullptr; }
+  // An event marking the work queued on `stream` so far, and asking whether it has completed
+  // (which also releases it: each event is asked until it says yes, or waited for, once).
+  virtual void* record_event(void* stream) { return nullptr; }
+  virtual bool event_completed(void* event) { return true; }
+  virtual void wait_event(void* event) {}  // waits for it, then releases it
 };
 
 class CachingAllocator {
@@ -42,6 +59,9 @@ class CachingAllocator {
   // Throws OutOfMemoryError naming `op`, the request, in-use, peak and cap when it cannot serve.
   void* allocate(size_t nbytes, const char* op = "allocate");
   void deallocate(void* ptr);
+  // The block at ptr (a pointer allocate returned, still in use) is also used by work on
+  // `stream`: see the top of this file.
+  void record_stream(void* ptr, void* stream);
 
   MemoryStats stats() const;
   void reset_peak();
@@ -51,12 +71,26 @@ class CachingAllocator {
   static size_t round_size(size_t nbytes);  // the block size a request is served with
 
  private:
+  struct Block {
+    size_t size = 0;
+    void* stream = nullptr;            // the stream it was allocated on
+    std::vector<void*> other_streams;  // streams recorded on it since its allocation
+  };
+  struct AwaitingBlock {
+    void* ptr;
+    std::vector<void*> events;  // recorded on the other streams at the free
+  };
+  using FreeKey = std::pair<void*, size_t>;  // (stream, size)
+
   void release_cached_locked();
+  void collect_awaiting_locked(bool wait);
+  void cache_locked(void* ptr);
   Device device_;
   RawAllocator* raw_;
   mutable std::mutex mutex_;
-  std::multimap<size_t, void*> free_blocks_;  // size -> block, for best-fit reuse
-  std::map<void*, size_t> block_sizes_;       // every live or cached block
+  std::multimap<FreeKey, void*> free_blocks_;  // per stream, by size, for best-fit reuse
+  std::map<void*, Block> blocks_;              // every live, awaiting or cached block
+  std::vector<AwaitingBlock> awaiting_;        // freed, waiting for other streams' work
   MemoryStats stats_;
 };
 

@@ -33,6 +33,9 @@ class Backend {
   virtual void synchronize(int index) = 0;
   // This backend's kernels, every slot filled before the backend is first returned.
   virtual const KernelTable& kernels() const = 0;
+  // Throws the first error a device-side check has reported since the last call (an index out of
+  // range found by a kernel), then clears it; see ember/cuda.h. The CPU checks at once: no-op.
+  virtual void check_errors(int index) {}
 };
 
 // The backend of a device type; throws NotSupportedError when it was not compiled in and

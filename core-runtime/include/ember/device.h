@@ -48,7 +48,8 @@ bool cuda_compiled();
 int cuda_device_count();
 bool cuda_is_available();
 
-// Blocks until all queued work on the device has finished (no-op on the CPU).
+// Blocks until all queued work on the device (every stream) has finished, then throws the first
+// error a device-side check reported meanwhile (see ember/cuda.h). A no-op on the CPU.
 void synchronize(Device device = Device(DeviceType::CUDA, 0));
 
 }  // namespace ember

@@ -125,13 +125,16 @@ void* CachingAllocator::allocate(size_t nbytes, const char* op) {
   size_t size = round_size(nbytes);
   if (stats_.limit && stats_.in_use + int64_t(size) > stats_.limit) return fail("over the cap");
 
+  collect_awaiting_locked(false);
+  void* const stream = raw_->current_stream();
   void* ptr = nullptr;
-  // Best fit among cached blocks, but never a block more than twice the request (that would
-  // strand memory); blocks are not split, which keeps the allocator short and readable.
-  auto it = free_blocks_.lower_bound(size);
-  if (it != free_blocks_.end() && it->first <= 2 * size) {
+  // Best fit among the stream's cached blocks, but never a block more than twice the request
+  // (that would strand memory); blocks are not split, which keeps the allocator short and
+  // readable.
+  auto it = free_blocks_.lower_bound({stream, size});
+  if (it != free_blocks_.end() && it->first.first == stream && it->first.second <= 2 * size) {
     ptr = it->second;
-    size = it->first;
+    size = it->first.second;
     free_blocks_.erase(it);
   } else {
     ptr = raw_->allocate(size);
@@ -140,7 +143,7 @@ void* CachingAllocator::allocate(size_t nbytes, const char* op) {
       ptr = raw_->allocate(size);
     }
     if (!ptr) return fail("the device is out of memory");
-    block_sizes_[ptr] = size;
+    blocks_[ptr] = Block{size, stream, {}};
     stats_.reserved += int64_t(size);
     ++stats_.system_allocations;
   }
@@ -153,16 +156,64 @@ void* CachingAllocator::allocate(size_t nbytes, const char* op) {
 void CachingAllocator::deallocate(void* ptr) {
   if (!ptr) return;
   std::lock_guard<std::mutex> lock(mutex_);
-  size_t size = block_sizes_.at(ptr);
-  stats_.in_use -= int64_t(size);
-  free_blocks_.emplace(size, ptr);
+  Block& b = blocks_.at(ptr);
+  stats_.in_use -= int64_t(b.size);
+  if (b.other_streams.empty()) {
+    cache_locked(ptr);
+    return;
+  }
+  AwaitingBlock a{ptr, {}};
+  for (void* s : b.other_streams) a.events.push_back(raw_->record_event(s));
+  b.other_streams.clear();
+  stats_.awaiting_streams += int64_t(b.size);
+  awaiting_.push_back(std::move(a));
+}
+
+void CachingAllocator::record_stream(void* ptr, void* stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Block& b = blocks_.at(ptr);
+  if (stream == b.stream) return;  // its own stream orders its reuse already
+  for (void* s : b.other_streams)
+    if (s == stream) return;
+  b.other_streams.push_back(stream);
+}
+
+void CachingAllocator::cache_locked(void* ptr) {
+  const Block& b = blocks_.at(ptr);
+  free_blocks_.emplace(FreeKey{b.stream, b.size}, ptr);
+}
+
+// Moves the awaiting blocks whose events have all completed (all of them, waiting, with `wait`)
+// to the cache. A completed event is released as it is asked, so it is dropped from the list.
+void CachingAllocator::collect_awaiting_locked(bool wait) {
+  for (size_t i = 0; i < awaiting_.size();) {
+    std::vector<void*>& events = awaiting_[i].events;
+    for (size_t e = 0; e < events.size();) {
+      if (wait) raw_->wait_event(events[e]);
+      if (wait || raw_->event_completed(events[e])) {
+        events[e] = events.back();
+        events.pop_back();
+      } else {
+        ++e;
+      }
+    }
+    if (!events.empty()) {
+      ++i;
+      continue;
+    }
+    stats_.awaiting_streams -= int64_t(blocks_.at(awaiting_[i].ptr).size);
+    cache_locked(awaiting_[i].ptr);
+    awaiting_[i] = std::move(awaiting_.back());
+    awaiting_.pop_back();
+  }
 }
 
 void CachingAllocator::release_cached_locked() {
-  for (auto& [size, ptr] : free_blocks_) {
+  collect_awaiting_locked(true);
+  for (auto& [key, ptr] : free_blocks_) {
     raw_->deallocate(ptr);
-    block_sizes_.erase(ptr);
-    stats_.reserved -= int64_t(size);
+    blocks_.erase(ptr);
+    stats_.reserved -= int64_t(key.second);
   }
   free_blocks_.clear();
 }

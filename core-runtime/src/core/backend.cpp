@@ -79,7 +79,9 @@ void copy_bytes_between(Backend& dst_backend, void* dst, Device dst_device, Back
 
 void synchronize(Device device) {
   if (device.is_cpu()) return;
-  backend_for(device, "synchronize").synchronize(device.index);
+  Backend& b = backend_for(device, "synchronize");
+  b.synchronize(device.index);
+  b.check_errors(device.index);
 }
 
 }  // namespace ember

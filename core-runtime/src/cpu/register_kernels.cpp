@@ -16,6 +16,7 @@ void register_optimizer(KernelTable& table);
 void register_masking(KernelTable& table);
 void register_resample(KernelTable& table);
 void register_scan_sort(KernelTable& table);
+void register_index_check(KernelTable& table);
 }  // namespace ember::cpu
 
 namespace ember {
@@ -33,5 +34,6 @@ void register_cpu_kernels(KernelTable& table) {
   cpu::register_masking(table);
   cpu::register_resample(table);
   cpu::register_scan_sort(table);
+  cpu::register_index_check(table);
 }
 }  // namespace ember

@@ -146,30 +146,24 @@ void softmax_backward(const Tensor& grad_y, const Tensor& y, bool log, Tensor& g
 // ---- targets ----
 
 template <class C>
-bool target_weight_rows(const Tensor& target, const Tensor& weight, int64_t ignore_index,
-                        int64_t num_classes, Tensor& sample_weight, int64_t& bad_target) {
+void target_weight_rows(const Tensor& target, const Tensor& weight, int64_t ignore_index,
+                        int64_t num_classes, Tensor& sample_weight, const DeferredError& error) {
   const SampleView<int64_t> tv(target);
   const C* w = weight.defined() ? weight.data<C>() : nullptr;
   C* out = sample_weight.data<C>();
   for (int64_t r = 0; r < tv.walk.numel; ++r) {
     const int64_t t = tv[r];
-    if (t == ignore_index) {
-      out[r] = C(0);
-    } else if (t < 0 || t >= num_classes) {
-      bad_target = t;
-      return false;
-    } else {
-      out[r] = w ? w[t] : C(1);
-    }
+    if (t == ignore_index) out[r] = C(0);
+    else if (t < 0 || t >= num_classes) error.raise(t);
+    else out[r] = w ? w[t] : C(1);
   }
-  return true;
 }
 
-bool target_weight(const Tensor& target, const Tensor& weight, int64_t ignore_index,
-                   int64_t num_classes, Tensor& sample_weight, int64_t& bad_target) {
-  return dispatch_floating(sample_weight.dtype(), "cross_entropy", [&](auto tag) {
-    return target_weight_rows<typename decltype(tag)::type>(target, weight, ignore_index,
-                                                            num_classes, sample_weight, bad_target);
+void target_weight(const Tensor& target, const Tensor& weight, int64_t ignore_index,
+                   int64_t num_classes, Tensor& sample_weight, const DeferredError& error) {
+  dispatch_floating(sample_weight.dtype(), "cross_entropy", [&](auto tag) {
+    target_weight_rows<typename decltype(tag)::type>(target, weight, ignore_index, num_classes,
+                                                     sample_weight, error);
   });
 }
 

@@ -40,6 +40,7 @@
 
 #include "cuda/conv_im2col.cuh"
 #include "cuda/conv_implicit_gemm.cuh"
+#include "cuda/device_error.cuh"
 #include "cuda/launch.cuh"
 #include "kernels.h"
 #include "ops/checks.h"
@@ -342,10 +343,12 @@ __device__ __forceinline__ void atomic_add(BFloat16* p, float v) {
 // grad_x (zeroed) [plane][idx[e]] += grad_out[e].
 template <class T>
 __global__ void max_pool_backward(const T* go, const int64_t* idx, int64_t total, int64_t out_hw,
-                                  int64_t in_hw, T* grad_x) {
+                                  int64_t in_hw, T* grad_x, DeviceErrorSink sink) {
   EMBER_GRID_STRIDE(e, total) {
     const int64_t at = idx[e];
-    if (at >= 0) atomic_add(grad_x + e / out_hw * in_hw + at, compute_t<T>(go[e]));
+    if (at == -1) continue;  // a window wholly in the padding: nothing to route back
+    if (at < 0 || at >= in_hw) sink.report(at);
+    else atomic_add(grad_x + e / out_hw * in_hw + at, compute_t<T>(go[e]));
   }
 }
 
@@ -475,13 +478,20 @@ void max_pool2d_backward(const Tensor& go, const Tensor& indices, Tensor& grad_x
                                    stream(grad_x.device())),
                    op);
   const int64_t out_hw = go.size(2) * go.size(3), in_hw = grad_x.size(2) * grad_x.size(3);
+  // The CPU's IndexError, naming the first bad value, at the next synchronising point.
+  const DeferredError error{DeferredError::Kind::Index, op, "indices hold ",
+                            ", outside [0, H * W) = [0, " + std::to_string(in_hw) +
+                                ") for input planes of " + std::to_string(grad_x.size(2)) + " x " +
+                                std::to_string(grad_x.size(3)) +
+                                "; pass the indices max_pool2d returned"};
+  const DeviceErrorSink sink = arm_error(grad_x.device(), error, in_hw);
   dispatch_floating(go.dtype(), op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     launch_pool(op, go, go.numel(), {&go, &indices, &grad_x},
                 [&](unsigned blocks, cudaStream_t st) {
-                  max_pool_backward<T><<<blocks, 256, 0, st>>>(go.data<T>(),
-                                                               indices.data<int64_t>(), go.numel(),
-                                                               out_hw, in_hw, grad_x.data<T>());
+                  max_pool_backward<T>
+                      <<<blocks, 256, 0, st>>>(go.data<T>(), indices.data<int64_t>(), go.numel(),
+                                               out_hw, in_hw, grad_x.data<T>(), sink);
                 });
   });
 }

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <string>
 #include <type_traits>
@@ -32,12 +33,13 @@ namespace {
       throw_cublas_error(ember_cublas_status_, (op), #expr); \
   } while (0)
 
-// What cuBLAS is handed per device. The workspace is a plain cudaMalloc, outside the caching
-// allocator (so it is not in memory_stats): 32 MiB on Hopper and newer, 4 MiB before, the sizes
-// the cuBLAS documentation recommends.
+// What cuBLAS is handed per device: one handle, and a workspace per stream it has run on (GEMMs
+// on two streams may run at once, so they cannot share one). Each workspace is a plain cudaMalloc,
+// outside the caching allocator (so it is not in memory_stats): 32 MiB on Hopper and newer,
+// 4 MiB before, the sizes the cuBLAS documentation recommends.
 struct DeviceBlas {
   cublasHandle_t handle = nullptr;
-  void* workspace = nullptr;
+  std::map<cudaStream_t, void*> workspaces;
   size_t workspace_bytes = 0;
 };
 
@@ -62,9 +64,18 @@ DeviceBlas& device_blas(Device device) {
                                                                   : CUBLAS_DEFAULT_MATH),
                        "cuBLAS");
     d.workspace_bytes = properties(device.index).major >= 9 ? (32u << 20) : (4u << 20);
-    EMBER_CUDA_CHECK(cudaMalloc(&d.workspace, d.workspace_bytes), "cuBLAS workspace");
   }
   return d;
+}
+
+// The workspace of stream s, made on its first GEMM (g_mutex held).
+void* workspace_of(DeviceBlas& d, Device device, cudaStream_t s) {
+  void*& w = d.workspaces[s];
+  if (!w) {
+    DeviceGuard guard(device);
+    EMBER_CUDA_CHECK(cudaMalloc(&w, d.workspace_bytes), "cuBLAS workspace");
+  }
+  return w;
 }
 
 // How cuBLAS (column-major) sees a row-major logical [rows, cols] operand: stored row-major with
@@ -92,9 +103,15 @@ template <class T> BlasLayout blas_layout(const MatrixRef<T>& m, int64_t rows, i
 
 cublasHandle_t cublas_handle(Device device) {
   DeviceBlas& d = device_blas(device);
+  const cudaStream_t s = stream(device);  // the current stream
+  void* workspace = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    workspace = workspace_of(d, device, s);
+  }
   // cublasSetStream also resets the workspace to cuBLAS's own pool, so set ours after it.
-  EMBER_CUBLAS_CHECK(cublasSetStream(d.handle, stream(device)), "cuBLAS");
-  EMBER_CUBLAS_CHECK(cublasSetWorkspace(d.handle, d.workspace, d.workspace_bytes), "cuBLAS");
+  EMBER_CUBLAS_CHECK(cublasSetStream(d.handle, s), "cuBLAS");
+  EMBER_CUBLAS_CHECK(cublasSetWorkspace(d.handle, workspace, d.workspace_bytes), "cuBLAS");
   return d.handle;
 }
 

@@ -43,9 +43,10 @@ template <class T> struct GemmArgs {
 };
 
 // The cuBLAS handle of `device`, created on first use (and never destroyed: it lives as long as
-// the CUDA context). Each call binds it to Ember's stream for the device and to a workspace owned
+// the CUDA context). Each call binds it to the device's current stream and to a workspace owned
 // by that (device, stream) pair, so that cuBLAS never allocates behind the caching allocator's
-// back or inside a CUDA-graph capture.
+// back or inside a CUDA-graph capture (once a stream has run a GEMM), and GEMMs on two streams
+// never share scratch memory.
 cublasHandle_t cublas_handle(Device device);
 
 // Whether cuBLAS can read `m` (a [rows, cols] operand) in place: one of its two strides must be 1

@@ -1,19 +1,22 @@
-// cuda_backend.cu — the CUDA backend: per GPU one stream, a caching allocator over cudaMalloc,
-// device properties, and byte copies between the GPU and the host.
+// cuda_backend.cu — the CUDA backend: per GPU Ember's own stream, a caching allocator over
+// cudaMalloc, device properties, and byte copies between the GPU and the host.
 //
-// Everything Ember does on a GPU is queued on that GPU's one stream and runs in order there,
-// asynchronously to the host. That single ordering is what keeps the rest simple:
+// Ember queues a thread's work for a GPU on that GPU's current stream (stream.cu): Ember's own
+// stream unless a StreamGuard made another current. It runs in order there, asynchronously to the
+// host, and events order it with other streams'. That is what keeps the rest simple:
 // - Freeing memory while kernels that use it are still queued is safe. The caching allocator
-//   hands a freed block only to later work of the same device, which is queued behind those
-//   kernels on the same stream, so the block's next owner runs after its last user has finished.
-//   (Work on other streams, e.g. NCCL's, would need events before its memory is freed.)
-// - A copy to the host only has to wait for the stream, and then everything before it is done.
+//   hands a freed block only to later allocations on the stream it was allocated on, which queue
+//   behind those kernels; a block used on other streams too (record_stream) waits for events
+//   recorded on them at the free.
+// - A copy to the host only has to wait for the current stream, and then everything queued
+//   before it there is done. It then reports deferred errors (device_error.cuh).
 #include <cuda_runtime.h>
 
 #include <cstring>
 #include <memory>
 #include <mutex>
 
+#include "cuda/device_error.cuh"
 #include "cuda/launch.cuh"
 #include "ember/backend.h"
 #include "ember/error.h"
@@ -44,6 +47,31 @@ class CudaRawAllocator : public RawAllocator {
   void deallocate(void* ptr) override {
     DeviceGuard guard(index_);
     EMBER_CUDA_CHECK(cudaFree(ptr), "cudaFree");  // cudaFree waits for the device to be idle
+  }
+
+  void* current_stream() override { return stream(index_); }
+  void* record_event(void* s) override {
+    DeviceGuard guard(index_);
+    cudaEvent_t e = nullptr;
+    EMBER_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "free");
+    EMBER_CUDA_CHECK(cudaEventRecord(e, static_cast<cudaStream_t>(s)), "free");
+    return e;
+  }
+  bool event_completed(void* event) override {
+    cudaEvent_t e = static_cast<cudaEvent_t>(event);
+    cudaError_t err = cudaEventQuery(e);
+    if (err == cudaErrorNotReady) {
+      cudaGetLastError();  // not a failure: clear it, or the next check_launch would report it
+      return false;
+    }
+    EMBER_CUDA_CHECK(err, "allocate");
+    EMBER_CUDA_CHECK(cudaEventDestroy(e), "allocate");
+    return true;
+  }
+  void wait_event(void* event) override {
+    cudaEvent_t e = static_cast<cudaEvent_t>(event);
+    EMBER_CUDA_CHECK(cudaEventSynchronize(e), "empty_cache");
+    EMBER_CUDA_CHECK(cudaEventDestroy(e), "empty_cache");
   }
 
  private:
@@ -96,7 +124,7 @@ class PinnedStaging {
 struct DeviceState {
   std::once_flag init;
   cudaDeviceProp props;
-  cudaStream_t stream = nullptr;
+  cudaStream_t stream = nullptr;  // Ember's own
   std::unique_ptr<CudaRawAllocator> raw;
   std::unique_ptr<CachingAllocator> allocator;
   PinnedStaging staging;
@@ -113,36 +141,38 @@ class CudaBackend : public Backend {
   CachingAllocator& allocator(int index) override { return *state(index).allocator; }
   const KernelTable& kernels() const override { return kernels_; }
 
-  void synchronize(int index) override {
+  void synchronize(int index) override {  // every stream of the device
     DeviceGuard guard(index);
     EMBER_CUDA_CHECK(cudaDeviceSynchronize(), "synchronize");
   }
+  void check_errors(int index) override { check_device_errors(index); }
 
   void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device,
                   size_t n) override {
     if (n == 0) return;
     if (src_device.is_cpu()) {
-      DeviceState& d = state(dst_device.index);
-      d.staging.to_device(dst, src, n, dst_device.index, d.stream);
+      // From pageable memory through the pinned ring: returns once the last chunk is staged.
+      state(dst_device.index).staging.to_device(dst, src, n, dst_device.index, stream(dst_device));
     } else if (dst_device.is_cpu()) {  // the host is about to read dst: wait for it
-      cudaStream_t s = state(src_device.index).stream;
+      cudaStream_t s = stream(src_device);
       DeviceGuard guard(src_device);
       EMBER_CUDA_CHECK(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, s), "copy to cpu");
       EMBER_CUDA_CHECK(cudaStreamSynchronize(s), "copy to cpu");
+      check_device_errors(src_device.index);
     } else if (src_device == dst_device) {
       DeviceGuard guard(dst_device);
-      EMBER_CUDA_CHECK(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice,
-                                       state(dst_device.index).stream),
+      EMBER_CUDA_CHECK(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, stream(dst_device)),
                        "copy_");
     } else {
-      // Between GPUs the copy joins two streams: wait for src's producers, copy on dst's
-      // stream, and wait for the copy, since src's memory may be reused by src's stream after.
-      cudaStream_t from = state(src_device.index).stream, to = state(dst_device.index).stream;
+      // Between GPUs the copy joins two streams without the host waiting: dst's stream waits for
+      // src's producers, copies, and src's stream then waits for the copy, since src's memory
+      // may be reused by later work there.
+      cudaStream_t from = stream(src_device), to = stream(dst_device);
+      order_after(to, from, src_device.index);
       DeviceGuard guard(dst_device);
-      EMBER_CUDA_CHECK(cudaStreamSynchronize(from), "copy_");
       EMBER_CUDA_CHECK(cudaMemcpyPeerAsync(dst, dst_device.index, src, src_device.index, n, to),
                        "copy_");
-      EMBER_CUDA_CHECK(cudaStreamSynchronize(to), "copy_");
+      order_after(from, to, dst_device.index);
     }
   }
 
@@ -163,6 +193,17 @@ class CudaBackend : public Backend {
   }
 
  private:
+  // Work queued on `later` from now on waits for the work queued on `earlier` (of GPU
+  // `earlier_device`) so far. The event may be destroyed at once: CUDA keeps it until it is used.
+  static void order_after(cudaStream_t later, cudaStream_t earlier, int earlier_device) {
+    DeviceGuard guard(earlier_device);
+    cudaEvent_t e = nullptr;
+    EMBER_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "copy_");
+    EMBER_CUDA_CHECK(cudaEventRecord(e, earlier), "copy_");
+    EMBER_CUDA_CHECK(cudaStreamWaitEvent(later, e, 0), "copy_");
+    EMBER_CUDA_CHECK(cudaEventDestroy(e), "copy_");
+  }
+
   // 0 when there is no driver or no GPU: the library then works on the CPU alone.
   static int query_device_count() {
     int n = 0;
@@ -182,7 +223,7 @@ CudaBackend& backend() { return static_cast<CudaBackend&>(cuda_backend()); }
 
 }  // namespace
 
-cudaStream_t stream(int index) { return backend().state(index).stream; }
+cudaStream_t ember_stream(int index) { return backend().state(index).stream; }
 const cudaDeviceProp& properties(int index) { return backend().state(index).props; }
 void* stream_handle(int index) { return stream(index); }  // for ember/cuda.h
 

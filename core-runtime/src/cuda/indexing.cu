@@ -88,14 +88,16 @@ IndexRange index_range(const Tensor& index) {
 
 // ---- index_select / index_add: [outer, n, inner] layouts ----
 
-// out[o, j, i] = x[o, idx[j], i], one thread per output element.
+// out[o, j, i] = x[o, idx[j], i], one thread per output element; 0 where idx[j] is out of range
+// (the front function's check reports it).
 template <class E>
 __global__ void index_select_rows(const E* x, const int64_t* idx, int64_t n, int64_t k,
                                   int64_t inner, int64_t total, E* out) {
   const int64_t step = int64_t(blockDim.x) * gridDim.x;
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += step) {
     const int64_t i = e % inner, r = e / inner, j = r % k, o = r / k;
-    out[e] = x[(o * n + idx[j]) * inner + i];
+    const int64_t row = idx[j];
+    out[e] = row >= 0 && row < n ? x[(o * n + row) * inner + i] : E(0);
   }
 }
 
@@ -110,14 +112,16 @@ void index_select(const Tensor& x, const Tensor& index, Tensor& out) {
   check_launch("index_select", {&x, &index, &out});
 }
 
-// out[o, idx[j], i] += src[o, j, i], one thread per src element.
+// out[o, idx[j], i] += src[o, j, i], one thread per src element; skipped where idx[j] is out of
+// range (the front function's check reports it).
 template <class T>
 __global__ void index_add_rows(T* out, const int64_t* idx, const T* src, int64_t n, int64_t k,
                                int64_t inner, int64_t total) {
   const int64_t step = int64_t(blockDim.x) * gridDim.x;
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += step) {
     const int64_t i = e % inner, r = e / inner, j = r % k, o = r / k;
-    atomic_add(out + (o * n + idx[j]) * inner + i, src[e]);
+    const int64_t row = idx[j];
+    if (row >= 0 && row < n) atomic_add(out + (o * n + row) * inner + i, src[e]);
   }
 }
 
@@ -137,7 +141,8 @@ void index_add(Tensor& out, const Tensor& index, const Tensor& src) {
 // Index's shape and, per operand (0: x, 1: index, 2: out or src), strides in elements.
 struct IndexWalk {
   int ndim;
-  int dim;  // the indexed dim
+  int dim;        // the indexed dim
+  int64_t bound;  // x's size there: indices outside [0, bound) are skipped
   int64_t size[kMaxDims];
   int64_t stride[3][kMaxDims];
 };
@@ -147,7 +152,7 @@ IndexWalk make_walk(const char* op, const Tensor& x, int64_t d, const Tensor& in
   if (index.dim() > kMaxDims)
     throw NotSupportedError(op, "index is " + describe(index) + "; CUDA handles up to " +
                                     std::to_string(kMaxDims) + " dims, reshape first");
-  IndexWalk w{int(index.dim()), int(d), {}, {}};
+  IndexWalk w{int(index.dim()), int(d), x.size(d), {}, {}};
   for (int i = 0; i < w.ndim; ++i) {
     w.size[i] = index.size(i);
     w.stride[0][i] = x.stride(i);
@@ -182,7 +187,8 @@ __global__ void gather_elements(const E* x, const int64_t* idx, E* out, IndexWal
   const int64_t step = int64_t(blockDim.x) * gridDim.x;
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += step) {
     const Offsets off = walk(w, e);
-    out[off.other] = x[off.x + idx[off.index] * w.stride[0][w.dim]];
+    const int64_t at = idx[off.index];
+    out[off.other] = at >= 0 && at < w.bound ? x[off.x + at * w.stride[0][w.dim]] : E(0);
   }
 }
 
@@ -204,7 +210,8 @@ __global__ void scatter_add_elements(T* x, const int64_t* idx, const T* src, Ind
   const int64_t step = int64_t(blockDim.x) * gridDim.x;
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += step) {
     const Offsets off = walk(w, e);
-    atomic_add(x + off.x + idx[off.index] * w.stride[0][w.dim], src[off.other]);
+    const int64_t at = idx[off.index];
+    if (at >= 0 && at < w.bound) atomic_add(x + off.x + at * w.stride[0][w.dim], src[off.other]);
   }
 }
 

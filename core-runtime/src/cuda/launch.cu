@@ -1,6 +1,7 @@
 // launch.cu — CUDA error reporting, launch checks and the device guard.
 #include <string>
 
+#include "cuda/device_error.cuh"
 #include "cuda/launch.cuh"
 #include "ember/cuda.h"
 #include "ember/error.h"
@@ -31,8 +32,11 @@ namespace ember::cuda {
 
 void check_launch(const char* op, const Tensor* const* operands, size_t count) {
   cudaError_t err = cudaGetLastError();  // a bad configuration (grid, shared memory) shows here
-  if (err == cudaSuccess && cuda_sync_mode() && count > 0)
+  if (err == cudaSuccess && cuda_sync_mode() && count > 0) {
     err = cudaStreamSynchronize(stream(operands[0]->device()));
+    // A deferred error (an index out of range) is then reported at the op that found it.
+    if (err == cudaSuccess) check_device_errors(operands[0]->device().index);
+  }
   if (err == cudaSuccess) return;
   std::string with;
   for (size_t i = 0; i < count; ++i) with += (i ? ", " : "") + describe(*operands[i]);

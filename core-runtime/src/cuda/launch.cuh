@@ -4,12 +4,15 @@
 //   my_kernel<<<blocks, threads, 0, stream(out.device())>>>(...);
 //   check_launch("gelu", {&x, &out});                 // after every launch
 //
-// All of Ember's work on a GPU goes to one stream per device, `stream(device)`; never launch on
-// the legacy default stream (stream 0) nor call synchronous cudaMemcpy/cudaMemset: the Ember
-// stream is non-blocking, so work there would not be ordered with it. cuBLAS handles are pointed
-// at it with cublasSetStream. Kernels run asynchronously: a fault inside one surfaces at a later
-// CUDA call, far from its cause. EMBER_CUDA_SYNC=1 (or set_cuda_sync_mode(true) in ember/cuda.h)
-// makes check_launch wait for every kernel, so a fault is reported with the op that caused it.
+// All of Ember's work on a GPU goes to the calling thread's current stream of the device,
+// `stream(device)` (Ember's own unless a StreamGuard made another current; see stream.cu); never
+// launch on the legacy default stream (stream 0) nor call synchronous cudaMemcpy/cudaMemset:
+// Ember's streams are non-blocking, so work there would not be ordered with them. cuBLAS handles
+// are pointed at the current stream with cublasSetStream. Kernels run asynchronously: a fault
+// inside one surfaces at a later CUDA call, far from its cause, and a device-side check
+// (device_error.cuh) at the next synchronising point. EMBER_CUDA_SYNC=1 (or
+// set_cuda_sync_mode(true) in ember/cuda.h) makes check_launch wait for every kernel, so both are
+// reported with the op that caused them.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -41,7 +44,7 @@ inline void check_launch(const char* op, std::initializer_list<const Tensor*> op
   check_launch(op, operands.begin(), operands.size());
 }
 
-// The stream Ember queues device `index`'s work on (created on first use).
+// The stream Ember queues the calling thread's work for device `index` on: its current stream.
 cudaStream_t stream(int index);
 inline cudaStream_t stream(Device device) { return stream(device.index); }
 

@@ -152,12 +152,17 @@ Tensor masked_select(const Tensor& x, const Tensor& mask) {
   return out;
 }
 
-// flat[offsets[i]] = values[i]; with repeated offsets, whichever thread stores last wins.
+// flat[offsets[i]] = values[i]; with repeated offsets, whichever thread stores last wins. An
+// offset outside [0, size) comes from an index the range check has reported to the device's
+// error flag (raised at the next synchronising point): it is skipped, never written.
 template <class E>
-__global__ void put_elements(E* flat, const int64_t* offsets, const E* values, int64_t n) {
+__global__ void put_elements(E* flat, int64_t size, const int64_t* offsets, const E* values,
+                             int64_t n) {
   const int64_t step = int64_t(blockDim.x) * gridDim.x;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step)
-    flat[offsets[i]] = values[i];
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    const int64_t at = offsets[i];
+    if (at >= 0 && at < size) flat[at] = values[i];
+  }
 }
 
 void put(const Tensor& flat, const Tensor& offsets, const Tensor& values) {
@@ -166,7 +171,7 @@ void put(const Tensor& flat, const Tensor& offsets, const Tensor& values) {
   dispatch_by_size(flat.itemsize(), "index_put", [&](auto tag) {
     using E = typename decltype(tag)::type;
     put_elements<E><<<blocks_for(n, flat.device()), kThreads, 0, stream(flat.device())>>>(
-        static_cast<E*>(flat.data_ptr()), offsets.data<int64_t>(),
+        static_cast<E*>(flat.data_ptr()), flat.numel(), offsets.data<int64_t>(),
         static_cast<const E*>(values.data_ptr()), n);
   });
   check_launch("index_put", {&flat, &offsets, &values});

@@ -16,6 +16,7 @@ void register_optimizer(KernelTable& table);
 void register_masking(KernelTable& table);
 void register_resample(KernelTable& table);
 void register_scan_sort(KernelTable& table);
+void register_index_check(KernelTable& table);
 }  // namespace ember::cuda
 
 namespace ember {
@@ -33,5 +34,6 @@ void register_cuda_kernels(KernelTable& table) {
   cuda::register_masking(table);
   cuda::register_resample(table);
   cuda::register_scan_sort(table);
+  cuda::register_index_check(table);
 }
 }  // namespace ember

@@ -10,10 +10,11 @@
 //     more to write.
 // Softmax statistics are reduced as (max, sum of exp(x - max)) pairs, the LogSumExp reducer of
 // ops/reduction_kernels.h, so one group reduction gives both. Cross entropy and its backward are
-// each one fused kernel. Target range checks run first and report through a device flag read back
-// by the host (a synchronisation, acceptable for a loss).
+// each one fused kernel. Target range checks run first and report a bad target to the device's
+// error flag (device_error.cuh), never waiting for it; the loss kernels skip such rows.
 #include <limits>
 
+#include "cuda/device_error.cuh"
 #include "cuda/loops.cuh"
 #include "cuda/reduce.cuh"
 #include "kernels.h"
@@ -328,25 +329,22 @@ void softmax_backward(const Tensor& g, const Tensor& y, bool log, Tensor& gx) {
 
 // ---- targets: per-sample weights and the range check ----
 
-// flag[0] becomes 1 and flag[1] a bad target when one lies outside [0, classes).
+// A target outside [0, classes) is reported to the sink, and weighs 0.
 template <class C>
 __global__ void target_check_kernel(const int64_t* target, DeviceWalk tw, const C* weight,
                                     int64_t ignore_index, int64_t classes, int64_t count,
-                                    C* sample_weight, unsigned long long* flag) {
+                                    C* sample_weight, DeviceErrorSink sink) {
   const int64_t r = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (r >= count) return;
   const int64_t t = target[tw.offset(r)];
   C w = C(0);
-  if (t != ignore_index && (t < 0 || t >= classes)) {
-    if (atomicCAS(&flag[0], 0ull, 1ull) == 0ull) flag[1] = (unsigned long long)t;
-  } else if (t != ignore_index) {
-    w = weight ? weight[t] : C(1);
-  }
+  if (t != ignore_index && (t < 0 || t >= classes)) sink.report(t);
+  else if (t != ignore_index) w = weight ? weight[t] : C(1);
   sample_weight[r] = w;
 }
 
-bool target_weight(const Tensor& target_in, const Tensor& weight, int64_t ignore_index,
-                   int64_t num_classes, Tensor& sample_weight, int64_t& bad_target) {
+void target_weight(const Tensor& target_in, const Tensor& weight, int64_t ignore_index,
+                   int64_t num_classes, Tensor& sample_weight, const DeferredError& error) {
   Tensor target = target_in;
   DeviceWalk tw;
   if (!to_device(make_walk(target, 0, target.dim(), false), tw)) {
@@ -354,21 +352,18 @@ bool target_weight(const Tensor& target_in, const Tensor& weight, int64_t ignore
     to_device(make_walk(target, 0, target.dim(), false), tw);
   }
   const int64_t count = target.numel();
-  if (count == 0) return true;
-  Tensor flag = Tensor::empty({2}, DType::Int64, target.device()).zero_();
+  if (count == 0) return;
+  const DeviceErrorSink sink = arm_error(target.device(), error, num_classes);
   DeviceGuard guard(target.device());
   dispatch_floating(sample_weight.dtype(), "cross_entropy", [&](auto tag) {
     using C = typename decltype(tag)::type;
     target_check_kernel<<<unsigned(ceil_div(count, kThreads)), kThreads, 0,
-                          stream(target.device())>>>(
-        target.data<int64_t>(), tw, weight.defined() ? weight.data<C>() : nullptr, ignore_index,
-        num_classes, count, sample_weight.data<C>(),
-        static_cast<unsigned long long*>(flag.data_ptr()));
+                          stream(target.device())>>>(target.data<int64_t>(), tw,
+                                                     weight.defined() ? weight.data<C>() : nullptr,
+                                                     ignore_index, num_classes, count,
+                                                     sample_weight.data<C>(), sink);
   });
-  check_launch("cross_entropy", {&target, &sample_weight});
-  const std::vector<int64_t> f = flag.to_vector<int64_t>();  // synchronises
-  bad_target = f[1];
-  return f[0] == 0;
+  check_launch(error.op, {&target, &sample_weight});
 }
 
 // ---- cross entropy: logits [rows, C], one group per row ----
@@ -537,26 +532,25 @@ void cross_entropy_backward(const Tensor& g_in, const Tensor& logits, const Tens
 template <class T>
 __global__ void nll_forward_kernel(const T* lp, Rows lr, const int64_t* target, DeviceWalk tw,
                                    const compute_t<T>* weight, int64_t ignore_index, int64_t rows,
-                                   compute_t<T>* loss) {
+                                   int64_t classes, compute_t<T>* loss) {
   using C = compute_t<T>;
   const int64_t r = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (r >= rows) return;
   const int64_t t = target[tw.offset(r)];
-  loss[r] = t == ignore_index
-                ? C(0)
-                : -(weight ? weight[t] : C(1)) * C(lp[lr.walk.offset(r) + t * lr.stride]);
+  const bool skip = t == ignore_index || t < 0 || t >= classes;  // out of range: reported already
+  loss[r] = skip ? C(0) : -(weight ? weight[t] : C(1)) * C(lp[lr.walk.offset(r) + t * lr.stride]);
 }
 
 // grad[r, t] = -g[r] * w[t]; the rest of grad is already zero.
 template <class T>
 __global__ void nll_backward_kernel(const compute_t<T>* g, DeviceWalk gw, const int64_t* target,
                                     DeviceWalk tw, const compute_t<T>* weight, int64_t ignore_index,
-                                    int64_t rows, T* grad, Rows gr) {
+                                    int64_t rows, int64_t classes, T* grad, Rows gr) {
   using C = compute_t<T>;
   const int64_t r = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (r >= rows) return;
   const int64_t t = target[tw.offset(r)];
-  if (t != ignore_index)
+  if (t != ignore_index && t >= 0 && t < classes)  // out of range: reported already
     grad[gr.walk.offset(r) + t * gr.stride] = T(-g[gw.offset(r)] * (weight ? weight[t] : C(1)));
 }
 
@@ -582,7 +576,7 @@ void nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& weigh
     DeviceGuard guard(lp.device());
     nll_forward_kernel<<<unsigned(ceil_div(rows, kThreads)), kThreads, 0, stream(lp.device())>>>(
         lp.data<T>(), lr, t.data<int64_t>(), tw, weight.defined() ? weight.data<C>() : nullptr,
-        ignore_index, rows, loss.data<C>());
+        ignore_index, rows, lp.size(-1), loss.data<C>());
     check_launch("nll_loss", {&lp, &t, &loss});
   });
 }
@@ -605,7 +599,7 @@ void nll_loss_backward(const Tensor& g_in, const Tensor& target, const Tensor& w
     DeviceGuard guard(grad.device());
     nll_backward_kernel<<<unsigned(ceil_div(rows, kThreads)), kThreads, 0, stream(grad.device())>>>(
         g.data<C>(), gw, t.data<int64_t>(), tw, weight.defined() ? weight.data<C>() : nullptr,
-        ignore_index, rows, grad.data<T>(), gr);
+        ignore_index, rows, grad.size(-1), grad.data<T>(), gr);
     check_launch("nll_loss_backward", {&g, &t, &grad});
   });
 }

@@ -1,6 +1,7 @@
 // indexing.cpp — front functions of the indexing family. Each checks its operands, turns the
 // index into contiguous int64, checks every index value against the valid range
-// (index_range_kernel), then calls its kernel. embedding and one_hot are compositions of the
+// (index_check_kernel: at once on the CPU, at the next synchronising point on CUDA), then calls
+// its kernel. embedding and one_hot are compositions of the
 // others' kernels; constant padding is a fill and a copy into a narrowed view, and the backward
 // of reflect/replicate padding is index_add along each padded dim.
 #include "ember/ops/indexing.h"
@@ -13,6 +14,7 @@
 #include "ember/ops/creation.h"
 #include "kernels.h"
 #include "ops/checks.h"
+#include "ops/deferred_error.h"
 #include "ops/indexing_kernels.h"
 #include "ops/out.h"
 
@@ -32,7 +34,9 @@ Tensor as_index(const char* op, const Named& index) {
   return index.tensor.to(DType::Int64).contiguous();
 }
 
-// Throws IndexError unless every value of idx is in [0, limit). `what` says what is indexed.
+// IndexError unless every value of idx is in [0, limit), raised at once on the CPU and at the
+// next synchronising point on CUDA (see index_check_kernel in kernels.def). `what` says what is
+// indexed.
 void check_range(const char* op, const Tensor& idx, int64_t limit, const std::string& what) {
   check_index_values(op, idx, limit, false, what);
 }
@@ -77,12 +81,11 @@ void add_slices(const Tensor& x, int64_t d, const Tensor& idx, const Tensor& src
 void check_index_values(const char* op, const Tensor& idx, int64_t size, bool wrap,
                         const std::string& what) {
   if (idx.numel() == 0) return;
-  const IndexRange r = index_range_kernel(idx.device())(idx);
-  const int64_t lo = wrap ? -size : 0;
-  if (r.min >= lo && r.max < size) return;
-  throw IndexError(op, "index " + str(r.min < lo ? r.min : r.max) + " is out of range for " + what +
-                           "; valid indices are " + str(lo) + " to " + str(size - 1) +
-                           (wrap ? "" : " (negative indices are not wrapped)"));
+  const int64_t low = wrap ? -size : 0;
+  DeferredError error{DeferredError::Kind::Index, op, "index ",
+                      " is out of range for " + what + "; valid indices are " + str(low) + " to " +
+                          str(size - 1) + (wrap ? "" : " (negative indices are not wrapped)")};
+  index_check_kernel(idx.device())(idx, low, size, error);
 }
 
 namespace {

@@ -107,16 +107,17 @@ ClassLayout class_layout(const char* op, const char* xname, const Tensor& x, con
   return L;
 }
 
-// w[target] per sample (0 where ignored); throws IndexError for a target outside [0, C).
+// w[target] per sample (0 where ignored); IndexError for a target outside [0, C), at once on the
+// CPU and at the next synchronising point on CUDA.
 Tensor sample_weights(const char* op, const char* xname, const ClassLayout& L, const Tensor& x,
                       const Tensor& target, int64_t ignore_index) {
   Tensor sw = Tensor::empty(L.target.shape(), compute_dtype(x.dtype()), x.device(), op);
-  int64_t bad = 0;
-  if (!target_weight_kernel(x.device())(L.target, L.weight, ignore_index, L.classes, sw, bad))
-    throw IndexError(op, operands({{xname, x}, {"target", target}}) + "; target holds " +
-                             std::to_string(bad) + ", outside the valid class range [0, " +
-                             std::to_string(L.classes) + "); each target must be a class index " +
-                             "or ignore_index (" + std::to_string(ignore_index) + ")");
+  DeferredError error{DeferredError::Kind::Index, op,
+                      operands({{xname, x}, {"target", target}}) + "; target holds ",
+                      ", outside the valid class range [0, " + std::to_string(L.classes) +
+                          "); each target must be a class index or ignore_index (" +
+                          std::to_string(ignore_index) + ")"};
+  target_weight_kernel(x.device())(L.target, L.weight, ignore_index, L.classes, sw, error);
   return sw;
 }
 

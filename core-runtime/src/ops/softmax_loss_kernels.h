@@ -13,6 +13,7 @@
 
 #include "dispatch.h"
 #include "ember/tensor.h"
+#include "ops/deferred_error.h"
 
 namespace ember {
 
