@@ -9,6 +9,7 @@
 // them, so a full sum of 2^24 elements runs on every SM.
 #include "cuda/loops.cuh"
 #include "cuda/reduce.cuh"
+#include "kernels.h"
 
 namespace ember::cuda {
 namespace {
