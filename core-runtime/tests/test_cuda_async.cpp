@@ -104,11 +104,11 @@ TEST_P(CudaAsyncErrors, IndexAddAndScatterAddReported) {
       [&] {
         index_add(x, 0, indices({1, 4}, device()), src);
       },
-      [&] { synchronize(device()); }, {"index_add_: ", "index 4 is out of range for dim 0 of x"});
+      [&] { synchronize(device()); }, {"index_add: ", "index 4 is out of range for dim 0 of x"});
   const Tensor bad = Tensor::from_vector(std::vector<int64_t>{0, 7}, {1, 2}).to(device());
   expect_deferred<IndexError>(
       device(), [&] { scatter_add(x, 0, bad, src); }, [&] { synchronize(device()); },
-      {"scatter_add_: ", "index 7 is out of range for dim 0 of x"});
+      {"scatter_add: ", "index 7 is out of range for dim 0 of x"});
   expect_close(index_add(x, 0, indices({3, 3}, device()), src), {0, 0, 0, 0, 0, 0, 2, 2}, 0, 0);
 }
 
