@@ -9,6 +9,7 @@
 namespace ember {
 namespace {
 
+using test::elementwise_tol;
 using test::expect_close;
 using test::expect_error;
 using test::random_tensor;
@@ -43,20 +44,6 @@ void expect_exact(const Tensor& t, const std::vector<double>& expected) {
     if (std::isnan(expected[i]))
       EXPECT_TRUE(std::isnan(got[i])) << "element " << i << " of " << t.str();
     else EXPECT_EQ(got[i], expected[i]) << "element " << i << " of " << t.str();
-  }
-}
-
-// Tolerances for results of a dtype (half types round each result to 11 / 8 bits).
-double tol(DType t) {
-  switch (t) {
-    case DType::Float16:
-      return 2e-3;
-    case DType::BFloat16:
-      return 1.6e-2;
-    case DType::Float32:
-      return 2e-6;
-    default:
-      return 1e-12;
   }
 }
 
@@ -127,7 +114,7 @@ TEST_P(Elementwise, UnaryOpsMatchReferenceOnEveryLayoutAndFloatingDtype) {
         EXPECT_EQ(y.dtype(), dt);
         EXPECT_EQ(y.shape(), x.shape());
         EXPECT_EQ(y.device(), device());
-        expect_close(y, map_ref(x, c.ref), tol(dt), tol(dt));
+        expect_close(y, map_ref(x, c.ref), elementwise_tol(dt), elementwise_tol(dt));
       }
     }
   }
@@ -233,7 +220,7 @@ TEST_P(Elementwise, BackwardMatchesFiniteDifferencesInFloat64) {
                      c.from_output ? c.forward(xd.to(DType::Float64)) : xd.to(DType::Float64));
       Tensor low = c.backward(gd, c.from_output ? c.forward(xd) : xd);
       EXPECT_EQ(low.dtype(), dt);
-      expect_close(low, exact, 3 * tol(dt), 3 * tol(dt));
+      expect_close(low, exact, 3 * elementwise_tol(dt), 3 * elementwise_tol(dt));
     }
   }
 }
@@ -290,11 +277,12 @@ TEST_P(Elementwise, BinaryOpsInEveryFloatingDtype) {
     Shape s{2, 3, 4};
     Tensor q = div(a, b);
     EXPECT_EQ(q.dtype(), dt);
-    expect_close(q, zip_ref(a, b, s, [](double x, double y) { return x / y; }), tol(dt), tol(dt));
-    expect_close(add(a, b), zip_ref(a, b, s, [](double x, double y) { return x + y; }), tol(dt),
-                 tol(dt));
+    expect_close(q, zip_ref(a, b, s, [](double x, double y) { return x / y; }), elementwise_tol(dt),
+                 elementwise_tol(dt));
+    expect_close(add(a, b), zip_ref(a, b, s, [](double x, double y) { return x + y; }),
+                 elementwise_tol(dt), elementwise_tol(dt));
     expect_close(pow(a, b), zip_ref(a, b, s, [](double x, double y) { return std::pow(x, y); }),
-                 tol(dt), tol(dt));
+                 elementwise_tol(dt), elementwise_tol(dt));
   }
 }
 

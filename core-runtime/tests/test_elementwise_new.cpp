@@ -10,6 +10,7 @@
 namespace ember {
 namespace {
 
+using test::elementwise_tol;
 using test::expect_close;
 using test::expect_error;
 using test::random_tensor;
@@ -36,19 +37,6 @@ void expect_exact(const Tensor& t, const std::vector<double>& expected) {
     EXPECT_EQ(got[i], expected[i]) << "element " << i << " of " << t.str();
     EXPECT_EQ(std::signbit(got[i]), std::signbit(expected[i]))
         << "element " << i << " of " << t.str();
-  }
-}
-
-double tol(DType t) {
-  switch (t) {
-    case DType::Float16:
-      return 2e-3;
-    case DType::BFloat16:
-      return 1.6e-2;
-    case DType::Float32:
-      return 2e-6;
-    default:
-      return 1e-12;
   }
 }
 
@@ -144,10 +132,12 @@ TEST_P(ElementwiseNew, ErfAndReciprocal) {
   for (DType dt : kFloating)
     for (const Tensor& x : layouts(test::random_values(20, 8, 0.2, 3), dt, device())) {
       SCOPED_TRACE(x.str());
-      expect_close(erf(x), map_ref(x, [](double v) { return std::erf(v); }), tol(dt), tol(dt));
-      expect_close(erf(neg(x)), map_ref(x, [](double v) { return -std::erf(v); }), tol(dt),
-                   tol(dt));
-      expect_close(reciprocal(x), map_ref(x, [](double v) { return 1 / v; }), tol(dt), tol(dt));
+      expect_close(erf(x), map_ref(x, [](double v) { return std::erf(v); }), elementwise_tol(dt),
+                   elementwise_tol(dt));
+      expect_close(erf(neg(x)), map_ref(x, [](double v) { return -std::erf(v); }),
+                   elementwise_tol(dt), elementwise_tol(dt));
+      expect_close(reciprocal(x), map_ref(x, [](double v) { return 1 / v; }), elementwise_tol(dt),
+                   elementwise_tol(dt));
     }
   Tensor i = Tensor::from_vector<int32_t>({0, 2, -4}, {3}, device());
   EXPECT_EQ(reciprocal(i).dtype(), DType::Float32);

@@ -96,6 +96,21 @@ inline double unit_roundoff(DType t) {
   }
 }
 
+// Tolerance of an elementwise result of a dtype computed in double and rounded once (half types
+// keep 11 / 8 bits; float32's own libm and the vectorised exp differ by a few ulps).
+inline double elementwise_tol(DType t) {
+  switch (t) {
+    case DType::Float16:
+      return 2e-3;
+    case DType::BFloat16:
+      return 1.6e-2;
+    case DType::Float32:
+      return 2e-6;
+    default:
+      return 1e-12;
+  }
+}
+
 // Waits for every test device. A check that needs device data (an index out of range found by
 // a CUDA kernel) raises at the next synchronising point rather than in the op (ember/cuda.h), so
 // an expected error counts as fn's when it surfaces here.
