@@ -1,7 +1,7 @@
 // cuda_stream_stubs.cpp — the streams, events and deferred-error calls of ember/cuda.h in a build
 // without CUDA: each throws the NotSupportedError that backend_for gives for a CUDA device.
 // (Built with CUDA, they are in cuda/stream.cu.)
-#ifndef EMBER_WITH_CUDA
+#if !EMBER_WITH_CUDA
 #include "ember/backend.h"
 #include "ember/cuda.h"
 #include "ember/error.h"
