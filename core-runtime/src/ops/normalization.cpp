@@ -40,12 +40,13 @@ void check_param(const char* op, const Tensor& x, const Named& p, const Shape& s
 // mismatch has its own error type: a statistic on another device is a DeviceError, not a shape.
 void check_saved(const char* op, const Tensor& x, const Named& s, const Shape& shape) {
   check_same_device(op, {{"x", x}, s});
-  const std::string expected = std::string("; expected ") + s.name + " " + shape_str(shape) + " " +
-                               dtype_name(compute_dtype(x.dtype())) + " " + x.device().str() +
-                               ", as returned by the forward op";
-  if (s.tensor.dtype() != compute_dtype(x.dtype()))
-    throw DTypeError(op, operands({{"x", x}, s}) + expected);
-  if (s.tensor.shape() != shape) throw ShapeError(op, operands({{"x", x}, s}) + expected);
+  const bool dtype_ok = s.tensor.dtype() == compute_dtype(x.dtype());
+  if (dtype_ok && s.tensor.shape() == shape) return;  // the message is built only for an error
+  const std::string message = operands({{"x", x}, s}) + "; expected " + s.name + " " +
+                              shape_str(shape) + " " + dtype_name(compute_dtype(x.dtype())) + " " +
+                              x.device().str() + ", as returned by the forward op";
+  if (!dtype_ok) throw DTypeError(op, message);
+  throw ShapeError(op, message);
 }
 
 void check_grad_out(const char* op, const Tensor& grad_out, const Tensor& x) {

@@ -50,13 +50,22 @@ inline void check_outs_apart(const char* op, std::initializer_list<Named> outs) 
 template <class F>
 void write_contiguous(const char* op, std::vector<Tensor> outs, F&& write,
                       const std::vector<DType>& dtypes = {}) {
+  auto direct = [&](size_t k) {
+    const Tensor& o = outs[k];
+    return !o.defined() || (o.is_contiguous() && (k >= dtypes.size() || dtypes[k] == o.dtype()));
+  };
+  bool all_direct = true;
+  for (size_t k = 0; k < outs.size(); ++k) all_direct = all_direct && direct(k);
+  if (all_direct) {  // the usual case, an allocated result: no temporaries, no second vector
+    write(outs);
+    for (const Tensor& o : outs) o.bump_version();
+    return;
+  }
   std::vector<Tensor> dsts;
   for (size_t k = 0; k < outs.size(); ++k) {
     const Tensor& o = outs[k];
     const DType t = k < dtypes.size() ? dtypes[k] : o.dtype();
-    dsts.push_back(!o.defined() || (o.is_contiguous() && o.dtype() == t)
-                       ? o
-                       : Tensor::empty(o.shape(), t, o.device(), op));
+    dsts.push_back(direct(k) ? o : Tensor::empty(o.shape(), t, o.device(), op));
   }
   write(dsts);
   for (size_t k = 0; k < outs.size(); ++k) {
@@ -68,8 +77,11 @@ void write_contiguous(const char* op, std::vector<Tensor> outs, F&& write,
 
 // The same for a kernel with one output: write(dst).
 template <class F> void write_contiguous(const char* op, const Tensor& out, F&& write) {
-  write_contiguous(op, std::vector<Tensor>{out},
-                   [&](std::vector<Tensor>& dsts) { write(dsts[0]); });
+  Tensor dst =
+      out.is_contiguous() ? out : Tensor::empty(out.shape(), out.dtype(), out.device(), op);
+  write(dst);
+  if (dst.shares_storage(out)) out.bump_version();
+  else out.copy_(dst);  // copy_ bumps the version
 }
 
 }  // namespace ember
