@@ -1,8 +1,9 @@
-// bind_operators.cpp — Python's operators on tensors: + - * / ** @, comparisons, unary - and ~,
-// abs(), with numbers on either side (reflected forms), and the in-place forms (+= ...) and
-// methods (add_, fill_, uniform_, ...), which write into the tensor's storage.
+// bind_operators.cpp — Python's operators on tensors: + - * / // % ** @, & | ^, comparisons,
+// unary - and ~, abs(), with numbers on either side (reflected forms), and the in-place forms
+// (+= ...) and methods (add_, fill_, uniform_, ...), which write into the tensor's storage.
 #include <ember/autodiff/ops.h>
 #include <ember/error.h>
+#include <ember/ops/elementwise.h>
 #include <ember/ops/random.h>
 
 #include "def_op.h"
@@ -20,13 +21,6 @@ py::object apply(const char* op, py::handle a, py::handle b) {
   if (!is_operand(a) || !is_operand(b))
     return py::reinterpret_borrow<py::object>(Py_NotImplemented);
   return py::cast(binary(op, a, b));
-}
-
-[[noreturn]] void missing(const char* op, const char* what) {
-  throw ember::NotSupportedError(
-      op, std::string("core-runtime has no ") + what +
-              " kernel yet, so this operator is not available. Fix: compute it from the ops "
-              "that exist, or add the kernel to core-runtime");
 }
 
 // Writes `result` into self's storage (self's shape and dtype), as PyTorch's in-place ops: only
@@ -86,21 +80,22 @@ void bind_operators(TensorClass& cls) {
     const char* op = p.op;
     cls.def(p.dunder, [op](py::handle a, py::handle b) { return apply(op, a, b); });
   }
-  // & | ^ ~ are logical on bool tensors; core-runtime has no bitwise kernels for integers.
-  for (Pair p :
-       {Pair{"__and__", "__rand__", "logical_and"}, Pair{"__or__", "__ror__", "logical_or"},
-        Pair{"__xor__", "__rxor__", "logical_xor"}}) {
-    const char* op = p.op;
-    auto logical = [op](py::handle a, py::handle b, bool reflected) -> py::object {
-      if (py::cast<const V&>(a).dtype() != DType::Bool) missing(op, "bitwise integer");
-      return reflected ? apply(op, b, a) : apply(op, a, b);
+  // & | ^ ~ are logical on bool tensors and bitwise on integer ones (a float is a DTypeError).
+  struct Bitwise {
+    const char *dunder, *reflected, *logical, *bitwise;
+  };
+  for (Bitwise p : {Bitwise{"__and__", "__rand__", "logical_and", "bitwise_and"},
+                    Bitwise{"__or__", "__ror__", "logical_or", "bitwise_or"},
+                    Bitwise{"__xor__", "__rxor__", "logical_xor", "bitwise_xor"}}) {
+    auto pick = [p](py::handle self) {
+      return py::cast<const V&>(self).dtype() == DType::Bool ? p.logical : p.bitwise;
     };
-    cls.def(p.dunder, [logical](py::handle a, py::handle b) { return logical(a, b, false); });
-    cls.def(p.reflected, [logical](py::handle a, py::handle b) { return logical(a, b, true); });
+    cls.def(p.dunder, [pick](py::handle a, py::handle b) { return apply(pick(a), a, b); });
+    cls.def(p.reflected, [pick](py::handle a, py::handle b) { return apply(pick(a), b, a); });
   }
   cls.def("__invert__", [](const V& x) {
-    if (x.dtype() != DType::Bool) missing("__invert__", "bitwise_not");
-    return ad::logical_not(x);
+    if (x.dtype() == DType::Bool) return ad::logical_not(x);
+    return V(ember::bitwise_not(x.data()));  // no gradient: integers only
   });
   cls.def("__neg__", [](const V& x) { return ad::neg(x); });
   cls.def("__pos__", [](const V& x) { return x; });
@@ -109,11 +104,13 @@ void bind_operators(TensorClass& cls) {
   cls.def("__rmatmul__", [](const V& b, py::handle a) {
     return ad::matmul(to_variable(a, std::nullopt, b.device()), b);
   });
-  for (const char* name : {"__floordiv__", "__rfloordiv__", "__ifloordiv__"})
-    cls.def(name,
-            [](py::handle, py::handle) -> py::object { missing("floor_divide", "floor_divide"); });
-  for (const char* name : {"__mod__", "__rmod__", "__imod__"})
-    cls.def(name, [](py::handle, py::handle) -> py::object { missing("remainder", "remainder"); });
+  // Python's // and %: floor division, and a remainder with the divisor's sign.
+  for (Pair p : {Pair{"__floordiv__", "__rfloordiv__", "floor_divide"},
+                 Pair{"__mod__", "__rmod__", "remainder"}}) {
+    const char* op = p.op;
+    cls.def(p.dunder, [op](py::handle a, py::handle b) { return apply(op, a, b); });
+    cls.def(p.reflected, [op](py::handle a, py::handle b) { return apply(op, b, a); });
+  }
 
   // ---- in place ----
   for (Pair p : {Pair{"__iadd__", "add_", "add"}, Pair{"__isub__", "sub_", "sub"},
@@ -124,6 +121,11 @@ void bind_operators(TensorClass& cls) {
     cls.def(
         p.reflected, [op](py::object self, py::handle o) { return inplace(op, self, o); },
         py::arg("other"), "In place: self = self op other; returns self.");
+  }
+  for (Pair p :
+       {Pair{"__ifloordiv__", nullptr, "floor_divide"}, Pair{"__imod__", nullptr, "remainder"}}) {
+    const char* op = p.op;
+    cls.def(p.dunder, [op](py::object self, py::handle o) { return inplace(op, self, o); });
   }
   cls.def(
       "clamp_",

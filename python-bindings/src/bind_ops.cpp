@@ -3,6 +3,7 @@
 #include <ember/autodiff/ops.h>
 #include <ember/error.h>
 #include <ember/ops/creation.h>
+#include <ember/ops/elementwise.h>
 
 #include <map>
 
@@ -30,6 +31,24 @@ struct Binary {
 #define EMBER_ST(op) [](double s, const V& a) { return ad::op(s, a); }
 #define EMBER_SWAP(op) [](double s, const V& a) { return ad::op(a, s); }
 
+// floor_divide, remainder and the bitwise ops run core-runtime's kernels on the data: they have
+// no gradient rule, so the result has no history. PyTorch's floor_divide and bitwise ops have no
+// gradient either; its remainder has one, which Ember lacks, so remainder refuses an operand that
+// requires grad rather than return a silently missing gradient.
+V without_history(const char* op, const V& a, const V& b,
+                  Tensor (*kernel)(const Tensor&, const Tensor&), bool refuse_grad) {
+  if (refuse_grad && ad::grad_enabled() && (a.requires_grad() || b.requires_grad()))
+    throw ember::NotSupportedError(op, "no gradient rule yet, and an operand requires grad (" +
+                                           a.str() + ", " + b.str() +
+                                           "). Fix: detach() it, or compute under ember.no_grad()");
+  return V(kernel(a.data(), b.data()));
+}
+#define EMBER_DATA_TT(op, refuse_grad)                                                             \
+  [](const V& a, const V& b) {                                                                     \
+    return without_history(                                                                        \
+        #op, a, b, [](const Tensor& x, const Tensor& y) { return ember::op(x, y); }, refuse_grad); \
+  }
+
 const std::map<std::string, Binary>& binaries() {
   static const std::map<std::string, Binary> table = {
       {"add", {EMBER_TT(add), EMBER_TS(add), EMBER_SWAP(add), true}},
@@ -48,6 +67,11 @@ const std::map<std::string, Binary>& binaries() {
       {"logical_and", {EMBER_TT(logical_and), nullptr, nullptr, false}},
       {"logical_or", {EMBER_TT(logical_or), nullptr, nullptr, false}},
       {"logical_xor", {EMBER_TT(logical_xor), nullptr, nullptr, false}},
+      {"floor_divide", {EMBER_DATA_TT(floor_divide, false), nullptr, nullptr, true}},
+      {"remainder", {EMBER_DATA_TT(remainder, true), nullptr, nullptr, true}},
+      {"bitwise_and", {EMBER_DATA_TT(bitwise_and, false), nullptr, nullptr, false}},
+      {"bitwise_or", {EMBER_DATA_TT(bitwise_or, false), nullptr, nullptr, false}},
+      {"bitwise_xor", {EMBER_DATA_TT(bitwise_xor, false), nullptr, nullptr, false}},
   };
   return table;
 }
@@ -55,6 +79,7 @@ const std::map<std::string, Binary>& binaries() {
 #undef EMBER_TS
 #undef EMBER_ST
 #undef EMBER_SWAP
+#undef EMBER_DATA_TT
 
 // A Python float meets an integer tensor: the tensor becomes float32 first, as in PyTorch.
 V floating_for(const V& x, py::handle scalar, bool arithmetic) {

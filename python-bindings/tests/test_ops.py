@@ -100,14 +100,35 @@ def test_comparisons_and_logic():
     np.testing.assert_array_equal((m ^ (u > 0)).numpy(), (A > 0) ^ (B > 0))
 
 
-def test_floor_divide_and_remainder_are_not_supported_yet():
-    t = ember.tensor([5, 7])
-    with pytest.raises(ember.NotSupportedError, match="floor_divide"):
-        t // 2
+def test_floor_divide_remainder_and_bitwise_operators_match_numpy():
+    a = np.array([[7, -7, 5, -5, 0, 9]], dtype=np.int64).repeat(2, axis=0)
+    b = np.array([[2, 2, -3, -3, 4, 1]], dtype=np.int64).repeat(2, axis=0)
+    x, y = ember.tensor(a), ember.tensor(b)
+    np.testing.assert_array_equal((x // y).numpy(), a // b)  # floor, not truncation
+    np.testing.assert_array_equal((x % y).numpy(), a % b)  # the divisor's sign
+    np.testing.assert_array_equal((x // 3).numpy(), a // 3)
+    np.testing.assert_array_equal((20 // y).numpy(), 20 // b)
+    np.testing.assert_array_equal((-8 % y).numpy(), -8 % b)
+    np.testing.assert_array_equal((x.T // y.T).numpy(), a.T // b.T)  # strided operands
+    assert (x // 3).dtype == ember.int64
+    f, g = a.astype(np.float32) + 0.5, b.astype(np.float32)
+    np.testing.assert_allclose((ember.tensor(f) // ember.tensor(g)).numpy(), f // g)
+    np.testing.assert_allclose((ember.tensor(f) % ember.tensor(g)).numpy(), f % g, rtol=1e-6)
+    np.testing.assert_allclose((ember.tensor(f) % 2.5).numpy(), f % 2.5, rtol=1e-6)
+    np.testing.assert_array_equal((x & y).numpy(), a & b)
+    np.testing.assert_array_equal((x | 6).numpy(), a | 6)
+    np.testing.assert_array_equal((12 ^ x).numpy(), 12 ^ a)
+    np.testing.assert_array_equal((~x).numpy(), ~a)
+    t = ember.tensor([7, -7])
+    same = t
+    t //= 2
+    t %= 3
+    assert t is same
+    np.testing.assert_array_equal(t.numpy(), (np.array([7, -7]) // 2) % 3)
+    with pytest.raises(ember.DTypeError, match="bitwise"):
+        ember.tensor([1.0]) & ember.tensor([2.0])
     with pytest.raises(ember.NotSupportedError, match="remainder"):
-        t % 2
-    with pytest.raises(ember.NotSupportedError):
-        ~t
+        ember.tensor([1.0], requires_grad=True) % 2
 
 
 def test_in_place_operators_keep_the_object():

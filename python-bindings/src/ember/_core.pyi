@@ -454,6 +454,26 @@ class Tensor(metaclass=_pybind11_type):
         """
         Elementwise, with NumPy broadcasting; either side may be a number.
         """
+    def floor_divide(self, other: typing.Any) -> Tensor:
+        """
+        Elementwise, with NumPy broadcasting; either side may be a number.
+        """
+    def remainder(self, other: typing.Any) -> Tensor:
+        """
+        Elementwise, with NumPy broadcasting; either side may be a number.
+        """
+    def bitwise_and(self, other: typing.Any) -> Tensor:
+        """
+        Elementwise, with NumPy broadcasting; either side may be a number.
+        """
+    def bitwise_or(self, other: typing.Any) -> Tensor:
+        """
+        Elementwise, with NumPy broadcasting; either side may be a number.
+        """
+    def bitwise_xor(self, other: typing.Any) -> Tensor:
+        """
+        Elementwise, with NumPy broadcasting; either side may be a number.
+        """
     def logsumexp(self, dim: typing.Any = None, keepdim: builtins.bool = False) -> Tensor:
         """
         log(sum(exp(x))) over dim.
@@ -1191,6 +1211,26 @@ def logical_or(input: typing.Any, other: typing.Any) -> Tensor:
     Elementwise, with NumPy broadcasting; either side may be a number.
     """
 def logical_xor(input: typing.Any, other: typing.Any) -> Tensor:
+    """
+    Elementwise, with NumPy broadcasting; either side may be a number.
+    """
+def floor_divide(input: typing.Any, other: typing.Any) -> Tensor:
+    """
+    Elementwise, with NumPy broadcasting; either side may be a number.
+    """
+def remainder(input: typing.Any, other: typing.Any) -> Tensor:
+    """
+    Elementwise, with NumPy broadcasting; either side may be a number.
+    """
+def bitwise_and(input: typing.Any, other: typing.Any) -> Tensor:
+    """
+    Elementwise, with NumPy broadcasting; either side may be a number.
+    """
+def bitwise_or(input: typing.Any, other: typing.Any) -> Tensor:
+    """
+    Elementwise, with NumPy broadcasting; either side may be a number.
+    """
+def bitwise_xor(input: typing.Any, other: typing.Any) -> Tensor:
     """
     Elementwise, with NumPy broadcasting; either side may be a number.
     """

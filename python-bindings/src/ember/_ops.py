@@ -10,6 +10,7 @@ zeros_like ones_like empty_like full_like rand_like randn_like
 neg negative abs sign exp log log1p sqrt rsqrt sin cos tanh sigmoid relu silu logical_not
 leaky_relu elu gelu softplus relu_backward silu_backward sigmoid_backward tanh_backward
 add sub mul div pow maximum minimum eq ne lt le gt ge logical_and logical_or logical_xor
+floor_divide remainder bitwise_and bitwise_or bitwise_xor
 where clamp clip masked_fill
 sum mean prod amax amin logsumexp all any var std norm max min argmax argmin sum_to
 matmul mm bmm linear
