@@ -12,6 +12,8 @@ namespace {
 using test::elementwise_tol;
 using test::expect_close;
 using test::expect_error;
+using test::expect_exact;
+using test::map_ref;
 using test::random_tensor;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -20,13 +22,6 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 class Elementwise : public test::DeviceTest {};
 EMBER_INSTANTIATE_DEVICE_TEST(Elementwise);
 
-// f applied to every element of t (read back in row-major order, whatever its layout).
-std::vector<double> map_ref(const Tensor& t, const std::function<double(double)>& f) {
-  std::vector<double> v = t.to_vector<double>();
-  for (double& x : v) x = f(x);
-  return v;
-}
-
 // f(a, b) elementwise over a and b broadcast to `shape`.
 std::vector<double> zip_ref(const Tensor& a, const Tensor& b, const Shape& shape,
                             const std::function<double(double, double)>& f) {
@@ -34,17 +29,6 @@ std::vector<double> zip_ref(const Tensor& a, const Tensor& b, const Shape& shape
   std::vector<double> vb = b.expand(shape).to_vector<double>();
   for (size_t i = 0; i < va.size(); ++i) va[i] = f(va[i], vb[i]);
   return va;
-}
-
-// Exact comparison for special values: NaN matches NaN, infinities and zeros must match exactly.
-void expect_exact(const Tensor& t, const std::vector<double>& expected) {
-  std::vector<double> got = t.to_vector<double>();
-  ASSERT_EQ(got.size(), expected.size()) << t.str();
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (std::isnan(expected[i]))
-      EXPECT_TRUE(std::isnan(got[i])) << "element " << i << " of " << t.str();
-    else EXPECT_EQ(got[i], expected[i]) << "element " << i << " of " << t.str();
-  }
 }
 
 // Three layouts of the same-shaped [4, 5] input: contiguous, transposed, stepped slice.

@@ -13,6 +13,8 @@ namespace {
 using test::elementwise_tol;
 using test::expect_close;
 using test::expect_error;
+using test::expect_exact;
+using test::map_ref;
 using test::random_tensor;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -24,21 +26,6 @@ const std::vector<DType> kIntegers = {DType::UInt8, DType::Int8, DType::Int16, D
 
 class ElementwiseNew : public test::DeviceTest {};
 EMBER_INSTANTIATE_DEVICE_TEST(ElementwiseNew);
-
-// NaN matches NaN; everything else exactly, the sign of a zero included.
-void expect_exact(const Tensor& t, const std::vector<double>& expected) {
-  std::vector<double> got = t.to_vector<double>();
-  ASSERT_EQ(got.size(), expected.size()) << t.str();
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (std::isnan(expected[i])) {
-      EXPECT_TRUE(std::isnan(got[i])) << "element " << i << " of " << t.str();
-      continue;
-    }
-    EXPECT_EQ(got[i], expected[i]) << "element " << i << " of " << t.str();
-    EXPECT_EQ(std::signbit(got[i]), std::signbit(expected[i]))
-        << "element " << i << " of " << t.str();
-  }
-}
 
 // Multiples of 1/4 in [-10, 10] (exact in every floating dtype), from an independent generator.
 std::vector<double> quarters(int64_t n, uint32_t seed, bool nonzero = false) {
@@ -59,12 +46,6 @@ std::vector<Tensor> layouts(const std::vector<double>& values, DType dtype, Devi
   Tensor sliced = wide.slice(1, 1, 10, 2);
   sliced.copy_(base);
   return {base, transposed, sliced};
-}
-
-std::vector<double> map_ref(const Tensor& t, const std::function<double(double)>& f) {
-  std::vector<double> v = t.to_vector<double>();
-  for (double& x : v) x = f(x);
-  return v;
 }
 
 double round_half_even(double x) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -93,6 +94,24 @@ inline double unit_roundoff(DType t) {
       return 0x1p-24;
     default:
       return 0x1p-53;
+  }
+}
+
+// f applied to each element of t (in double): the reference of an elementwise op.
+inline std::vector<double> map_ref(const Tensor& t, const std::function<double(double)>& f) {
+  std::vector<double> v = t.to_vector<double>();
+  for (double& x : v) x = f(x);
+  return v;
+}
+
+// t equals expected exactly, element by element (a NaN matching a NaN).
+inline void expect_exact(const Tensor& t, const std::vector<double>& expected) {
+  std::vector<double> got = t.to_vector<double>();
+  ASSERT_EQ(got.size(), expected.size()) << t.str();
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(expected[i]))
+      EXPECT_TRUE(std::isnan(got[i])) << "element " << i << " of " << t.str();
+    else EXPECT_EQ(got[i], expected[i]) << "element " << i << " of " << t.str();
   }
 }
 
