@@ -1,7 +1,8 @@
 // test_cuda_async.cpp — asynchronous CUDA: device-side checks (a bad index or class target is
 // reported, by op, at the next synchronising point, and the device stays usable), current streams
 // and StreamGuard, events ordering work across streams and timing it, record_stream in the caching
-// allocator, external streams, and the stream API on a machine without a GPU.
+// allocator, external streams, GEMMs from two threads, and the stream API on a machine without a
+// GPU.
 //
 // The deferred-error tests are parameterised by device: on the CPU the same bad input raises at
 // the call, which checks the messages the CUDA cases expect.
@@ -9,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ember/cuda.h"
@@ -358,6 +360,34 @@ TEST_F(CudaAsync, ExternalStreamWrapsAndRunsKernels) {
     ASSERT_EQ(got[size_t(i)], float(10 * (i / 64) + i % 64)) << i;
   expect_error<ValueError>([] { cuda::Stream::from_external(nullptr, 0); },
                            {"Stream::from_external: ", "null"});
+}
+
+// Each thread has its own cuBLAS handle: with one handle per device shared by all threads, a
+// thread could bind it to its stream (cublasSetStream) just before another thread's GEMM, which
+// then ran on the wrong stream and could still be running when its thread read the result.
+// Probabilistic: such a race shows as a wrong element in some round.
+TEST_F(CudaAsync, GemmsOfTwoThreadsOnTheirOwnStreamsAreEachRight) {
+  constexpr int64_t n = 256;
+  auto worker = [&](float scale, std::string* failure) {
+    const cuda::Stream s = cuda::Stream::create(0);
+    cuda::StreamGuard guard(s);
+    const Tensor a = mul(grid(n, n, gpu), double(scale));
+    const Tensor id = eye(n, n, DType::Float32, gpu);
+    for (int round = 0; round < 200 && failure->empty(); ++round) {
+      const std::vector<float> got = matmul(a, id).to_vector<float>();  // waits for s only
+      for (int64_t i = 0; i < n * n; ++i)
+        if (got[size_t(i)] != scale * float(10 * (i / n) + i % n)) {
+          *failure = "round " + std::to_string(round) + ", element " + std::to_string(i);
+          break;
+        }
+    }
+  };
+  std::string failure_a, failure_b;
+  std::thread ta(worker, 1.0f, &failure_a), tb(worker, -2.0f, &failure_b);
+  ta.join();
+  tb.join();
+  EXPECT_EQ(failure_a, "");
+  EXPECT_EQ(failure_b, "");
 }
 
 TEST_F(CudaAsync, StreamAndEventErrors) {

@@ -38,6 +38,9 @@ class RawAllocator {
   virtual ~RawAllocator() = default;
   virtual void* allocate(size_t nbytes) = 0;  // returns nullptr when the system is out of memory
   virtual void deallocate(void* ptr) = 0;
+  // Called before every allocation, cached or not: throws when the device cannot hand out memory
+  // now (CUDA: while the current stream is being captured into a graph).
+  virtual void check_can_allocate(size_t nbytes, const char* op) {}
 
   // Streams, as opaque handles, for a device that has several (CUDA); a device with one order of
   // work keeps these defaults. The calling thread's current stream:

@@ -106,6 +106,51 @@ class Event {
   bool timing_ = true;
 };
 
+// A CUDA graph: the work one thread queues on one stream between capture_begin() and
+// capture_end(), recorded once and then replayed with a single launch, which saves the host the
+// cost of launching each kernel again (PyTorch's torch.cuda.CUDAGraph). A replay runs the same
+// kernels on the same memory addresses, so:
+// - allocate every tensor the captured work reads or writes before capture_begin(), write into
+//   them with the _out forms (and the in-place ops), and keep them alive while the graph is
+//   replayed; change the inputs between replays by writing into the same tensors (copy_, fill_).
+//   An allocation on the capturing stream throws ValueError naming the op, and the capture goes
+//   on (the op queued nothing).
+// - run the work once on the stream before capturing it: the first GEMM on a stream sets up
+//   cuBLAS's workspace, which cannot happen inside a capture.
+// - nothing in the captured work may wait for the GPU: item(), to_vector(), copies to or from the
+//   host, synchronize(), nonzero/masked_select (which read a count back), one_hot without
+//   num_classes. CUDA refuses those, and capture_end() reports it.
+// Device-side checks stay on in a replay: a bad index written into a captured index tensor is
+// reported, naming the op, at the next synchronising point after the replay.
+class Graph {
+ public:
+  Graph() = default;
+  ~Graph();  // ends a capture still in progress (dropping it) and frees the graph
+  Graph(Graph&& other) noexcept;
+  Graph& operator=(Graph&& other) noexcept;
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+
+  // Makes `stream` the calling thread's current stream of its GPU and starts recording the work
+  // queued on it (Ember's own stream, or one from Stream::create or from_external; not the legacy
+  // default stream). The capture is the thread's own: other threads may keep working meanwhile.
+  void capture_begin(const Stream& stream);
+  // Stops recording, restores the previous current stream and makes the graph replayable.
+  void capture_end();
+  // Queues the recorded work on the current stream of the graph's GPU. The host does not wait.
+  void replay() const;
+  bool captured() const { return exec_ != nullptr; }
+  size_t node_count() const;  // kernels, copies and memsets recorded (0 before capture_end)
+
+ private:
+  void reset() noexcept;
+  void* graph_ = nullptr;  // cudaGraph_t
+  void* exec_ = nullptr;   // cudaGraphExec_t
+  void* capturing_ = nullptr;
+  void* previous_stream_ = nullptr;
+  int device_ = -1;
+};
+
 // Throws the first deferred error (IndexError, ValueError, naming the op) that work on GPU
 // `device` has reported since the last report, and resets the flag. Does not wait: it sees what
 // finished work wrote (synchronize() waits, then checks).

@@ -122,6 +122,7 @@ void* CachingAllocator::allocate(size_t nbytes, const char* op) {
   // No device holds 2^62 bytes; refusing more up front also keeps round_size and the byte counts
   // below far from overflowing.
   if (nbytes > kLargestRequest) return fail("more than any device holds");
+  raw_->check_can_allocate(nbytes, op);
   size_t size = round_size(nbytes);
   if (stats_.limit && stats_.in_use + int64_t(size) > stats_.limit) return fail("over the cap");
 

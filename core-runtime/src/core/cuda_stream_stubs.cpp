@@ -1,6 +1,6 @@
-// cuda_stream_stubs.cpp — the streams, events and deferred-error calls of ember/cuda.h in a build
-// without CUDA: each throws the NotSupportedError that backend_for gives for a CUDA device.
-// (Built with CUDA, they are in cuda/stream.cu.)
+// cuda_stream_stubs.cpp — the streams, events, graphs and deferred-error calls of ember/cuda.h in
+// a build without CUDA: each throws the NotSupportedError that backend_for gives for a CUDA
+// device. (Built with CUDA, they are in cuda/stream.cu and cuda/graph.cu.)
 #if !EMBER_WITH_CUDA
 #include "ember/backend.h"
 #include "ember/cuda.h"
@@ -33,6 +33,15 @@ void Event::wait(const Stream&) const { unavailable("Event::wait"); }
 bool Event::query() const { unavailable("Event::query"); }
 void Event::synchronize() const { unavailable("Event::synchronize"); }
 float Event::elapsed_time(const Event&) const { unavailable("Event::elapsed_time"); }
+
+Graph::~Graph() = default;
+Graph::Graph(Graph&&) noexcept = default;
+Graph& Graph::operator=(Graph&&) noexcept = default;
+void Graph::reset() noexcept {}
+void Graph::capture_begin(const Stream&) { unavailable("Graph::capture_begin"); }
+void Graph::capture_end() { unavailable("Graph::capture_end"); }
+void Graph::replay() const { unavailable("Graph::replay"); }
+size_t Graph::node_count() const { return 0; }
 
 void check_errors(int) { unavailable("check_errors"); }
 void record_stream(const Tensor&, const Stream&) { unavailable("record_stream"); }

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "cuda/cublas_handle.cuh"
 #include "cuda/launch.cuh"
@@ -33,17 +34,24 @@ namespace {
       throw_cublas_error(ember_cublas_status_, (op), #expr); \
   } while (0)
 
-// What cuBLAS is handed per device: one handle, and a workspace per stream it has run on (GEMMs
-// on two streams may run at once, so they cannot share one). Each workspace is a plain cudaMalloc,
+// A cuBLAS handle is not safe to share between threads: binding it to a stream
+// (cublasSetStream, cublasSetWorkspace) and the GEMM that follows are separate calls, so a GEMM
+// of one thread could run on another thread's stream. Each thread therefore has its own handle per
+// device. Handles are costly to create (cublasCreate allocates), so a thread that exits gives its
+// handles back to a pool per device, and the next thread takes them from there.
+//
+// Workspaces belong to a (device, stream) pair and are shared by every thread's handle on that
+// stream: GEMMs queued on one stream run one after another, so they never use the workspace at
+// once, while GEMMs on two streams may, so they get two. Each workspace is a plain cudaMalloc,
 // outside the caching allocator (so it is not in memory_stats): 32 MiB on Hopper and newer,
 // 4 MiB before, the sizes the cuBLAS documentation recommends.
 struct DeviceBlas {
-  cublasHandle_t handle = nullptr;
+  std::vector<cublasHandle_t> free_handles;  // given back by threads that exited
   std::map<cudaStream_t, void*> workspaces;
   size_t workspace_bytes = 0;
 };
 
-std::mutex g_mutex;
+std::mutex g_mutex;  // guards g_devices and every DeviceBlas in it
 // Indexed by device index, filled on first use. A deque, because growing it at the end keeps
 // references to existing entries valid while other threads use them.
 std::deque<DeviceBlas> g_devices;
@@ -53,20 +61,43 @@ bool tf32_allowed() {
   return v && std::strcmp(v, "1") == 0;
 }
 
-DeviceBlas& device_blas(Device device) {
-  std::lock_guard<std::mutex> lock(g_mutex);
+DeviceBlas& device_blas(Device device) {  // g_mutex held
   if (int(g_devices.size()) <= device.index) g_devices.resize(size_t(device.index) + 1);
   DeviceBlas& d = g_devices[size_t(device.index)];
-  if (!d.handle) {
-    DeviceGuard guard(device);
-    EMBER_CUBLAS_CHECK(cublasCreate(&d.handle), "cuBLAS");
-    EMBER_CUBLAS_CHECK(cublasSetMathMode(d.handle, tf32_allowed() ? CUBLAS_TF32_TENSOR_OP_MATH
-                                                                  : CUBLAS_DEFAULT_MATH),
-                       "cuBLAS");
+  if (d.workspace_bytes == 0)
     d.workspace_bytes = properties(device.index).major >= 9 ? (32u << 20) : (4u << 20);
-  }
   return d;
 }
+
+cublasHandle_t take_handle(Device device) {
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    DeviceBlas& d = device_blas(device);
+    if (!d.free_handles.empty()) {
+      cublasHandle_t h = d.free_handles.back();
+      d.free_handles.pop_back();
+      return h;
+    }
+  }
+  DeviceGuard guard(device);
+  cublasHandle_t h = nullptr;
+  EMBER_CUBLAS_CHECK(cublasCreate(&h), "cuBLAS");
+  EMBER_CUBLAS_CHECK(cublasSetMathMode(h, tf32_allowed() ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                         : CUBLAS_DEFAULT_MATH),
+                     "cuBLAS");
+  return h;
+}
+
+// The calling thread's handles, by device index; given back to the pool when the thread exits.
+struct ThreadHandles {
+  std::vector<cublasHandle_t> by_device;
+  ~ThreadHandles() {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    for (size_t i = 0; i < by_device.size(); ++i)
+      if (by_device[i]) g_devices[i].free_handles.push_back(by_device[i]);
+  }
+};
+thread_local ThreadHandles t_handles;
 
 // The workspace of stream s, made on its first GEMM (g_mutex held).
 void* workspace_of(DeviceBlas& d, Device device, cudaStream_t s) {
@@ -102,17 +133,23 @@ template <class T> BlasLayout blas_layout(const MatrixRef<T>& m, int64_t rows, i
 }  // namespace
 
 cublasHandle_t cublas_handle(Device device) {
-  DeviceBlas& d = device_blas(device);
+  std::vector<cublasHandle_t>& mine = t_handles.by_device;
+  if (mine.size() <= size_t(device.index)) mine.resize(size_t(device.index) + 1, nullptr);
+  cublasHandle_t& h = mine[size_t(device.index)];
+  if (!h) h = take_handle(device);
   const cudaStream_t s = stream(device);  // the current stream
   void* workspace = nullptr;
+  size_t workspace_bytes = 0;
   {
     std::lock_guard<std::mutex> lock(g_mutex);
+    DeviceBlas& d = device_blas(device);
     workspace = workspace_of(d, device, s);
+    workspace_bytes = d.workspace_bytes;
   }
   // cublasSetStream also resets the workspace to cuBLAS's own pool, so set ours after it.
-  EMBER_CUBLAS_CHECK(cublasSetStream(d.handle, s), "cuBLAS");
-  EMBER_CUBLAS_CHECK(cublasSetWorkspace(d.handle, workspace, d.workspace_bytes), "cuBLAS");
-  return d.handle;
+  EMBER_CUBLAS_CHECK(cublasSetStream(h, s), "cuBLAS");
+  EMBER_CUBLAS_CHECK(cublasSetWorkspace(h, workspace, workspace_bytes), "cuBLAS");
+  return h;
 }
 
 template <class T> bool blas_readable(const MatrixRef<T>& m, int64_t rows, int64_t cols) {

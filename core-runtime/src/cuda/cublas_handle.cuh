@@ -1,6 +1,6 @@
-// cublas_handle.cuh — cuBLAS for the CUDA backend (internal header): one handle per device, and
-// blas_gemm(), the one function through which every GEMM of the backend (matmul, linear, the
-// im2col convolutions) reaches cuBLAS.
+// cublas_handle.cuh — cuBLAS for the CUDA backend (internal header): a handle per thread and
+// device, and blas_gemm(), the one function through which every GEMM of the backend (matmul,
+// linear, the im2col convolutions) reaches cuBLAS.
 //
 // GemmArgs describes a batched GEMM on *row-major logical* matrices whose memory layout is given
 // by strides, so a transposed operand (a.t()) is described, never copied. The hand-tiled kernels
@@ -42,8 +42,9 @@ template <class T> struct GemmArgs {
   compute_t<T> alpha = 1, beta = 0;
 };
 
-// The cuBLAS handle of `device`, created on first use (and never destroyed: it lives as long as
-// the CUDA context). Each call binds it to the device's current stream and to a workspace owned
+// The calling thread's cuBLAS handle of `device`, created on the thread's first GEMM there (a
+// thread's handles go back to a pool when it exits, and are never destroyed: they live as long
+// as the CUDA context). Each call binds it to the thread's current stream and to a workspace owned
 // by that (device, stream) pair, so that cuBLAS never allocates behind the caching allocator's
 // back or inside a CUDA-graph capture (once a stream has run a GEMM), and GEMMs on two streams
 // never share scratch memory.

@@ -44,6 +44,9 @@ class CudaRawAllocator : public RawAllocator {
     EMBER_CUDA_CHECK(err, "cudaMalloc");
     return ptr;
   }
+  void check_can_allocate(size_t nbytes, const char* op) override {
+    check_not_capturing(index_, nbytes, op);
+  }
   void deallocate(void* ptr) override {
     DeviceGuard guard(index_);
     EMBER_CUDA_CHECK(cudaFree(ptr), "cudaFree");  // cudaFree waits for the device to be idle

@@ -48,6 +48,10 @@ inline void check_launch(const char* op, std::initializer_list<const Tensor*> op
 cudaStream_t stream(int index);
 inline cudaStream_t stream(Device device) { return stream(device.index); }
 
+// Throws ValueError naming `op` when GPU `index`'s current stream is being captured into a CUDA
+// graph (graph.cu): the caching allocator asks before handing out memory.
+void check_not_capturing(int index, size_t nbytes, const char* op);
+
 // Makes `index` the current GPU for this thread while in scope (kernels launch on the current
 // GPU, and a stream can only take kernels of its own GPU), then restores the previous one.
 class DeviceGuard {
