@@ -72,7 +72,8 @@ struct Operands {
 
 // An entry of a reference: its value, and the sum of |partial| over the partial sums a path may
 // round separately (im2col's backward-input rounds each tap's column entry to the dtype before
-// col2im adds them); 0 where the whole sum is rounded once.
+// col2im adds them; the forward's product before the bias, below); 0 where the whole sum is
+// rounded once.
 struct Entry {
   double value = 0, spread = 0;
 };
@@ -91,7 +92,11 @@ Entry ref_forward(const Geometry& g, const Operands& v, int64_t e) {
         acc += v.x[size_t(((n * g.C + c0 + cl) * g.H + h) * g.W + w)] *
                v.w[size_t(((o * g.Cg + cl) * g.kh + p) * g.kw + q)];
       }
-  return {acc, 0.0};
+  // The im2col path preloads the bias into the output and runs the GEMM with beta = 1; in a
+  // half type cuBLAS may round the product to the dtype before adding it (seen on the H200 in
+  // bfloat16), so the product without the bias is rounded once more.
+  const double product = v.b.empty() ? 0.0 : acc - v.b[size_t(o)];
+  return {acc, std::fabs(product)};
 }
 
 // gx[n, c, h, w] = sum over taps (p, q) and the output (i, j) that read x[n, c, h, w] through

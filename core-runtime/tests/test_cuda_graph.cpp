@@ -122,12 +122,14 @@ TEST_F(CudaGraph, AllocatingInsideACaptureIsRefusedAndTheCaptureGoesOn) {
   const cuda::Stream s = cuda::Stream::create(0);
   cuda::Graph graph;
   graph.capture_begin(s);
-  expect_error<ValueError>([&] { add(x, 1.0); },
+  expect_error<ValueError>([&] { add(x, x); },
                            {"add: ", "being captured into a CUDA graph", "_out form"});
-  add_out(y, x, 1.0);
+  // A number operand becomes a 0-d tensor on the device, which is an allocation too.
+  expect_error<ValueError>([&] { add_out(y, x, 1.0); }, {"being captured into a CUDA graph"});
+  add_out(y, x, x);
   graph.capture_end();
   graph.replay();
-  EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{2, 3, 4, 5}));
+  EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{2, 4, 6, 8}));
   EXPECT_NO_THROW(add(x, 1.0)) << "allocation works again after the capture";
 }
 

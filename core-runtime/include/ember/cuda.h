@@ -1,6 +1,7 @@
 // cuda.h — the few CUDA-specific controls a user needs; everything else is device-agnostic
 // (Device("cuda:0"), synchronize(), memory_stats() are in device.h and allocator.h).
 #pragma once
+#include <cstddef>
 
 namespace ember {
 
@@ -114,7 +115,8 @@ class Event {
 //   them with the _out forms (and the in-place ops), and keep them alive while the graph is
 //   replayed; change the inputs between replays by writing into the same tensors (copy_, fill_).
 //   An allocation on the capturing stream throws ValueError naming the op, and the capture goes
-//   on (the op queued nothing).
+//   on (the op queued nothing). A number operand (add_out(y, x, 1.0)) is such an allocation: it
+//   becomes a 0-d tensor on the device; pass a tensor made before the capture instead.
 // - run the work once on the stream before capturing it: the first GEMM on a stream sets up
 //   cuBLAS's workspace, which cannot happen inside a capture.
 // - nothing in the captured work may wait for the GPU: item(), to_vector(), copies to or from the
