@@ -176,7 +176,9 @@ def tests(session):
     # The C++ example is an outside consumer of the installed core-runtime: once against the
     # shared library built above, once against a static one (which checks that EmberCore's
     # config finds the static library's own dependencies: OpenMP, BLAS, CUDA).
-    # Each example checks its own results and exits non-zero on a mismatch.
+    # Each example checks its own results and exits non-zero on a mismatch. Both kinds of library
+    # compile every file with the same command (core-runtime's CMakeLists.txt), so the static
+    # build is served from ccache.
     build_cpp_examples(session, PREFIX, BUILD / "examples-shared")
     ctest(session, BUILD / "examples-shared")
     static_prefix = BUILD / "install-static"
