@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# The layers above core-runtime on a GPU machine, in one call: builds core-runtime (CUDA, one
-# architecture) and autodiff-engine against it, runs autodiff-engine's suite (its CUDA half
-# included) and compute-sanitizer memcheck over the CUDA half, builds the Python package and runs
-# its pytest suite, then the eager training-step benchmark on CUDA (and on this host's CPU)
-# against PyTorch, and the default example (train_digits) on the GPU. Logs are packed into
-# OUT_DIR/logs.tgz; summary, CSVs and the example's metrics stay beside it.
+# Every layer on a GPU machine, in one call: builds core-runtime (CUDA, one architecture, with its
+# tests) and runs its whole suite, builds autodiff-engine against it and runs its suite (its CUDA
+# half included) and compute-sanitizer memcheck over the CUDA half, builds the Python package and
+# runs its pytest suite, then the eager training-step benchmark on CUDA (and on this host's CPU)
+# against PyTorch, the default example (train_digits) on the GPU, the example tests with the
+# scripts on the GPU (EMBER_EXAMPLES_DEVICE=cuda), and each tutorial's script. With
+# EMBER_RACECHECK_FILTER set, racecheck runs over those core-runtime tests last, for whatever time
+# is left of EMBER_STACK_BUDGET seconds (default 560). Logs are packed into OUT_DIR/logs.tgz;
+# summary, CSVs and the example's metrics stay beside it.
 #   usage: ci/gpu-stack.sh OUT_DIR
 set -uo pipefail
 out=${1:?usage: ci/gpu-stack.sh OUT_DIR}
@@ -25,7 +28,7 @@ fi
 
 start=$(date +%s)
 cmake -S "$root/core-runtime" -B "$root/.devbuild/core" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DEMBER_ENABLE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DEMBER_BUILD_TESTS=OFF \
+  -DEMBER_ENABLE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DEMBER_BUILD_TESTS=ON \
   >"$work/core-configure.log" 2>&1 &&
   ninja -C "$root/.devbuild/core" -j"$jobs" >"$work/core-build.log" 2>&1 &&
   cmake --install "$root/.devbuild/core" --prefix "$prefix" >/dev/null ||
@@ -37,6 +40,11 @@ cmake -S "$root/autodiff-engine" -B "$root/.devbuild/autodiff" -G Ninja \
   { note "autodiff-engine build failed"; grep -E "error" -A5 "$work/ad-build.log" | head -60; exit 1; }
 note "builds: $(( $(date +%s) - start )) s"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee -a "$summary"
+
+core_tests=$root/.devbuild/core/tests/ember_core_tests
+"$core_tests" >"$work/core-tests.log" 2>&1
+note "core-runtime tests: exit $? — $(grep -E '^\[  PASSED' "$work/core-tests.log") $(grep -cE '^\[  SKIPPED \] ' "$work/core-tests.log") skipped"
+grep -E "^\[  FAILED  \]" "$work/core-tests.log" | sort -u | head -40 | tee -a "$summary"
 
 tests=$root/.devbuild/autodiff/tests/ember_autodiff_tests
 "$tests" --gtest_output="xml:$out/autodiff-tests.xml" >"$work/autodiff-tests.log" 2>&1
@@ -76,4 +84,32 @@ MPLBACKEND=Agg python3 "$root/examples-and-tutorials/python/train_digits.py" --d
 note "train_digits on cuda: exit $?"
 tail -4 "$work/train-digits.log" | tee -a "$summary"
 cp "$work/train_digits/metrics.json" "$out/train-digits-cuda-metrics.json" 2>/dev/null
+# The example tests with their scripts on the GPU (the notebook and README tests need Jupyter,
+# which this machine lacks; each tutorial's jupytext script runs as a plain program instead).
+(cd "$work" && EMBER_EXAMPLES_DEVICE=cuda MPLBACKEND=Agg python3 -m pytest \
+  "$root/examples-and-tutorials/tests" -q -rs -p no:cacheprovider \
+  --ignore="$root/examples-and-tutorials/tests/test_tutorials.py" \
+  --ignore="$root/examples-and-tutorials/tests/test_readme_blocks.py" >"$work/examples.log" 2>&1)
+note "example tests on cuda: exit $? — $(tail -1 "$work/examples.log")"
+grep -E "FAILED|SKIPPED" "$work/examples.log" | head -20 | tee -a "$summary"
+for script in "$root"/examples-and-tutorials/tutorials/*.py; do
+  name=$(basename "$script" .py)
+  mkdir -p "$work/$name"
+  t0=$(date +%s)
+  (cd "$work/$name" && MPLBACKEND=Agg python3 "$script" >"$work/$name.log" 2>&1)
+  note "tutorial $name: exit $?; $(( $(date +%s) - t0 )) s; $(grep -m1 'device for this tutorial' "$work/$name.log")"
+done
+
+if [[ -n "${EMBER_RACECHECK_FILTER:-}" ]]; then
+  left=$(( ${EMBER_STACK_BUDGET:-560} - ($(date +%s) - start) ))
+  if (( left > 20 )); then
+    timeout "$left" compute-sanitizer --tool racecheck --error-exitcode 9 "$core_tests" \
+      --gtest_filter="$EMBER_RACECHECK_FILTER" >"$work/racecheck.log" 2>&1
+    code=$?
+    ((code == 124)) && cut=" (cut off after $left s)" || cut=""
+    note "racecheck: $(grep -E 'ERROR SUMMARY' "$work/racecheck.log" | tail -1 | sed 's/^=* *//')$cut; exit $code; $(grep -E '^\[  PASSED' "$work/racecheck.log"); $(grep -cE '^\[       OK' "$work/racecheck.log") tests finished"
+  else
+    note "racecheck: not run, $left s left"
+  fi
+fi
 tar -czf "$out/logs.tgz" -C "$out" work && rm -rf "$work"

@@ -12,10 +12,15 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]  # examples-and-tutorials/
 PYTHON = ROOT / "python"
 
 
+# The device the example scripts run on: the CPU, or EMBER_EXAMPLES_DEVICE (cuda on a GPU machine:
+# ci/gpu-stack.sh runs these tests there too).
+DEVICE = os.environ.get("EMBER_EXAMPLES_DEVICE", "cpu")
+
+
 def run_script(name, *args, check=True, timeout=300):
-    """Runs python/<name> with args on the CPU; returns the CompletedProcess (text output)."""
+    """Runs python/<name> with args on DEVICE; returns the CompletedProcess (text output)."""
     env = dict(os.environ, MPLBACKEND="Agg")
-    done = subprocess.run([sys.executable, str(PYTHON / name), "--device", "cpu", *map(str, args)],
+    done = subprocess.run([sys.executable, str(PYTHON / name), "--device", DEVICE, *map(str, args)],
                           capture_output=True, text=True, env=env, timeout=timeout)
     if check and done.returncode != 0:
         pytest.fail(f"{name} exited {done.returncode}\n{done.stdout}\n{done.stderr}")

@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import PYTHON, assert_outputs, metrics, run_script
+from conftest import DEVICE, PYTHON, assert_outputs, metrics, run_script
 
 sys.path.insert(0, str(PYTHON))
 import cifar  # noqa: E402 (from python/)
@@ -47,8 +47,8 @@ def cifar_dir(tmp_path_factory):
 
 
 def cli(data, *args):
-    """The command line of train_cifar10.main: --data data, args, on the CPU."""
-    return ["--data", str(data), *map(str, args), "--device", "cpu"]
+    """The command line of train_cifar10.main: --data data, args, on conftest's DEVICE."""
+    return ["--data", str(data), *map(str, args), "--device", DEVICE]
 
 
 def copy_of(directory, tmp_path):
@@ -111,7 +111,7 @@ def test_memory_cap_too_small_says_what_to_change(cifar_dir, tmp_path, capsys):
         status, err = run_main(capsys, cifar_dir, *FAST, "--memory-limit", "1MiB",
                                "--out", tmp_path)
     finally:
-        ember.set_memory_limit(None, "cpu")
+        ember.set_memory_limit(None, DEVICE)
     assert status == 3
     assert "ember.OutOfMemoryError" in err and "over the cap" in err
     assert "--batch-size (now 16)" in err and "--accumulate (now 2)" in err
