@@ -2,9 +2,9 @@
 # The layers above core-runtime on a GPU machine, in one call: builds core-runtime (CUDA, one
 # architecture) and autodiff-engine against it, runs autodiff-engine's suite (its CUDA half
 # included) and compute-sanitizer memcheck over the CUDA half, builds the Python package and runs
-# its pytest suite, then the eager training-step benchmark on CUDA (and on this host's CPU)
-# against PyTorch, and the default example (train_digits) on the GPU. Logs are packed into
-# OUT_DIR/logs.tgz; summary, CSVs and the example's metrics stay beside it.
+# its pytest suite, then the training benchmark family through that package on CUDA (and on
+# this host's CPU) against PyTorch, and the default example (train_digits) on the GPU. Logs are
+# packed into OUT_DIR/logs.tgz; summary, CSVs and the example's metrics stay beside it.
 #   usage: ci/gpu-stack.sh OUT_DIR
 set -uo pipefail
 out=${1:?usage: ci/gpu-stack.sh OUT_DIR}
@@ -63,11 +63,11 @@ export PYTHONPATH=$pkg
 note "python-bindings pytest: exit $? — $(tail -1 "$work/pytest.log")"
 grep -E "FAILED|SKIPPED" "$work/pytest.log" | head -20 | tee -a "$summary"
 
+# The family calls Ember only through the package on PYTHONPATH: run.py builds no ember_bench.
 for device in cuda cpu; do
-  python3 "$root/benchmarks/train_step.py" --ember-prefix "$prefix" \
-    --device $device --build-dir "$root/.devbuild/train" --out "$out/train-step-$device.csv" \
-    >"$work/train-$device.log" 2>&1
-  note "training step on $device: exit $?"
+  PYTHONUNBUFFERED=1 python3 "$root/benchmarks/run.py" training --device $device \
+    --out "$out/training-$device.csv" >"$work/train-$device.log" 2>&1
+  note "training family on $device: exit $?"
   tee -a "$summary" <"$work/train-$device.log" | tail -4
 done
 # The default example on the GPU with its default settings: its metrics.json beside the CSVs.
