@@ -24,8 +24,8 @@ Peak memory: Ember's allocator statistics (max_memory_allocated, reset before th
 PyTorch's torch.cuda.max_memory_allocated on CUDA. PyTorch has no such statistics on the CPU:
 there its profiler (profile_memory) records every allocation and free of its CPU allocator
 during the step, whose running sum's maximum is added to the bytes of the tensors alive when
-the step begins (parameters, buffers, gradients, optimizer state, batch). Allocations outside
-its allocator (oneDNN's scratch space) are not counted there."""
+the step begins (parameters, buffers, gradients, optimizer state, batch). Memory a library takes
+past its allocator would not be counted there: a lower bound."""
 
 import gc
 from dataclasses import dataclass, replace
