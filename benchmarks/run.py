@@ -12,8 +12,9 @@ It first builds benchmarks/cpp (ember_bench) in --build-dir, building core-runti
 checkout, or linking an installed one with --ember-prefix; --ember-bench skips the build, and so
 does a selection whose every case calls Ember through its Python bindings (params via=python,
 the training family), which `import ember` finds. A case that fails is reported and skipped; the
-CSV is written with the rest and the exit code is 1. A case that cannot run here (the ember
-package not importable) is skipped with the reason, and is no failure.
+CSV is written with the rest and the exit code is 1 (for a via=python case, any error it
+raises). A case that cannot run here (the ember package not importable) is skipped with the
+reason, and is no failure.
 """
 
 import argparse
@@ -171,6 +172,12 @@ def main(argv=None) -> int:
             continue
         except Skipped as e:
             skipped.setdefault(str(e), []).append(label)
+            continue
+        except Exception as e:  # from Ember's Python side: ember.EmberError and its kin
+            if not getattr(case, "in_process", False):
+                raise
+            failures.append(label)
+            print(f"FAILED {label}: {type(e).__name__}: {e}", file=sys.stderr)
             continue
         rows += [row(info, name, case, m) for m in measurements]
         for m in measurements:

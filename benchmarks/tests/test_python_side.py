@@ -89,3 +89,17 @@ def test_a_run_of_python_cases_only_builds_no_ember_bench(tmp_path, monkeypatch,
     assert run.main(["--out", str(out)]) == 0
     assert read_csv(out) == []
     assert "2 case(s) skipped: no ember here" in capsys.readouterr().err
+
+
+def test_an_error_of_the_python_side_fails_that_case_only(tmp_path, monkeypatch, capsys):
+    def raising(r, p):
+        raise ValueError("bad shape")
+
+    cases = [KernelCase("bad", {"n": 1}, ember=raising).on_python(),
+             KernelCase("good", {"n": 1}, ember=counting).on_python()]
+    monkeypatch.setattr(run, "all_families", lambda: {"f": Family(cases)})
+    monkeypatch.setattr(bindings, "load", lambda device: (Side("ember"), ""))
+    out = tmp_path / "o.csv"
+    assert run.main(["--out", str(out), "--repeat", "3", "--min-sample-ms", "0"]) == 1
+    assert [r["case"] for r in read_csv(out)] == ["good"]
+    assert "FAILED f bad n=1 via=python: ValueError: bad shape" in capsys.readouterr().err
