@@ -255,8 +255,12 @@ def run_benchmarks(session, *args: str) -> None:
 
 @nox.session
 def bench(session):
-    """Benchmark families on the CPU (args: family names and run.py options) -> benchmarks/out/."""
-    install_for_benchmarks(session)
+    """Benchmark families on the CPU (args: family names and run.py options) -> benchmarks/out/.
+    The Python package is built and installed too: the via=python rows and the training family
+    call Ember through it."""
+    install_cpp_packages(session, with_tests=False)
+    install_python_package(session)
+    session.install("-r", str(BENCH / "requirements.txt"))
     run_benchmarks(session, *session.posargs)
 
 

@@ -5,7 +5,9 @@
 Reads every version of every CSV ever committed under benchmarks/results/ and benchmarks/baseline/
 (git log), and draws one PNG per (device, benchmark, metric): x is when each run was taken, one
 line per case and parameters for Ember (solid) and its references beside it (same colour: NumPy
-dashed, PyTorch dotted).
+dashed, PyTorch dotted). A case measured at three or more batch sizes in one run (the training
+family's peak memory) also gets a PNG of its latest run against the batch size,
+DEVICE_BENCHMARK_CASE_METRIC_by_batch.png.
 """
 
 import argparse
@@ -25,6 +27,7 @@ from harness.schema import parse_csv  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 HISTORY = ("benchmarks/results", "benchmarks/baseline")
+SWEEP = "batch"  # the parameter a case's rows of one run are also plotted against
 
 
 def git(*args) -> str:
@@ -89,6 +92,61 @@ def plot(rows: list[dict], out: Path) -> list[Path]:
     return written
 
 
+def parse_params(text: str) -> dict:
+    return dict(item.split("=", 1) for item in text.split())
+
+
+def sweeps(rows: list[dict]) -> dict:
+    """(device, benchmark, case, metric) -> the rows of its latest run, for every case whose
+    latest run measured it at three or more values of SWEEP."""
+    latest = {}
+    for r in rows:
+        if SWEEP in parse_params(r["params"]):
+            key = (r["device"], r["benchmark"], r["case"], r["metric"])
+            latest[key] = max(latest.get(key, ""), r["timestamp"])
+    groups = defaultdict(list)
+    for r in rows:
+        key = (r["device"], r["benchmark"], r["case"], r["metric"])
+        if latest.get(key) == r["timestamp"]:
+            groups[key].append(r)
+    return {key: series for key, series in groups.items()
+            if len({parse_params(r["params"])[SWEEP] for r in series}) >= 3}
+
+
+def plot_sweeps(rows: list[dict], out: Path) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for (device, benchmark, case, metric), series in sorted(sweeps(rows).items()):
+        lines = defaultdict(list)  # the other parameters -> (SWEEP's value, row)
+        for r in series:
+            params = parse_params(r["params"])
+            at = int(params.pop(SWEEP))
+            lines[" ".join(f"{k}={v}" for k, v in params.items())].append((at, r))
+        fig, ax = plt.subplots(figsize=(8, 5))
+        for label, points in sorted(lines.items()):
+            points.sort(key=lambda p: p[0])
+            line, = ax.plot([at for at, _ in points], [r["value"] for _, r in points], "o-",
+                            label=f"ember {label}")
+            measured = [(at, r) for at, r in points if r["reference_value"] is not None]
+            if measured:
+                ax.plot([at for at, _ in measured], [r["reference_value"] for _, r in measured],
+                        "^:", color=line.get_color(), label=f"{measured[0][1]['reference']}")
+        first = series[0]
+        ax.set_title(f"{benchmark} {case}: {metric} on {device} against {SWEEP} "
+                     f"({first['timestamp'][:10]}, {first['better']} is better)")
+        ax.set_xlabel(SWEEP)
+        ax.set_ylabel(first["unit"])
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        path = out / f"{device}_{benchmark}_{case}_{metric}_by_{SWEEP}.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--out", type=Path, default=HERE / "out" / "plots")
@@ -97,7 +155,7 @@ def main(argv=None) -> int:
     if not rows:
         print("plot.py: no committed results under " + ", ".join(HISTORY), file=sys.stderr)
         return 1
-    for path in plot(rows, args.out):
+    for path in plot(rows, args.out) + plot_sweeps(rows, args.out):
         print(path)
     return 0
 

@@ -9,8 +9,12 @@ the schema of benchmarks/README.md.
   python3 benchmarks/run.py --case "matmul/matmul/m=256 n=256 k=256 algo=tiled"   one case
 
 It first builds benchmarks/cpp (ember_bench) in --build-dir, building core-runtime from this
-checkout, or linking an installed one with --ember-prefix; --ember-bench skips the build. A case
-that fails is reported and skipped; the CSV is written with the rest and the exit code is 1.
+checkout, or linking an installed one with --ember-prefix; --ember-bench skips the build, and so
+does a selection whose every case calls Ember through its Python bindings (params via=python,
+the training family), which `import ember` finds. A case that fails is reported and skipped; the
+CSV is written with the rest and the exit code is 1 (for a via=python case, any error it
+raises). A case that cannot run here (the ember package not importable) is skipped with the
+reason, and is no failure.
 """
 
 import argparse
@@ -23,8 +27,8 @@ import sys
 from pathlib import Path
 
 import families
-from harness import ember, machine
-from harness.case import Context, params_text
+from harness import bindings, ember, machine
+from harness.case import Context, Skipped, params_text
 from harness.references import import_torch, references_for
 from harness.schema import write_csv
 from harness.timer import TimerOptions
@@ -84,11 +88,20 @@ def case_name(family: str, case) -> str:
     return f"{family}/{case.op}/{params_text(case.params, ' ')}"
 
 
+def with_python_side(cases):
+    """Each case, followed by its variant through the Python bindings where it declares one
+    (KernelCase.ember)."""
+    for case in cases:
+        yield case
+        if getattr(case, "ember", None) is not None and not case.in_process:
+            yield case.on_python()
+
+
 def select_cases(selected: dict, device: str, quick: bool, names: list[str]):
     """(family name, case) for every case of the selected families on device, only the quick
     ones with quick, only those named (FAMILY/OP/PARAMS) when names are given."""
     for name, family in selected.items():
-        for case in family.cases(device):
+        for case in with_python_side(family.cases(device)):
             if (not quick or case.quick) and (not names or case_name(name, case) in names):
                 yield name, case
 
@@ -116,18 +129,21 @@ def main(argv=None) -> int:
             print(f"{name:14} {module.__doc__.strip().splitlines()[0]}")
         return 0
     selected = {name: known[name] for name in (args.families or known)}
-    if args.threads:  # before numpy loads OpenBLAS; ember_bench inherits the environment
-        os.environ.update(OMP_NUM_THREADS=str(args.threads),
+    cases = list(select_cases(selected, args.device, args.quick, args.case))
+    in_process = [getattr(case, "in_process", False) for _, case in cases]
+    if args.threads:  # before numpy, torch and ember load OpenBLAS and OpenMP; ember_bench
+        os.environ.update(OMP_NUM_THREADS=str(args.threads),  # inherits the environment
                           OPENBLAS_NUM_THREADS=str(args.threads))
 
-    try:
-        bench = args.ember_bench or ember.build(
-            args.build_dir or HERE / "out" / f"build-{args.device}", args.device,
-            args.ember_prefix, args.cmake_arg)
-    except subprocess.CalledProcessError as e:
-        print(f"run.py: building ember_bench failed ({' '.join(e.cmd)}), see above",
-              file=sys.stderr)
-        return 2
+    bench = args.ember_bench
+    if bench is None and (args.build_only or not all(in_process)):
+        try:
+            bench = ember.build(args.build_dir or HERE / "out" / f"build-{args.device}",
+                                args.device, args.ember_prefix, args.cmake_arg)
+        except subprocess.CalledProcessError as e:
+            print(f"run.py: building ember_bench failed ({' '.join(e.cmd)}), see above",
+                  file=sys.stderr)
+            return 2
     if args.build_only:
         print(bench)
         return 0
@@ -138,20 +154,30 @@ def main(argv=None) -> int:
         return 2
     if torch is not None and args.threads:
         torch.set_num_threads(args.threads)
+    python, python_missing = bindings.load(args.device) if any(in_process) else (None, "")
     timer = TimerOptions(args.warmup, args.repeat, args.min_sample_ms)
-    ctx = Context(args.device, ember.Program(bench, args.device, timer), timer,
-                  references_for(args.device, torch), args.rounds)
+    ctx = Context(args.device, bench and ember.Program(bench, args.device, timer), timer,
+                  references_for(args.device, torch), args.rounds, python, python_missing)
     info = machine.describe(args.device, torch, args.threads)
 
-    rows, failures = [], []
+    rows, failures, skipped = [], [], {}
     started = datetime.datetime.now()
-    for name, case in select_cases(selected, args.device, args.quick, args.case):
+    for name, case in cases:
         label = f"{name} {case.op} {params_text(case.params, ' ')}"
         try:
             measurements = case.measure(ctx)
         except ember.BenchError as e:
             failures.append(label)
             print(f"FAILED {label}: {e}", file=sys.stderr)
+            continue
+        except Skipped as e:
+            skipped.setdefault(str(e), []).append(label)
+            continue
+        except Exception as e:  # from Ember's Python side: ember.EmberError and its kin
+            if not getattr(case, "in_process", False):
+                raise
+            failures.append(label)
+            print(f"FAILED {label}: {type(e).__name__}: {e}", file=sys.stderr)
             continue
         rows += [row(info, name, case, m) for m in measurements]
         for m in measurements:
@@ -163,6 +189,8 @@ def main(argv=None) -> int:
     write_csv(path, rows)
     elapsed = (datetime.datetime.now() - started).total_seconds()
     print(f"wrote {len(rows)} rows to {path} in {elapsed:.0f} s", file=sys.stderr)
+    for reason, labels in skipped.items():
+        print(f"{len(labels)} case(s) skipped: {reason}", file=sys.stderr)
     if failures:
         print(f"{len(failures)} case(s) failed: " + "; ".join(failures), file=sys.stderr)
         return 1

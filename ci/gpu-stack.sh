@@ -2,9 +2,9 @@
 # Every layer on a GPU machine, in one call: builds core-runtime (CUDA, one architecture, with its
 # tests) and runs its whole suite, builds autodiff-engine against it and runs its suite (its CUDA
 # half included) and compute-sanitizer memcheck over the CUDA half, builds the Python package and
-# runs its pytest suite, then the eager training-step benchmark on CUDA (and on this host's CPU)
-# against PyTorch, the default example (train_digits) on the GPU, the example tests with the
-# scripts on the GPU (EMBER_EXAMPLES_DEVICE=cuda), and each tutorial's script. With
+# runs its pytest suite, then the training benchmark family through that package on CUDA (and on
+# this host's CPU) against PyTorch, the default example (train_digits) on the GPU, the example
+# tests with the scripts on the GPU (EMBER_EXAMPLES_DEVICE=cuda), and each tutorial's script. With
 # EMBER_RACECHECK_FILTER set, racecheck runs over those core-runtime tests last, for whatever time
 # is left of EMBER_STACK_BUDGET seconds (default 560). Logs are packed into OUT_DIR/logs.tgz;
 # summary, CSVs and the example's metrics stay beside it.
@@ -71,11 +71,11 @@ export PYTHONPATH=$pkg
 note "python-bindings pytest: exit $? — $(tail -1 "$work/pytest.log")"
 grep -E "FAILED|SKIPPED" "$work/pytest.log" | head -20 | tee -a "$summary"
 
+# The family calls Ember only through the package on PYTHONPATH: run.py builds no ember_bench.
 for device in cuda cpu; do
-  python3 "$root/benchmarks/train_step.py" --ember-prefix "$prefix" \
-    --device $device --build-dir "$root/.devbuild/train" --out "$out/train-step-$device.csv" \
-    >"$work/train-$device.log" 2>&1
-  note "training step on $device: exit $?"
+  PYTHONUNBUFFERED=1 python3 "$root/benchmarks/run.py" training --device $device \
+    --out "$out/training-$device.csv" >"$work/train-$device.log" 2>&1
+  note "training family on $device: exit $?"
   tee -a "$summary" <"$work/train-$device.log" | tail -4
 done
 # The default example on the GPU with its default settings: its metrics.json beside the CSVs.

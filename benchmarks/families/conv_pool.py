@@ -126,6 +126,33 @@ def max_pool2d_fwd_bwd_torch(r, p):
     return step
 
 
+def conv2d_ember(r, p):
+    x, weight, bias = conv_inputs(r, p)
+    return lambda: r.xp.conv2d(x, weight, bias)
+
+
+def conv2d_fwd_bwd_ember(r, p):  # the ops of Ember's case, from Python
+    em, (x, weight, bias) = r.xp, conv_inputs(r, p)
+    grad_out = r.uniform(*em.conv2d(x, weight, bias).shape)
+
+    def step():  # the bias's gradient is grad_out summed over all but its channels
+        y = em.conv2d(x, weight, bias)
+        return (y, em.conv2d_backward_input(grad_out, weight, x.shape),
+                em.conv2d_backward_weight(grad_out, x, weight.shape), grad_out.sum((0, 2, 3)))
+
+    return step
+
+
+def max_pool2d_fwd_bwd_ember(r, p):
+    em, (x, grad_out), k = r.xp, pool_inputs(r, p), p["kernel"]
+
+    def step():
+        y, indices = em.max_pool2d(x, k, return_indices=True)
+        return y, em.max_pool2d_backward(grad_out, indices, x.shape)
+
+    return step
+
+
 def conv_flops(p):  # multiply-adds of the forward pass, twice that for the backward
     ho, wo = p["h"] - p["kernel"] + 1, p["w"] - p["kernel"] + 1
     return 2 * p["n"] * p["o"] * ho * wo * p["c"] * p["kernel"] ** 2
@@ -142,12 +169,14 @@ def cases(device):
         p = dict(conv, kernel=3)
         quick = i == 1
         out += [
-            ConvCase("conv2d", p, conv2d, conv2d, flops=conv_flops(p), quick=quick),
+            ConvCase("conv2d", p, conv2d, conv2d, flops=conv_flops(p), quick=quick,
+                     ember=conv2d_ember),
             ConvCase("conv2d_fwd_bwd", p, conv2d_fwd_bwd_numpy, conv2d_fwd_bwd_torch,
-                     flops=3 * conv_flops(p), quick=quick),
+                     flops=3 * conv_flops(p), quick=quick, ember=conv2d_fwd_bwd_ember),
         ]
         # pooling acts on the conv's output
         pool = dict(n=p["n"], c=p["o"], h=p["h"] - 2, w=p["w"] - 2, kernel=2)
         out.append(KernelCase("max_pool2d_fwd_bwd", pool, max_pool2d_fwd_bwd_numpy,
-                              max_pool2d_fwd_bwd_torch, quick=quick))
+                              max_pool2d_fwd_bwd_torch, quick=quick,
+                              ember=max_pool2d_fwd_bwd_ember))
     return out

@@ -4,7 +4,8 @@ Every reference writes its result where Ember's does, into memory no call has to
 (harness.references, `out`): NumPy and PyTorch on the CPU into an array allocated once (out=),
 PyTorch on CUDA into the block its caching allocator hands back. The allocating form on the CPU
 is not timed: it adds work Ember's case does not do (PyTorch's CPU add of 2^24 floats took
-4.8 ms allocating, 0.7 ms with out=, on a 16-core machine)."""
+4.8 ms allocating, 0.7 ms with out=, on a 16-core machine). Ember through its bindings
+(via=python) allocates each result, from its caching allocator, as ember_bench does."""
 
 from harness.case import KernelCase
 
@@ -53,6 +54,22 @@ def gelu_torch(r, p):
     return lambda: r.xp.nn.functional.gelu(x, approximate=p["approximate"], out=out)
 
 
+def ember_unary(name, **options):
+    def build(r, p):
+        x, fn = r.uniform(p["n"]), getattr(r.xp, name)
+        return lambda: fn(x, **options)
+
+    return build
+
+
+def ember_binary(name):
+    def build(r, p):
+        a, b, fn = r.uniform(p["n"]), r.uniform(p["n"]), getattr(r.xp, name)
+        return lambda: fn(a, b)
+
+    return build
+
+
 def cases(device):
     sizes = {"cpu": [1 << 12, 1 << 18, 1 << 24], "cuda": [1 << 16, 1 << 22, 1 << 28]}[device]
     approximate = "tanh" if device == "cpu" else "none"  # see gelu_numpy
@@ -61,10 +78,14 @@ def cases(device):
     for n in sizes:
         quick = n == sizes[1]
         out += [
-            KernelCase("add", {"n": n}, add, add, bytes=3 * F32 * n, quick=quick),
-            KernelCase("mul", {"n": n}, mul, mul, bytes=3 * F32 * n, quick=quick),
-            KernelCase("relu", {"n": n}, relu_numpy, relu_torch, bytes=2 * F32 * n, quick=quick),
+            KernelCase("add", {"n": n}, add, add, bytes=3 * F32 * n, quick=quick,
+                       ember=ember_binary("add")),
+            KernelCase("mul", {"n": n}, mul, mul, bytes=3 * F32 * n, quick=quick,
+                       ember=ember_binary("mul")),
+            KernelCase("relu", {"n": n}, relu_numpy, relu_torch, bytes=2 * F32 * n, quick=quick,
+                       ember=ember_unary("relu")),
             KernelCase("gelu", {"n": n, "approximate": approximate}, gelu_numpy, gelu_torch,
-                       bytes=2 * F32 * n, quick=quick),
+                       bytes=2 * F32 * n, quick=quick,
+                       ember=ember_unary("gelu", approximate=approximate)),
         ]
     return out

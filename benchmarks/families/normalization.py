@@ -8,7 +8,11 @@ aten._batch_norm_with_update and aten.batch_norm_backward, which choose the back
 F.batch_norm runs (cuDNN on CUDA, PyTorch's own kernels on the CPU). aten.native_batch_norm
 would run PyTorch's own kernels on CUDA too, which took twice cuDNN's time at [256, 32, 26, 26]
 on an H200. No input requires grad, so no graph is built: loss.backward() would time PyTorch's
-autograd engine too, which Ember's case does not run."""
+autograd engine too, which Ember's case does not run.
+
+From Python (via=python) Ember's forward returns its output alone, not the statistics it saves
+for the backward: those are computed once beforehand, outside the timed call, and the backward
+takes them; the work timed is the same as ember_bench's."""
 
 from harness.case import KernelCase
 
@@ -74,6 +78,35 @@ def layer_norm_torch(r, p):
     return step
 
 
+def batch_norm_ember(r, p):
+    em, c = r.xp, p["c"]
+    x, weight, bias = r.uniform(p["n"], c, p["h"], p["w"]), r.uniform(c), r.uniform(c)
+    running_mean, running_var, grad_out = r.uniform(c), r.uniform(c).abs(), r.uniform(*x.shape)
+    mean = x.mean((0, 2, 3))  # the saved statistics: [C]
+    invstd = (x.var((0, 2, 3), correction=0) + EPS).rsqrt()
+
+    def step():  # the running statistics updated in place, as in Ember's case
+        y = em.batch_norm(x, running_mean, running_var, weight, bias, training=True,
+                          momentum=MOMENTUM, eps=EPS)
+        return (y, *em.batch_norm_backward(grad_out, x, weight, mean, invstd, True))
+
+    return step
+
+
+def layer_norm_ember(r, p):
+    em, shape = r.xp, [p["cols"]]
+    x, weight, bias = r.uniform(p["rows"], p["cols"]), r.uniform(p["cols"]), r.uniform(p["cols"])
+    grad_out = r.uniform(*x.shape)
+    mean = x.mean(-1, keepdim=True)  # the saved statistics: [rows, 1]
+    rstd = (x.var(-1, correction=0, keepdim=True) + EPS).rsqrt()
+
+    def step():
+        y = em.layer_norm(x, shape, weight, bias, EPS)
+        return (y, *em.layer_norm_backward(grad_out, x, shape, mean, rstd, weight))
+
+    return step
+
+
 def cases(device):
     if device == "cpu":
         bn = [dict(n=8, c=16, h=8, w=8), dict(n=32, c=16, h=26, w=26), dict(n=64, c=32, h=24, w=24)]
@@ -82,6 +115,6 @@ def cases(device):
         bn = [dict(n=n, c=c, h=26, w=26) for n in (32, 256) for c in (16, 32)]
         ln = [dict(rows=1024, cols=1024), dict(rows=16384, cols=4096)]
     return ([KernelCase("batch_norm_fwd_bwd", p, batch_norm_numpy, batch_norm_torch,
-                        quick=i == 1) for i, p in enumerate(bn)] +
+                        quick=i == 1, ember=batch_norm_ember) for i, p in enumerate(bn)] +
             [KernelCase("layer_norm_fwd_bwd", p, layer_norm_numpy, layer_norm_torch,
-                        quick=i == 1) for i, p in enumerate(ln)])
+                        quick=i == 1, ember=layer_norm_ember) for i, p in enumerate(ln)])

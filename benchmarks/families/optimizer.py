@@ -1,7 +1,9 @@
 """Optimizer updates (Adam, SGD with momentum) of a list of float32 parameters, in place.
 
 The NumPy reference applies torch.optim's formulas with in-place NumPy operations, one parameter
-at a time; PyTorch's is torch.optim.Adam / SGD with its default implementation for the device."""
+at a time; PyTorch's is torch.optim.Adam / SGD with its default implementation for the device.
+Ember from Python (via=python) is ember.optim.Adam / SGD, whose step is the fused update that
+ember_bench calls."""
 
 from harness.case import KernelCase
 
@@ -17,8 +19,8 @@ def param_lists(r, p):
 
 def adam_step(r, p):
     params, grads = param_lists(r, p)
-    if r.name == "torch":
-        return torch_optimizer(r.xp.optim.Adam(params, lr=LR), params, grads)
+    if r.name != "numpy":  # torch.optim and ember.optim alike
+        return optimizer_step(r.xp.optim.Adam(params, lr=LR), params, grads)
     np = r.xp
     m = [np.zeros_like(x) for x in params]
     v = [np.zeros_like(x) for x in params]
@@ -39,8 +41,8 @@ def adam_step(r, p):
 
 def sgd_step(r, p):
     params, grads = param_lists(r, p)
-    if r.name == "torch":
-        return torch_optimizer(r.xp.optim.SGD(params, lr=0.01, momentum=MOMENTUM), params, grads)
+    if r.name != "numpy":
+        return optimizer_step(r.xp.optim.SGD(params, lr=0.01, momentum=MOMENTUM), params, grads)
     bufs = [r.xp.zeros_like(x) for x in params]
 
     def numpy_step():
@@ -52,7 +54,7 @@ def sgd_step(r, p):
     return numpy_step
 
 
-def torch_optimizer(opt, params, grads):
+def optimizer_step(opt, params, grads):
     for x, g in zip(params, grads):
         x.grad = g
     return opt.step
@@ -64,7 +66,7 @@ def cases(device):
     for n in sizes:
         p = {"tensors": 10, "n": n}
         out += [KernelCase("adam_step", p, adam_step, adam_step, bytes=7 * F32 * 10 * n,
-                           quick=n == sizes[1]),
+                           quick=n == sizes[1], ember=adam_step),
                 KernelCase("sgd_step", p, sgd_step, sgd_step, bytes=5 * F32 * 10 * n,
-                           quick=n == sizes[1])]
+                           quick=n == sizes[1], ember=sgd_step)]
     return out

@@ -8,7 +8,7 @@ F32 = 4
 
 
 def reduce(name):
-    def build(r, p):  # numpy.sum(x, axis) and torch.sum(x, dim) agree positionally
+    def build(r, p):  # numpy.sum(x, axis), torch.sum(x, dim) and ember.sum agree positionally
         x, fn = r.uniform(p["rows"], p["cols"]), getattr(r.xp, name)
         return lambda: fn(x, p["dim"])
 
@@ -24,7 +24,7 @@ def cases(device):
             for dim in (-1, 0):
                 p = {"rows": rows, "cols": cols, "dim": dim}
                 out_elems = rows if dim == -1 else cols
-                out.append(KernelCase(op, p, reduce(op), reduce(op),
+                out.append(KernelCase(op, p, reduce(op), reduce(op), ember=reduce(op),
                                       bytes=F32 * (rows * cols + out_elems),
                                       quick=i == 1 and dim == -1))
     return out

@@ -65,15 +65,36 @@ def cross_entropy_fwd_bwd_torch(r, p):
     return step
 
 
+def ember_over_last_dim(name):
+    def build(r, p):
+        x, fn = r.uniform(p["rows"], p["cols"]), getattr(r.xp, name)
+        return lambda: fn(x, -1)
+
+    return build
+
+
+def cross_entropy_fwd_bwd_ember(r, p):  # the ops of Ember's case, from Python
+    logits, target = r.uniform(p["batch"], p["classes"]), r.randint(p["classes"], p["batch"])
+    one = r.xp.ones((), device=r.device)
+
+    def step():
+        loss = r.xp.cross_entropy(logits, target)
+        return loss, r.xp.cross_entropy_backward(one, logits, target)
+
+    return step
+
+
 def cases(device):
     sizes = {"cpu": [(64, 256), (1024, 1024), (4096, 4096)],
              "cuda": [(1024, 1024), (4096, 4096), (16384, 4096)]}[device]
     out = []
     for i, (rows, cols) in enumerate(sizes):
         p, quick, moved = {"rows": rows, "cols": cols}, i == 1, 2 * F32 * rows * cols
-        out += [KernelCase("softmax", p, softmax, softmax, bytes=moved, quick=quick),
-                KernelCase("log_softmax", p, log_softmax, log_softmax, bytes=moved, quick=quick),
+        out += [KernelCase("softmax", p, softmax, softmax, bytes=moved, quick=quick,
+                           ember=ember_over_last_dim("softmax")),
+                KernelCase("log_softmax", p, log_softmax, log_softmax, bytes=moved, quick=quick,
+                           ember=ember_over_last_dim("log_softmax")),
                 KernelCase("cross_entropy_fwd_bwd", {"batch": rows, "classes": cols},
                            cross_entropy_fwd_bwd_numpy, cross_entropy_fwd_bwd_torch,
-                           quick=quick)]
+                           quick=quick, ember=cross_entropy_fwd_bwd_ember)]
     return out

@@ -1,9 +1,10 @@
 """A measured figure (Measurement), what a case measures with (Context), and the timed kernel
 case most families are made of (KernelCase)."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
+from harness.bindings import EmberPython
 from harness.ember import Program
 from harness.timer import TimerOptions, TimeStats, quantile, time_calls
 
@@ -11,10 +12,23 @@ from harness.timer import TimerOptions, TimeStats, quantile, time_calls
 @dataclass
 class Context:
     device: str           # "cpu" or "cuda"
-    ember: Program        # Ember's side
+    ember: Program | None  # Ember's side from C++ (None when no selected case needs it)
     timer: TimerOptions   # the reference side's timer, the same options ember_bench gets
     references: list      # harness.references objects for this device
     rounds: int = 1       # timed cases: measure both sides this many times, in turn
+    python: EmberPython | None = None  # Ember's side through its bindings (harness.bindings)
+    python_missing: str = ""  # why python is None
+
+
+class Skipped(Exception):
+    """A case that cannot run here (the ember package not importable, say): run.py reports the
+    reason and goes on; not a failure."""
+
+
+def python_side(ctx: Context) -> EmberPython:
+    if ctx.python is None:
+        raise Skipped(ctx.python_missing or "Ember's Python side was not loaded")
+    return ctx.python
 
 
 @dataclass
@@ -61,6 +75,11 @@ class KernelCase:
     (no reference at all: rows without one). bytes (read + written per call) adds a bandwidth
     row, flops a throughput row, both derived from the median time.
 
+    ember, when given, builds the same call for Ember through its Python bindings (r is a
+    harness.bindings.EmberPython): run.py then also runs the case's on_python() variant, params
+    via=python, whose Ember side is timed in this process by the references' timer instead of by
+    ember_bench. Its ratio to the same reference, beside the C++ row's, is what the bindings add.
+
     With ctx.rounds > 1, Ember and the references are measured in turn that many times (Ember,
     references, Ember, ...) and each side reports the median of its rounds, with the spread
     across rounds (over_rounds): a figure and its reference then span the same minutes of the
@@ -72,13 +91,34 @@ class KernelCase:
     bytes: int = 0
     flops: int = 0
     quick: bool = False  # part of the quick CI subset
+    ember: Callable | None = None  # Ember's side through its bindings, as the references'
+
+    @property
+    def in_process(self) -> bool:
+        """Ember called through its bindings, here: no ember_bench needed."""
+        return self.params.get("via") == "python"
+
+    def on_python(self) -> "KernelCase":
+        """This case with Ember called through its bindings; never in the quick subset (the
+        gate's base would run the same installed package as its head)."""
+        return replace(self, params={**self.params, "via": "python"}, quick=False)
+
+    def ember_timer(self, ctx: Context) -> Callable[[], TimeStats]:
+        """What times one round of Ember's side: ember_bench, or the bindings in this process."""
+        if not self.in_process:
+            spec = f"{self.op}:{params_text(self.params, ',')}"
+            return lambda: ctx.ember.time(spec)
+        r = python_side(ctx)
+        call = self.ember(r, self.params)
+        return lambda: time_calls(call, r.sync, ctx.timer)
 
     def measure(self, ctx: Context) -> list[Measurement]:
+        time_ember = self.ember_timer(ctx)
         refs = [r for r in ctx.references if getattr(self, r.name) is not None]
         calls = [getattr(self, r.name)(r, self.params) for r in refs]  # inputs built once
         ours, theirs = [], [[] for _ in refs]
         for _ in range(ctx.rounds):
-            ours.append(ctx.ember.time(f"{self.op}:{params_text(self.params, ',')}"))
+            ours.append(time_ember())
             for rounds, call, r in zip(theirs, calls, refs):
                 rounds.append(time_calls(call, r.sync, ctx.timer))
         ember = over_rounds(ours)

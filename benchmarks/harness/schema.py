@@ -28,9 +28,10 @@ COLUMNS = {
     "device": "cpu or cuda: where Ember and the reference ran",
     "benchmark": "the family (elementwise, matmul, memory, ...)",
     "case": "the op or sequence measured",
-    "params": "its sizes and options, 'key=value' separated by spaces",
+    "params": "its sizes and options, 'key=value' separated by spaces; via=python: Ember called "
+              "through its Python bindings",
     "metric": "time, bandwidth, throughput, peak_bytes, instructions, ...",
-    "unit": "ms, GB/s, GFLOP/s, B, count",
+    "unit": "ms, GB/s, GFLOP/s, images/s, B, count",
     "better": "lower or higher: which direction is an improvement for this metric",
     "value": "Ember's figure (for timings the median over the repeats)",
     "spread": "Ember's interquartile range over the repeats divided by the median; 0 for counts",

@@ -6,7 +6,7 @@ Skipped where PyTorch is not installed."""
 import numpy as np
 import pytest
 
-from families import conv_pool, elementwise, normalization, softmax_loss
+from families import conv_pool, elementwise, normalization, softmax_loss, training
 from harness import machine
 from harness.references import NumpyReference, TorchReference
 
@@ -160,6 +160,23 @@ def test_torch_elementwise_with_out_computes_the_allocating_form(build, allocati
     a, b = torch_inputs(device, (100,), (100,))  # relu and gelu draw only a
     call = build(TorchReference(torch, device), {"n": 100, "approximate": "tanh"})
     assert_same([call(), call()], [allocating(a, b)] * 2)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_training_layer_ops_match_autograd(device):
+    conv = dict(n=2, c=3, h=9, w=8, o=4, kernel=3)
+    x, w, b, g = torch_inputs(device, (2, 3, 9, 8), (4, 3, 3, 3), (4,), (2, 4, 7, 6))
+    expected = autograd(F.conv2d, [x, w, b], g)
+    r = TorchReference(torch, device)
+    assert_same([training.conv2d_forward_torch(r, conv)()], expected[:1])
+    assert_same(training.conv2d_backward_torch(TorchReference(torch, device), conv)(),
+                expected[1:])
+    act = dict(n=2, c=3, h=5, w=5)
+    x, g = torch_inputs(device, (2, 3, 5, 5), (2, 3, 5, 5))
+    y, grad_x = autograd(torch.relu, [x], g)
+    assert_same([training.relu_forward_torch(TorchReference(torch, device), act)()], [y])
+    relu_backward = training.relu_backward_torch(TorchReference(torch, device), act)
+    assert_same([relu_backward(), relu_backward()], [grad_x] * 2)  # out= reused
 
 
 def test_settings_name_what_the_torch_figures_depend_on():
