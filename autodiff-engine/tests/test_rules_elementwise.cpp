@@ -167,6 +167,13 @@ const std::vector<BinaryCase>& binary_cases() {
        uniform_in(-2.0, 2.0)},
       {"where", [](const Variable& a, const Variable& b) { return ad::where(pattern(a, b), a, b); },
        any, any},
+      // a away from 0 and 1.5 <= |b| <= 2.5: a / b lies in (-0.67, 0.67) without 0, so
+      // floor(a / b) is -1 or 0 and no jump of the remainder lies within eps.
+      {"remainder", [](const Variable& a, const Variable& b) { return ad::remainder(a, b); },
+       away_from_zero, uniform_in(1.5, 2.5)},
+      {"remainder by a negative divisor",
+       [](const Variable& a, const Variable& b) { return ad::remainder(a, b); }, away_from_zero,
+       uniform_in(-2.5, -1.5)},
       {"relu_backward",
        [](const Variable& g, const Variable& x) { return ad::relu_backward(g, x); }, any,
        away_from_zero},
@@ -355,6 +362,10 @@ TEST(ElementwiseForward, BinaryValuesBroadcastAgainstBruteForce) {
        [](double x, double y, size_t) { return std::max(x, y); }},
       {"minimum", [](auto& x, auto& y) { return ad::minimum(x, y); },
        [](double x, double y, size_t) { return std::min(x, y); }},
+      {"floor_divide", [](auto& x, auto& y) { return ad::floor_divide(x, y); },
+       [](double x, double y, size_t) { return std::floor(x / y); }},
+      {"remainder", [](auto& x, auto& y) { return ad::remainder(x, y); },
+       [](double x, double y, size_t) { return x - y * std::floor(x / y); }},
       {"where", [&](auto& x, auto& y) { return ad::where(cond, x, y); },
        [](double x, double y, size_t j) { return j == 0 || j == 3 ? x : y; }},
       {"masked_fill", [&](auto& x, auto& y) { return ad::masked_fill(x + y, cond, -7.0); },
@@ -455,6 +466,18 @@ TEST(ElementwiseTraps, OneValueUsedByThreeOpsGetsTheSumOfTheirGradients) {
   for (size_t i = 0; i < xs.size(); ++i)
     EXPECT_NEAR(g[i], std::exp(xs[i]) + std::cos(xs[i]) + 2, 1e-12);
   check_both_orders(f, {t}, "exp(x) + sin(x) + 2x");
+}
+
+TEST(ElementwiseTraps, FloorDivideHasNoGradientAndRemainderHasPythonsSign) {
+  Variable a(Tensor::from_vector<double>({7.5, -7.5, 7.5, 3.0}, {4}), true);
+  Variable b(Tensor::from_vector<double>({2.0, 2.0, -2.0, -4.0}, {4}), true);
+  EXPECT_FALSE(ad::floor_divide(a, b).requires_grad());  // no rule: the result has no history
+  Variable r = ad::remainder(a, b);
+  EXPECT_EQ(r.data().to_vector<double>(), (std::vector<double>{1.5, 0.5, -0.5, -1.0}));
+  auto g = ad::grad({r}, {a, b}, {Variable(ember::ones_like(a.data()))});
+  EXPECT_EQ(g[0].data().to_vector<double>(), (std::vector<double>{1, 1, 1, 1}));
+  // -floor(a / b): floor(3.75) = 3, floor(-3.75) = -4, floor(-3.75) = -4, floor(-0.75) = -1
+  EXPECT_EQ(g[1].data().to_vector<double>(), (std::vector<double>{-3, 4, 4, 1}));
 }
 
 TEST(ElementwiseTraps, MaximumAndMinimumSplitTiesEqually) {

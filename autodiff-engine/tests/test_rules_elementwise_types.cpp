@@ -116,6 +116,8 @@ TEST(ElementwiseTypes, BinaryOpsInferWhatCoreRuntimeComputes) {
                                         "pow",
                                         "maximum",
                                         "minimum",
+                                        "floor_divide",
+                                        "remainder",
                                         "eq",
                                         "ne",
                                         "lt",

@@ -1,6 +1,7 @@
 // The padding and indexing ops' gradient rules (src/ops/indexing.cpp) against finite
 // differences, first and second order, with repeated indices (fan-in) and non-contiguous inputs;
-// circular padding (new in this layer) against brute force; and the shape rules' errors.
+// circular padding (new in this layer) and index_put against brute force; and the shape rules'
+// errors.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -140,6 +141,52 @@ TEST(MovementIndex, OneHotHasNoGradient) {
   EXPECT_EQ(h.type().str(), "i64[3,5]");
 }
 
+// x [3, 4] (a transposed view) with x[i, j] = v: distinct positions, one negative index.
+TEST(MovementIndexPut, GradientsForXAndValues) {
+  const auto put = [](const Vars& x) { return ad::index_put(x[0], {x[2], x[3]}, x[1]); };
+  gradcheck::check_rule(put, {random({4, 3}, 30).t(), random({3}, 31), indices({2, 0, 1}, {3}),
+                              indices({1, -1, 0}, {3})});
+  // i [2, 1] and j [3] broadcast to [2, 3]; values [3] broadcast along the rows
+  gradcheck::check_rule(put, {random({3, 4}, 32), random({3}, 33), indices({0, 2}, {2, 1}),
+                              indices({0, 1, 3}, {3})});
+  // one index: whole rows [2, 4] written, values [1, 4] broadcast
+  gradcheck::check_rule([](const Vars& x) { return ad::index_put(x[0], {x[2]}, x[1]); },
+                        {random({3, 4}, 34), random({1, 4}, 35), indices({2, 0}, {2})});
+  // no index: all of x is written
+  gradcheck::check_rule([](const Vars& x) { return ad::index_put(x[0], {}, x[1]); },
+                        {random({2, 3}, 36), random({3}, 37)});
+}
+
+TEST(MovementIndexPut, AccumulateWithRepeatedIndices) {
+  const auto put = [](const Vars& x) { return ad::index_put(x[0], {x[2]}, x[1], true); };
+  gradcheck::check_rule(put, {random({3, 6}, 38).slice(1, 0, 6, 3), random({4, 2}, 39),
+                              indices({1, 1, 0, 1}, {4})});
+  // rows as int32 with negatives, columns int64: positions (1, 2), (0, 2), (1, 2); values 0-d
+  const Tensor rows = indices({-1, 0, -1}, {3}).to(ember::DType::Int32);
+  gradcheck::check_rule(
+      [](const Vars& x) {
+        return ad::index_put(x[0], {x[2], x[3]}, x[1], true);
+      },
+      {random({2, 3}, 40), random({}, 41), rows, indices({2, 2, 2}, {3})});
+}
+
+TEST(MovementIndexPut, ValuesAgainstBruteForce) {
+  const Tensor x = random({3, 2}, 42), v = random({4, 2}, 43), i = indices({2, 0, 2, 2}, {4});
+  const auto xv = x.to_vector<double>(), vv = v.to_vector<double>();
+  std::vector<double> put = xv, added = xv;
+  for (size_t k = 0; k < 4; ++k)
+    for (size_t c = 0; c < 2; ++c) {
+      const size_t row = size_t(i.to_vector<int64_t>()[k]);
+      put[row * 2 + c] = vv[k * 2 + c];  // the last write of a repeated row wins on the CPU
+      added[row * 2 + c] += vv[k * 2 + c];
+    }
+  ad::Variable xs(x), vs(v), is(i);
+  EXPECT_EQ(ad::index_put(xs, {is}, vs).data().to_vector<double>(), put);
+  const auto got = ad::index_put(xs, {is}, vs, true).data().to_vector<double>();
+  for (size_t k = 0; k < got.size(); ++k) EXPECT_NEAR(got[k], added[k], 1e-15) << k;
+  EXPECT_EQ(x.to_vector<double>(), xv);  // out of place: x is unchanged
+}
+
 TEST(MovementErrors, IndexingShapeRules) {
   expect_error<ember::DTypeError>(
       [](ad::Graph& g) {
@@ -168,6 +215,35 @@ TEST(MovementErrors, IndexingShapeRules) {
   expect_error<ember::NotSupportedError>(
       [](ad::Graph& g) { ad::one_hot(input(g, {3}, ember::DType::Int64)); },
       {"one_hot", "pass it"});
+}
+
+TEST(MovementErrors, IndexPutShapeRules) {
+  const auto i64 = ember::DType::Int64;
+  expect_error<ember::DTypeError>(
+      [](ad::Graph& g) {
+        ad::index_put(input(g, {2, 3}), {input(g, {2})}, input(g, {3}));
+      },
+      {"index_put", "indices[0] is f64[2]", "int64"});
+  expect_error<ember::DTypeError>(
+      [&](ad::Graph& g) {
+        ad::index_put(input(g, {2, 3}), {input(g, {2}, i64)}, input(g, {3}, ember::DType::Float32));
+      },
+      {"index_put", "x is f64[2,3], values is f32[3]", "x's dtype"});
+  expect_error<ember::ShapeError>(
+      [&](ad::Graph& g) {
+        ad::index_put(input(g, {2, 3}), {input(g, {4}, i64)}, input(g, {2}));
+      },
+      {"index_put", "values is f64[2]", "[4, 3]"});
+  expect_error<ember::ShapeError>(
+      [&](ad::Graph& g) {
+        ad::index_put(input(g, {2, 3}), {input(g, {2}, i64), input(g, {3}, i64)}, input(g, {}));
+      },
+      {"index_put", "indices[0] is i64[2], indices[1] is i64[3]", "broadcast together"});
+  expect_error<ember::IndexError>(
+      [&](ad::Graph& g) {
+        ad::index_put(input(g, {2}), {input(g, {1}, i64), input(g, {1}, i64)}, input(g, {}));
+      },
+      {"index_put", "2 index tensors for its 1 dims"});
 }
 
 TEST(MovementErrors, PadShapeRules) {

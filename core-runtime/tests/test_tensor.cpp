@@ -1,4 +1,6 @@
 // test_tensor.cpp — the tensor itself: dtypes, views, copies, shape ops, printing, memory.
+#include <sstream>
+
 #include "test_util.h"
 
 namespace ember {
@@ -187,6 +189,36 @@ TEST(Memory, CapRaisesOutOfMemoryNamingTheRequest) {
   EXPECT_EQ(parse_bytes("2GiB"), int64_t(2) << 30);
   EXPECT_EQ(parse_bytes("1.5 MB"), 1500000);
   EXPECT_THROW(parse_bytes("lots"), ValueError);
+}
+
+TEST(Memory, AllocationLogNamesSizeDeviceAddressAndOp) {
+  const bool was = allocation_logging();
+  set_allocation_logging(true);
+  testing::internal::CaptureStderr();
+  std::string address;
+  {
+    Tensor x = ones({1000});  // 4000 B, from the op `ones`
+    std::ostringstream os;
+    os << x.data_ptr();
+    address = os.str();
+    Tensor y = add(x, x);
+  }
+  const std::string log = testing::internal::GetCapturedStderr();
+  set_allocation_logging(false);
+  testing::internal::CaptureStderr();
+  { Tensor quiet = ones({1000}); }
+  const std::string silent = testing::internal::GetCapturedStderr();
+  set_allocation_logging(was);
+  const std::string alloc = "[ember alloc] alloc 4000 B (block 4096 B, ";
+  EXPECT_NE(log.find(alloc), std::string::npos) << log;
+  EXPECT_NE(log.find("on cpu at " + address + " by ones\n"), std::string::npos) << log;
+  EXPECT_NE(log.find(" by add\n"), std::string::npos) << log;
+  EXPECT_NE(log.find("[ember alloc] free 4000 B (block 4096 B) on cpu at " + address +
+                     ", allocated by ones\n"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find(", allocated by add\n"), std::string::npos) << log;
+  EXPECT_EQ(silent.find("[ember alloc]"), std::string::npos) << silent;
 }
 
 TEST(Devices, ParsingAndUnavailableDevices) {

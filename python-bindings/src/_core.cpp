@@ -31,7 +31,7 @@ PYBIND11_MODULE(_core, m) {
   ep::bind_movement(m, cls);
   ep::bind_nn_ops(m, cls);
   ep::bind_operators(cls);
-  ep::bind_indexing(cls);
+  ep::bind_indexing(m, cls);
   ep::bind_autograd(m, cls);
   ep::bind_interop(m, cls);
   ep::bind_memory(m);

@@ -5,17 +5,16 @@
 //   nonzero).
 // NumPy's placement rule: the dims of the advanced indices replace the indexed dims where they
 // are adjacent, and go first when a slice or None separates them (ints then count as advanced).
-// Reads are differentiable. A write goes into the storage: basic indices write through a view;
-// advanced ones compute the positions they reach and write them with where().
+// Reads are differentiable. A write x[index] = v is index_put(x, coordinates, v), one coordinate
+// tensor per dim of x (target_of); without history to record it goes into x's storage, through a
+// view for a basic index (no copy) and with index_put_ otherwise.
 #include <ember/autodiff/ops.h>
 #include <ember/error.h>
 #include <ember/ops/creation.h>
 #include <ember/ops/elementwise.h>
-#include <ember/ops/indexing.h>
 #include <ember/ops/masking.h>
 
 #include <algorithm>
-#include <map>
 
 #include "def_op.h"
 
@@ -206,61 +205,193 @@ std::optional<Tensor> basic_view(Tensor x, const std::vector<Entry>& entries) {
   return x;
 }
 
-void write(const V& self, py::handle index, py::handle value) {
-  if (self.requires_grad() && ad::grad_enabled())
-    throw ember::ValueError("__setitem__", "an in-place write to a tensor that requires grad (" +
-                                               self.str() + "). Fix: write under ember.no_grad()");
-  if (py::isinstance<V>(value) && py::cast<const V&>(value).requires_grad() && ad::grad_enabled())
-    throw ember::NotSupportedError("__setitem__",
-                                   "writing a tensor that requires grad into another would not "
-                                   "be recorded. Fix: build the result with ember.where, "
-                                   "ember.cat or index_add, or write under ember.no_grad()");
-  const Tensor& x = self.data();
-  const bool scalar = is_scalar(value);
-  const Tensor v = scalar ? Tensor() : to_variable(value, std::nullopt, x.device()).data();
-  const std::vector<Entry> entries = parse(index, x);
-  if (std::optional<Tensor> view = basic_view(x, entries)) {
-    if (scalar) view->fill_(scalar_value(value));
-    else view->copy_(v);
+// The positions a slice picks along a dim of size n: start, start + step, ... (length of them).
+struct Range {
+  int64_t start, step, length;
+};
+Range range_of(const py::object& slice, int64_t n) {
+  py::tuple r = slice.attr("indices")(n);
+  const int64_t start = r[0].cast<int64_t>(), stop = r[1].cast<int64_t>(),
+                step = r[2].cast<int64_t>();
+  const int64_t length =
+      step > 0 ? (stop - start + step - 1) / step : (start - stop - step - 1) / -step;
+  return {start, step, std::max<int64_t>(0, length)};
+}
+
+// Where x[index] lies in x: its shape R (NumPy's, laid out as read() lays it out) and, for every
+// dim of x, an int64 tensor of the coordinates along that dim, shaped to broadcast to R: an int
+// is 0-d, a slice an arange along its dim of R, an index array lies along the dims of the arrays'
+// broadcast shape B. So x[index] = v is index_put(x, coords, v), for every index and any layout
+// of x, and the work is that of the elements written.
+struct Target {
+  IndexList coords;
+  Shape shape;
+};
+
+Target target_of(std::vector<Entry> entries, const Tensor& x) {
+  const Device device = x.device();
+  if (has_array(entries))  // NumPy: beside arrays, ints are 0-d arrays too
+    for (Entry& e : entries)
+      if (e.kind == Entry::Int)
+        e = {Entry::Array, 0, {}, Tensor::from_vector<int64_t>({e.i}, {}).to(device)};
+  // R is the slices' and Nones' sizes in order, with B at `place`: where the arrays are when they
+  // are adjacent, else first.
+  Shape basic, batch;
+  std::vector<Range> ranges;  // per slice, in order
+  int64_t place = 0, first = -1, last = -1, arrays = 0, pos = 0, dim = 0;
+  for (const Entry& e : entries) {
+    if (e.kind == Entry::Array) {
+      batch = broadcast_shapes(batch, e.array.shape(), "index");
+      if (first < 0) first = pos, place = int64_t(basic.size());
+      last = pos++, ++arrays, ++dim;
+    } else if (e.kind == Entry::Slice) {
+      ranges.push_back(range_of(e.slice, x.size(dim++)));
+      basic.push_back(ranges.back().length), ++pos;
+    } else if (e.kind == Entry::NewAxis) {
+      basic.push_back(1), ++pos;
+    } else {
+      ++dim;
+    }
+  }
+  if (last - first + 1 != arrays) place = 0;
+  Target t;
+  t.shape = basic;
+  t.shape.insert(t.shape.begin() + place, batch.begin(), batch.end());
+  const int64_t rank = int64_t(t.shape.size()), nb = int64_t(batch.size());
+  int64_t j = 0;  // slices and Nones seen: the basic dim of R an entry is
+  auto next_range = ranges.begin();
+  for (const Entry& e : entries) {
+    Shape s(size_t(rank), 1);
+    if (e.kind == Entry::Int) {
+      t.coords.push_back(Tensor::from_vector<int64_t>({e.i}, {}).to(device));
+    } else if (e.kind == Entry::Slice) {
+      const Range r = *next_range++;
+      s[size_t(j < place ? j : j + nb)] = r.length;
+      const Tensor steps = ember::arange(0, double(r.length), 1, DType::Int64, device);
+      t.coords.push_back(ember::add(ember::mul(steps, double(r.step)), double(r.start)).reshape(s));
+      ++j;
+    } else if (e.kind == Entry::Array) {
+      for (int64_t i = 0; i < e.array.dim(); ++i)
+        s[size_t(place + nb - e.array.dim() + i)] = e.array.size(i);
+      t.coords.push_back(e.array.reshape(s));
+    } else {
+      ++j;
+    }
+  }
+  return t;
+}
+
+// Whether `from` broadcasts to `to` (NumPy's rules, `to` not stretched).
+bool broadcasts(const Shape& from, const Shape& to) {
+  if (from.size() > to.size()) return false;
+  for (size_t i = 1; i <= from.size(); ++i)
+    if (from[from.size() - i] != 1 && from[from.size() - i] != to[to.size() - i]) return false;
+  return true;
+}
+
+// The value of x[index] = value, as index_put's values: on x's device, of x's dtype, with the
+// leading dims of size 1 beyond R's rank dropped (as NumPy does), broadcasting to R.
+V values_for(py::handle value, const V& x, const Shape& r) {
+  V v = is_scalar(value)
+            ? V(Tensor::empty({}, x.dtype(), x.device(), "__setitem__").fill_(scalar_value(value)))
+            : to_variable(value, std::nullopt, x.device());
+  if (v.device() != x.device()) v = ad::to(v, x.device());
+  if (v.dtype() != x.dtype()) v = ad::to(v, x.dtype());
+  Shape shape = v.shape();
+  while (shape.size() > r.size() && shape.front() == 1) shape.erase(shape.begin());
+  if (!broadcasts(shape, r))
+    throw ember::ShapeError("__setitem__", "x is " + x.str() + ", x[index] is " + shape_str(r) +
+                                               " and the value is " + v.str() +
+                                               "; the value must broadcast to " + shape_str(r) +
+                                               ". Fix: reshape the value, or index a region of "
+                                               "its shape");
+  if (x.dim() == 0) shape = {};  // R is all ones there, and index_put writes one 0-d value
+  return shape == v.shape() ? v : ad::reshape(v, shape);
+}
+
+// x[index] = value. With history to record (grad mode on, x or the value requires grad) the write
+// is index_put out of place, and the Tensor object takes the result (assign_recorded). Otherwise
+// it goes into x's storage: through a view for a basic index (no copy), else index_put_.
+void write(py::object self, py::handle index, py::handle value) {
+  const V& x = py::cast<const V&>(self);
+  const std::vector<Entry> entries = parse(index, x.data());
+  if (records_in_place(x, value)) {
+    const Target t = target_of(entries, x.data());
+    const std::vector<V> coords(t.coords.begin(), t.coords.end());
+    assign_recorded(self, ad::index_put(x, coords, values_for(value, x, t.shape)), "__setitem__");
     return;
   }
-  // The flat positions the index reaches (last write wins for repeated ones, as NumPy).
   ad::NoGradGuard no_grad;
-  const int64_t n = x.numel();
-  const Tensor where_at =
-      read(V(ember::arange(0, double(n), 1, DType::Int64, x.device()).reshape(x.shape())), entries)
-          .data();
-  const std::vector<int64_t> pos = where_at.to(Device()).to_vector<int64_t>();
-  std::map<int64_t, int64_t> last;  // position -> which value writes it
-  for (size_t k = 0; k < pos.size(); ++k) last[pos[k]] = int64_t(k);
-  std::vector<bool> hit(size_t(n), false);
-  std::vector<int64_t> at, from;
-  for (auto [p, k] : last) hit[size_t(p)] = true, at.push_back(p), from.push_back(k);
-  const Tensor mask = Tensor::from_vector(hit, {n}).to(x.device());
-  const Tensor flat = x.reshape({n});
-  Tensor result;
-  if (scalar) {
-    result = ember::masked_fill(flat, mask, scalar_value(value));
-  } else {
-    const int64_t m = int64_t(at.size());
-    const Tensor values = v.to(x.dtype()).expand(where_at.shape()).reshape({where_at.numel()});
-    const Tensor chosen =
-        ember::index_select(values, 0, Tensor::from_vector(from, {m}).to(x.device()));
-    const Tensor placed = ember::index_add(ember::zeros({n}, x.dtype(), x.device()), 0,
-                                           Tensor::from_vector(at, {m}).to(x.device()), chosen);
-    result = ember::where(mask, placed, flat);
+  if (std::optional<Tensor> view = basic_view(x.data(), entries)) {
+    if (is_scalar(value)) view->fill_(scalar_value(value));
+    else view->copy_(values_for(value, x, view->shape()).data());
+    return;
   }
-  Tensor target = x;
-  target.copy_(result.reshape(x.shape()));
+  const Target t = target_of(entries, x.data());
+  ember::index_put_(x.data(), t.coords, values_for(value, x, t.shape).data());
+}
+
+// index_put's index list from Python: a tuple or list of integer tensors (or lists), one per
+// leading dim, and bool masks, each standing for its nonzero coordinates (one tensor per dim).
+std::vector<V> index_list(py::handle indices, const V& x, const char* op) {
+  if (!PyTuple_Check(indices.ptr()) && !PyList_Check(indices.ptr()))
+    throw ember::IndexError(op, "indices must be a tuple of tensors, one per leading dim of " +
+                                    x.str() + ", got " + std::string(py::repr(indices)));
+  std::vector<V> out;
+  for (py::handle item : indices) {
+    const Tensor t = to_variable(item, std::nullopt, x.device()).data();
+    if (t.dtype() == DType::Bool) {
+      for (Tensor& c : mask_coordinates(t)) out.emplace_back(c);
+    } else if (is_integral(t.dtype())) {
+      out.emplace_back(t.dtype() == DType::Int32 ? t : t.to(DType::Int64));
+    } else {
+      throw ember::IndexError(op,
+                              "tensors used as indices must be integer or bool, not " + t.str());
+    }
+  }
+  return out;
+}
+
+// index_put's values: on x's device and of x's dtype (index_put checks that they broadcast).
+V values_of(py::handle values, const V& x) {
+  V v = to_variable(values, std::nullopt, x.device());
+  if (v.device() != x.device()) v = ad::to(v, x.device());
+  return v.dtype() == x.dtype() ? v : ad::to(v, x.dtype());
 }
 
 }  // namespace
 
-void bind_indexing(TensorClass& cls) {
+void bind_indexing(py::module_& m, TensorClass& cls) {
   cls.def(
       "__getitem__", [](const V& x, py::handle index) { return read(x, parse(index, x.data())); },
       "NumPy indexing: ints, slices, None, ..., integer and bool tensors or lists.");
   cls.def("__setitem__", &write, "NumPy indexed assignment of a number or tensor (broadcast).");
+  def_op(
+      m, cls, "index_put",
+      [](const V& x, py::handle indices, py::handle values, bool accumulate) {
+        return ad::index_put(x, index_list(indices, x, "index_put"), values_of(values, x),
+                             accumulate);
+      },
+      "A copy of x with x[indices] = values, or += with accumulate (repeated positions then add "
+      "up); indices: a tuple of integer or bool tensors for the leading dims.",
+      py::arg("indices"), py::arg("values"), py::arg("accumulate") = false);
+  cls.def(
+      "index_put_",
+      [](py::object self, py::handle indices, py::handle values, bool accumulate) {
+        const V& x = py::cast<const V&>(self);
+        const std::vector<V> list = index_list(indices, x, "index_put_");
+        const V v = values_of(values, x);
+        if (records_in_place(x, values)) {
+          assign_recorded(self, ad::index_put(x, list, v, accumulate), "index_put_");
+        } else {
+          IndexList tensors;
+          for (const V& i : list) tensors.push_back(i.data());
+          ember::index_put_(x.data(), tensors, v.data(), accumulate);
+        }
+        return self;
+      },
+      py::arg("indices"), py::arg("values"), py::arg("accumulate") = false,
+      "In place: self[indices] = values (or += with accumulate); returns self.");
   cls.def(
       "nonzero",
       [](const V& x, bool as_tuple) -> py::object {

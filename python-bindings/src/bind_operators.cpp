@@ -1,6 +1,7 @@
 // bind_operators.cpp — Python's operators on tensors: + - * / // % ** @, & | ^, comparisons,
 // unary - and ~, abs(), with numbers on either side (reflected forms), and the in-place forms
-// (+= ...) and methods (add_, fill_, uniform_, ...), which write into the tensor's storage.
+// (+= ...) and methods (add_, fill_, uniform_, ...), which write into the tensor's storage, or,
+// with history to record, make the tensor the recorded result (records_in_place).
 #include <ember/autodiff/ops.h>
 #include <ember/error.h>
 #include <ember/ops/elementwise.h>
@@ -23,10 +24,9 @@ py::object apply(const char* op, py::handle a, py::handle b) {
   return py::cast(binary(op, a, b));
 }
 
-// Writes `result` into self's storage (self's shape and dtype), as PyTorch's in-place ops: only
-// on tensors that do not require grad, or under ember.no_grad(). Returns self, the same object.
-py::object write(py::object self, const V& result, const char* op) {
-  const V& x = py::cast<const V&>(self);
+// Whether `result` may be stored in place into x: x's shape, and a dtype of no wider kind (a
+// float result does not go into an integer tensor).
+void check_fits(const V& x, const V& result, const char* op) {
   if (result.shape() != x.shape())
     throw ember::ShapeError(op, "the result of " + result.str() + " does not fit in place into " +
                                     x.str() + ". Fix: use the out-of-place form");
@@ -35,20 +35,25 @@ py::object write(py::object self, const V& result, const char* op) {
     throw ember::DTypeError(op, "a result of dtype " + std::string(dtype_name(result.dtype())) +
                                     " cannot be stored in place in " + x.str() +
                                     ". Fix: use the out-of-place form, or convert first");
-  x.copy_(result.detach());
-  return self;
 }
 
+// self op= other. With history to record, self takes the recorded out-of-place result
+// (assign_recorded); otherwise the result is written into self's storage (self's shape and
+// dtype). Returns self, the same object.
 py::object inplace(const char* op, py::object self, py::handle other) {
   if (!is_operand(other)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
   const V& x = py::cast<const V&>(self);
-  if (x.requires_grad() && ad::grad_enabled())
-    throw ember::ValueError(std::string(op) + "_",
-                            "an in-place op on a tensor that requires grad (" + x.str() +
-                                ") would lose its history. Fix: write under ember.no_grad() "
-                                "(as an optimizer step does), or use the out-of-place form");
+  if (records_in_place(x, other)) {
+    const V result = binary(op, self, other);
+    check_fits(x, result, op);
+    assign_recorded(self, result, op);
+    return self;
+  }
   ad::NoGradGuard no_grad;
-  return write(self, binary(op, self, other), op);
+  const V result = binary(op, self, other);
+  check_fits(x, result, op);
+  x.copy_(result);
+  return self;
 }
 
 // fill_, zero_, uniform_, normal_, copy_: these keep self's shape and dtype by construction.
@@ -62,6 +67,24 @@ py::object overwrite(py::object self, const Tensor& values, const char* op) {
 }
 
 }  // namespace
+
+bool records_in_place(const Variable& self, py::handle value) {
+  if (!ad::grad_enabled()) return false;
+  return self.requires_grad() ||
+         (py::isinstance<V>(value) && py::cast<const V&>(value).requires_grad());
+}
+
+void assign_recorded(py::handle self, const Variable& result, const char* op) {
+  V& x = py::cast<V&>(self);
+  if (x.is_leaf() && x.requires_grad())
+    throw ember::ValueError(op, "an in-place write to a leaf tensor that requires grad (" +
+                                    x.str() +
+                                    ", a parameter, say) would change the value its gradient is "
+                                    "taken at, as in PyTorch. Fix: write under ember.no_grad() "
+                                    "(as an optimizer step or an initialiser does), or into a "
+                                    "copy: y = x.clone(), then write into y");
+  x = result.dtype() == x.dtype() ? result : ad::to(result, x.dtype());
+}
 
 void bind_operators(TensorClass& cls) {
   struct Pair {

@@ -1,7 +1,6 @@
 // bind_ops.cpp — the elementwise, reduction and matmul ops of autodiff-engine's builder headers,
 // each as ember.<op> and as a Tensor method. Every op runs (and is recorded) in C++.
 #include <ember/autodiff/ops.h>
-#include <ember/error.h>
 #include <ember/ops/creation.h>
 #include <ember/ops/elementwise.h>
 
@@ -31,23 +30,9 @@ struct Binary {
 #define EMBER_ST(op) [](double s, const V& a) { return ad::op(s, a); }
 #define EMBER_SWAP(op) [](double s, const V& a) { return ad::op(a, s); }
 
-// floor_divide, remainder and the bitwise ops run core-runtime's kernels on the data: they have
-// no gradient rule, so the result has no history. PyTorch's floor_divide and bitwise ops have no
-// gradient either; its remainder has one, which Ember lacks, so remainder refuses an operand that
-// requires grad rather than return a silently missing gradient.
-V without_history(const char* op, const V& a, const V& b,
-                  Tensor (*kernel)(const Tensor&, const Tensor&), bool refuse_grad) {
-  if (refuse_grad && ad::grad_enabled() && (a.requires_grad() || b.requires_grad()))
-    throw ember::NotSupportedError(op, "no gradient rule yet, and an operand requires grad (" +
-                                           a.str() + ", " + b.str() +
-                                           "). Fix: detach() it, or compute under ember.no_grad()");
-  return V(kernel(a.data(), b.data()));
-}
-#define EMBER_DATA_TT(op, refuse_grad)                                                             \
-  [](const V& a, const V& b) {                                                                     \
-    return without_history(                                                                        \
-        #op, a, b, [](const Tensor& x, const Tensor& y) { return ember::op(x, y); }, refuse_grad); \
-  }
+// The bitwise ops run core-runtime's kernels on the data: they have no gradient (as in PyTorch)
+// and no op of autodiff-engine, so the result has no history.
+#define EMBER_DATA_TT(op) [](const V& a, const V& b) { return V(ember::op(a.data(), b.data())); }
 
 const std::map<std::string, Binary>& binaries() {
   static const std::map<std::string, Binary> table = {
@@ -67,11 +52,12 @@ const std::map<std::string, Binary>& binaries() {
       {"logical_and", {EMBER_TT(logical_and), nullptr, nullptr, false}},
       {"logical_or", {EMBER_TT(logical_or), nullptr, nullptr, false}},
       {"logical_xor", {EMBER_TT(logical_xor), nullptr, nullptr, false}},
-      {"floor_divide", {EMBER_DATA_TT(floor_divide, false), nullptr, nullptr, true}},
-      {"remainder", {EMBER_DATA_TT(remainder, true), nullptr, nullptr, true}},
-      {"bitwise_and", {EMBER_DATA_TT(bitwise_and, false), nullptr, nullptr, false}},
-      {"bitwise_or", {EMBER_DATA_TT(bitwise_or, false), nullptr, nullptr, false}},
-      {"bitwise_xor", {EMBER_DATA_TT(bitwise_xor, false), nullptr, nullptr, false}},
+      // floor_divide has no gradient (a result without history); remainder has one.
+      {"floor_divide", {EMBER_TT(floor_divide), nullptr, nullptr, true}},
+      {"remainder", {EMBER_TT(remainder), nullptr, nullptr, true}},
+      {"bitwise_and", {EMBER_DATA_TT(bitwise_and), nullptr, nullptr, false}},
+      {"bitwise_or", {EMBER_DATA_TT(bitwise_or), nullptr, nullptr, false}},
+      {"bitwise_xor", {EMBER_DATA_TT(bitwise_xor), nullptr, nullptr, false}},
   };
   return table;
 }

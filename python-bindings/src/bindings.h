@@ -67,7 +67,7 @@ void bind_ops(py::module_& m, TensorClass& cls);
 void bind_movement(py::module_& m, TensorClass& cls);
 void bind_nn_ops(py::module_& m, TensorClass& cls);
 void bind_operators(TensorClass& cls);
-void bind_indexing(TensorClass& cls);
+void bind_indexing(py::module_& m, TensorClass& cls);
 void bind_autograd(py::module_& m, TensorClass& cls);
 void bind_interop(py::module_& m, TensorClass& cls);
 void bind_memory(py::module_& m);

@@ -18,6 +18,14 @@ Variable binary(const std::string& name, py::handle a, py::handle b);
 // Whether a binary op can take `obj` as an operand (else an operator returns NotImplemented).
 bool is_operand(py::handle obj);
 
+// In-place writes (x += y, x[idx] = v, x.index_put_) with history to record: grad mode is on and
+// self or the value written requires grad. Such a write is computed out of place, recorded, and
+// assign_recorded makes the Tensor object `self` hold the result, with its history and its own
+// storage (views taken of the old storage keep the old values). A leaf that requires grad is a
+// ValueError naming `op`, as in PyTorch.
+bool records_in_place(const Variable& self, py::handle value);
+void assign_recorded(py::handle self, const Variable& result, const char* op);
+
 // (values, indices), a namedtuple as PyTorch's max(dim) returns.
 py::object values_indices(const Variable& values, const Variable& indices);
 

@@ -1,5 +1,10 @@
 """ember.cuda and the memory statistics of every device (the CPU's always, a GPU's when there)."""
 
+import os
+import re
+import subprocess
+import sys
+
 import pytest
 
 import ember
@@ -18,6 +23,29 @@ def test_cpu_memory_statistics_follow_allocations():
     del t
     assert ember.memory_allocated("cpu") == before
     ember.empty_cache("cpu")
+
+
+def test_ember_log_alloc_logs_every_allocation_and_free():
+    program = "import ember\nx = ember.ones(1000)\ny = x * 2\ndel x, y\n"
+
+    def stderr_of(**env):
+        base = {k: v for k, v in os.environ.items() if k != "EMBER_LOG_ALLOC"}
+        run = subprocess.run([sys.executable, "-c", program], env={**base, **env},
+                             capture_output=True, text=True, check=True)
+        return run.stderr
+
+    log = stderr_of(EMBER_LOG_ALLOC="1")
+    address = r"0x[0-9a-f]+"
+    made = re.search(rf"\[ember alloc\] alloc 4000 B \(block 4096 B, [a-z ]+\) on cpu at "
+                     rf"({address}) by ones\n", log)
+    assert made, log
+    assert re.search(rf"alloc 4000 B \(block 4096 B, [a-z ]+\) on cpu at {address} by mul\n", log)
+    assert (f"[ember alloc] free 4000 B (block 4096 B) on cpu at {made.group(1)}, allocated by "
+            "ones\n") in log
+    assert re.search(r"free 4000 B \(block 4096 B\) on cpu at 0x[0-9a-f]+, allocated by mul\n",
+                     log)
+    assert "[ember alloc]" not in stderr_of()
+    assert "[ember alloc]" not in stderr_of(EMBER_LOG_ALLOC="0")
 
 
 def test_cuda_queries():

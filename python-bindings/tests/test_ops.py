@@ -127,8 +127,23 @@ def test_floor_divide_remainder_and_bitwise_operators_match_numpy():
     np.testing.assert_array_equal(t.numpy(), (np.array([7, -7]) // 2) % 3)
     with pytest.raises(ember.DTypeError, match="bitwise"):
         ember.tensor([1.0]) & ember.tensor([2.0])
-    with pytest.raises(ember.NotSupportedError, match="remainder"):
-        ember.tensor([1.0], requires_grad=True) % 2
+
+
+def test_remainder_carries_history_and_floor_divide_does_not():
+    # a away from 0 and 1.5 <= |b| <= 2.5: floor(a / b) is -1 or 0, with no jump within eps.
+    rng = np.random.default_rng(3)
+    a = rng.uniform(0.2, 1.0, (2, 3)) * rng.choice([-1.0, 1.0], (2, 3))
+    b = rng.uniform(1.5, 2.5, (3,)) * np.array([1.0, -1.0, 1.0])
+    gradcheck(lambda x, y: x % y, a, b)  # y broadcasts: its gradient is summed back
+    gradcheck(lambda x, y: ember.remainder(x, y), a, b)
+    gradcheck(lambda x, y: x.remainder(y), a.T, b[:2])  # a transposed view
+    gradcheck(lambda x: x % 1.75, a)
+    gradcheck(lambda x: 2.5 % x, b)
+    x = ember.tensor(a, requires_grad=True)
+    y = x % 1.75
+    assert y.requires_grad and not y.is_leaf
+    np.testing.assert_allclose(y.detach().numpy(), np.remainder(a, 1.75), rtol=1e-12)
+    assert not (x // 1.75).requires_grad  # no gradient, as in PyTorch
 
 
 def test_in_place_operators_keep_the_object():

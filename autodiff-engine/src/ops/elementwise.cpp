@@ -213,6 +213,14 @@ Grads minimum_grad(const GradContext& c) {
           c.needs_grad[1] ? grad_for(tie_split(lt(b, a), eq(a, b), c.dy()), b) : Val()};
 }
 
+// y = a - b floor(a / b), Python's % (the divisor's sign);  da = dy, db = -dy floor(a / b).
+// floor_divide is piecewise constant, so it enters the rule as a constant (it has no rule).
+Grads remainder_grad(const GradContext& c) {
+  Val a = c.x(0), b = c.x(1);
+  return {c.needs_grad[0] ? grad_for(c.dy(), a) : Val(),
+          c.needs_grad[1] ? grad_for(neg(c.dy() * floor_divide(a, b)), b) : Val()};
+}
+
 // ---- with a scalar s (attribute value): x [*] -> y [*] ----
 
 double scalar_of(const GradContext& c) { return c.attrs.f("value"); }
@@ -470,6 +478,8 @@ std::vector<OpDef> elementwise_ops() {
       EMBER_BINARY(pow, Numeric, pow_grad),
       EMBER_BINARY(maximum, Promoted, maximum_grad),
       EMBER_BINARY(minimum, Promoted, minimum_grad),
+      EMBER_BINARY(floor_divide, Numeric, nullptr),
+      EMBER_BINARY(remainder, Numeric, remainder_grad),
       EMBER_BINARY(eq, Bool, nullptr),
       EMBER_BINARY(ne, Bool, nullptr),
       EMBER_BINARY(lt, Bool, nullptr),

@@ -10,7 +10,7 @@ namespace ember::autodiff {
 std::vector<OpDef> elementwise_ops();    // unary, binary, scalar, comparisons, where, clamp, casts
 std::vector<OpDef> reduction_ops();      // sum, mean, max, ..., sum_to and expand (broadcasting)
 std::vector<OpDef> movement_ops();       // views, flip, cat/stack
-std::vector<OpDef> indexing_ops();       // pad, index_select/add, gather/scatter, embedding
+std::vector<OpDef> indexing_ops();       // pad, index_select/add/put, gather/scatter, embedding
 std::vector<OpDef> matmul_ops();         // matmul, linear
 std::vector<OpDef> conv_pool_ops();      // conv2d, pooling and their backward ops
 std::vector<OpDef> normalization_ops();  // batch/layer norm, dropout and their backward ops

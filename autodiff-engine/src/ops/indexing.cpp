@@ -1,8 +1,9 @@
 // indexing.cpp — padding, and ops that read or write at positions an index tensor gives:
 // index_select / index_add, gather / scatter_add, embedding / embedding_backward, one_hot (as
-// core-runtime's ember/ops/indexing.h). Each pair is a linear map and its adjoint, so each one's
-// gradient is the other. Index tensors (int64, or int32 as core-runtime accepts) get no
-// gradient: their rules return an undefined Val for them.
+// core-runtime's ember/ops/indexing.h), and index_put (ember/ops/masking.h), what Python's
+// x[idx] = v becomes. Each pair is a linear map and its adjoint, so each one's gradient is the
+// other. Index tensors (int64, or int32 as core-runtime accepts) get no gradient: their rules
+// return an undefined Val for them.
 #include "ember/ops/indexing.h"
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 
 #include "ember/autodiff/ops.h"
 #include "ember/ops/creation.h"
+#include "ember/ops/masking.h"
 #include "families.h"
 #include "infer.h"
 
@@ -288,6 +290,86 @@ Types one_hot_infer(const Types& in, const Attrs& a) {
   return {TensorType{shape, DType::Int64, in[0].device}};
 }
 
+// index_put: x [*], values, then k index tensors i_0..i_{k-1} (one per leading dim of x) that
+// broadcast together to B -> x's type. values has x's dtype and broadcasts to the indexed shape
+// B + x.shape[k:].
+Types index_put_infer(const Types& in, const Attrs& a) {
+  const char* op = "index_put";
+  if (in.size() < 2)
+    throw ValueError(op, "expected x, values and one index tensor per indexed dim; got " +
+                             std::to_string(in.size()) + " inputs");
+  infer::same_device(op, in);
+  const TensorType &x = in[0], &values = in[1];
+  const int64_t k = int64_t(in.size()) - 2;
+  if (k > x.dim())
+    throw IndexError(op, "x is " + x.str() + "; " + std::to_string(k) + " index tensors for its " +
+                             std::to_string(x.dim()) + " dims: give at most one per dim");
+  Shape batch;
+  std::string indices;
+  for (int64_t j = 0; j < k; ++j) {
+    const TensorType& index = in[size_t(2 + j)];
+    const std::string name = "indices[" + std::to_string(j) + "]";
+    check_index_dtype(op, name.c_str(), index);
+    indices += ", " + name + " is " + index.str();
+    try {
+      batch = broadcast_shapes(batch, index.shape, op);
+    } catch (const ShapeError&) {
+      throw ShapeError(op,
+                       "x is " + x.str() + indices + "; the index tensors must broadcast together");
+    }
+  }
+  if (values.dtype != x.dtype)
+    throw DTypeError(op, operands({{"x", x}, {"values", values}}) +
+                             "; values must have x's dtype: convert it with to(values, dtype)");
+  if (a.b("accumulate") && x.dtype == DType::Bool)
+    throw DTypeError(op, "x is " + x.str() + "; accumulate adds, which bool cannot");
+  Shape indexed = batch;
+  indexed.insert(indexed.end(), x.shape.begin() + k, x.shape.end());
+  infer::broadcasts_to(op, "values", values, indexed);
+  return {x};
+}
+
+// dy [x's shape] read at the positions the index tensors give: [B, x.shape[k:]...]. The
+// positions, flattened over the k indexed dims (negative ones counted from the end), pick rows
+// of dy viewed as [n_0 * ... * n_{k-1}, x.shape[k:]...].
+Val indexed_rows(const Val& dy, const std::vector<Val>& indices) {
+  const size_t k = indices.size();
+  if (k == 0) return dy;
+  Val flat;  // [B]
+  int64_t span = 1;
+  for (size_t d = k; d-- > 0;) {
+    const Val& index = indices[d];
+    Val term = where(lt(index, 0.0), index + double(dy.size(int64_t(d))), index);
+    if (span != 1) term = term * double(span);
+    flat = flat.defined() ? term + flat : term;
+    span *= dy.size(int64_t(d));
+  }
+  const Shape rest(dy.shape().begin() + int64_t(k), dy.shape().end());
+  Shape merged = {span}, out = flat.shape();
+  merged.insert(merged.end(), rest.begin(), rest.end());
+  out.insert(out.end(), rest.begin(), rest.end());
+  Val rows = index_select(reshape(dy, merged), 0, reshape(flat, {shape_numel(flat.shape())}));
+  return reshape(rows, out);
+}
+
+// y = x with y[i...] = v (accumulate: y[i...] += v);  dx = dy with the written positions set to
+// 0 (dy itself when accumulating), dv = dy[i...] (the driver sums it to v's shape). As in
+// PyTorch, a position written twice without accumulate passes its gradient to both values.
+Grads index_put_grad(const GradContext& c) {
+  const std::vector<Val> indices(c.inputs.begin() + 2, c.inputs.end());
+  Val dx, dv;
+  if (c.needs_grad[0]) {
+    const Tensor zero = ember::zeros({}, c.dy().dtype(), c.dy().device());
+    dx = c.attrs.b("accumulate") ? c.dy()
+                                 : index_put(c.dy(), indices, c.graph.constant(zero), false);
+  }
+  if (c.needs_grad[1]) dv = indexed_rows(c.dy(), indices);
+  Grads grads(c.inputs.size());
+  grads[0] = dx;
+  grads[1] = dv;
+  return grads;
+}
+
 }  // namespace
 
 std::vector<OpDef> indexing_ops() {
@@ -359,6 +441,13 @@ std::vector<OpDef> indexing_ops() {
        [](const GradContext& c) -> Grads {
          return {embedding(c.dy(), c.x(1)), Val()};
        }},
+      // x [*], values, indices i_0..i_{k-1} -> x with x[i_0, ..., i_{k-1}] = values (or +=)
+      {"index_put", index_put_infer,
+       [](const Tensors& in, const Attrs& a) -> Tensors {
+         const IndexList indices(in.begin() + 2, in.end());
+         return {ember::index_put(in[0], indices, in[1], a.b("accumulate"))};
+       },
+       index_put_grad},
       // indices [*] -> int64 [*, num_classes]; not differentiable
       {"one_hot", one_hot_infer,
        [](const Tensors& in, const Attrs& a) -> Tensors {

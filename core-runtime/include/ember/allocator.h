@@ -9,6 +9,14 @@
 // and is reused only by later allocations on that stream, whose work queues behind its last use.
 // A block also used on other streams (record_stream) waits, once freed, until events recorded on
 // those streams at the free have completed.
+//
+// EMBER_LOG_ALLOC=1 logs every allocation and free to stderr, one line each: the bytes asked for
+// (and the block that serves them), the device, the address and the op. The op is the `op` that
+// allocate() is given, the one an out-of-memory error names (every front function passes its
+// name, down to Tensor::empty); a free names the op of the allocation it returns:
+//   [ember alloc] alloc 4000 B (block 4096 B, from the system) on cpu at 0x55d1c2e0a000 by ones
+//   [ember alloc] free 4000 B (block 4096 B) on cpu at 0x55d1c2e0a000, allocated by ones
+// The variable is read once, at the first allocation; set_allocation_logging changes it later.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -78,6 +86,9 @@ class CachingAllocator {
     size_t size = 0;
     void* stream = nullptr;            // the stream it was allocated on
     std::vector<void*> other_streams;  // streams recorded on it since its allocation
+    // While allocations are logged: the request it serves now and the op it is for.
+    size_t requested = 0;
+    std::string op;
   };
   struct AwaitingBlock {
     void* ptr;
@@ -103,6 +114,11 @@ MemoryStats memory_stats(Device device = Device());
 void reset_peak_memory(Device device = Device());
 void set_memory_limit(int64_t bytes, Device device = Device());
 void empty_cache(Device device = Device());
+
+// Whether every allocation and free is logged to stderr (see the top of this file); starts as
+// EMBER_LOG_ALLOC says (set and not "0").
+void set_allocation_logging(bool on);
+bool allocation_logging();
 
 // Parses "2GiB", "512MiB", "1.5 GB", "1000000" into bytes: digits, an optional fraction, an
 // optional unit (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB). Anything else, or more than 2^63 - 1

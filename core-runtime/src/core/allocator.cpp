@@ -1,9 +1,12 @@
 // allocator.cpp — the caching allocator (one per device) and the memory cap.
 #include "ember/allocator.h"
 
+#include <atomic>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <sstream>
 
@@ -24,6 +27,14 @@ std::string human_bytes(int64_t b) {
   else if (b >= (1 << 10)) os << double(b) / double(1 << 10) << " KiB";
   else os << b << " B";
   return os.str();
+}
+
+std::atomic<bool>& log_flag() {
+  static std::atomic<bool> flag{[] {
+    const char* env = std::getenv("EMBER_LOG_ALLOC");
+    return env && *env != '\0' && std::strcmp(env, "0") != 0;
+  }()};
+  return flag;
 }
 
 struct Unit {
@@ -58,6 +69,9 @@ std::optional<int64_t> scaled_bytes(int64_t whole, const std::string& fraction, 
   return bytes;
 }
 }  // namespace
+
+void set_allocation_logging(bool on) { log_flag().store(on, std::memory_order_relaxed); }
+bool allocation_logging() { return log_flag().load(std::memory_order_relaxed); }
 
 int64_t parse_bytes(const std::string& text, const char* source) {
   const std::string forms =
@@ -133,7 +147,9 @@ void* CachingAllocator::allocate(size_t nbytes, const char* op) {
   // (that would strand memory); blocks are not split, which keeps the allocator short and
   // readable.
   auto it = free_blocks_.lower_bound({stream, size});
-  if (it != free_blocks_.end() && it->first.first == stream && it->first.second <= 2 * size) {
+  const bool cached =
+      it != free_blocks_.end() && it->first.first == stream && it->first.second <= 2 * size;
+  if (cached) {
     ptr = it->second;
     size = it->first.second;
     free_blocks_.erase(it);
@@ -144,13 +160,20 @@ void* CachingAllocator::allocate(size_t nbytes, const char* op) {
       ptr = raw_->allocate(size);
     }
     if (!ptr) return fail("the device is out of memory");
-    blocks_[ptr] = Block{size, stream, {}};
+    blocks_[ptr] = Block{size, stream, {}, 0, {}};
     stats_.reserved += int64_t(size);
     ++stats_.system_allocations;
   }
   stats_.in_use += int64_t(size);
   stats_.peak = std::max(stats_.peak, stats_.in_use);
   ++stats_.allocations;
+  if (allocation_logging()) {
+    Block& b = blocks_.at(ptr);
+    b.requested = nbytes;
+    b.op = op;
+    std::fprintf(stderr, "[ember alloc] alloc %zu B (block %zu B, %s) on %s at %p by %s\n", nbytes,
+                 size, cached ? "cached" : "from the system", device_.str().c_str(), ptr, op);
+  }
   return ptr;
 }
 
@@ -159,6 +182,15 @@ void CachingAllocator::deallocate(void* ptr) {
   std::lock_guard<std::mutex> lock(mutex_);
   Block& b = blocks_.at(ptr);
   stats_.in_use -= int64_t(b.size);
+  if (allocation_logging()) {
+    if (b.op.empty())  // allocated while allocations were not logged
+      std::fprintf(stderr, "[ember alloc] free block %zu B on %s at %p, allocated unlogged\n",
+                   b.size, device_.str().c_str(), ptr);
+    else
+      std::fprintf(stderr, "[ember alloc] free %zu B (block %zu B) on %s at %p, allocated by %s\n",
+                   b.requested, b.size, device_.str().c_str(), ptr, b.op.c_str());
+  }
+  b.op.clear();  // so that a later free never names an earlier allocation's op
   if (b.other_streams.empty()) {
     cache_locked(ptr);
     return;

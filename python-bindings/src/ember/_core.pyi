@@ -404,6 +404,14 @@ class Tensor(metaclass=_pybind11_type):
         """
         A copy of x with source's slice j added to slice index[j] along dim.
         """
+    def index_put(self, indices: typing.Any, values: typing.Any, accumulate: builtins.bool = False) -> Tensor:
+        """
+        A copy of x with x[indices] = values, or += with accumulate (repeated positions then add up); indices: a tuple of integer or bool tensors for the leading dims.
+        """
+    def index_put_(self, indices: typing.Any, values: typing.Any, accumulate: builtins.bool = False) -> Tensor:
+        """
+        In place: self[indices] = values (or += with accumulate); returns self.
+        """
     def index_select(self, dim: typing.SupportsInt | typing.SupportsIndex, index: Tensor) -> Tensor:
         """
         The slices index[0], index[1], ... along dim.
@@ -1147,6 +1155,10 @@ def gt(input: typing.Any, other: typing.Any) -> Tensor:
 def index_add(input: Tensor, dim: typing.SupportsInt | typing.SupportsIndex, index: Tensor, source: Tensor) -> Tensor:
     """
     A copy of x with source's slice j added to slice index[j] along dim.
+    """
+def index_put(input: Tensor, indices: typing.Any, values: typing.Any, accumulate: builtins.bool = False) -> Tensor:
+    """
+    A copy of x with x[indices] = values, or += with accumulate (repeated positions then add up); indices: a tuple of integer or bool tensors for the leading dims.
     """
 def index_select(input: Tensor, dim: typing.SupportsInt | typing.SupportsIndex, index: Tensor) -> Tensor:
     """

@@ -16,7 +16,7 @@ sum mean prod amax amin logsumexp all any var std norm max min argmax argmin sum
 matmul mm bmm linear
 reshape transpose swapaxes t permute select narrow squeeze unsqueeze flatten contiguous flip
 broadcast_to cat concat concatenate stack split chunk unbind pad pad_backward
-index_select index_add gather scatter_add embedding embedding_backward one_hot
+index_select index_add index_put gather scatter_add embedding embedding_backward one_hot
 conv2d conv2d_backward_input conv2d_backward_weight max_pool2d max_pool2d_backward
 avg_pool2d avg_pool2d_backward adaptive_avg_pool2d adaptive_avg_pool2d_backward
 batch_norm batch_norm_backward layer_norm layer_norm_backward dropout dropout_backward

@@ -87,6 +87,11 @@ EMBER_AD_BINARY(div)
 EMBER_AD_BINARY(pow)
 EMBER_AD_BINARY(maximum)  // ties split the gradient equally, as PyTorch does
 EMBER_AD_BINARY(minimum)
+// Python's // and % (the quotient rounded toward -inf, the remainder with the divisor's sign).
+// floor_divide has no gradient (piecewise constant), as in PyTorch; remainder's is
+// d/da = dy, d/db = -dy floor_divide(a, b).
+EMBER_AD_BINARY(floor_divide)
+EMBER_AD_BINARY(remainder)
 // comparisons and logic: -> bool, no gradient
 EMBER_AD_BINARY(eq)
 EMBER_AD_BINARY(ne)

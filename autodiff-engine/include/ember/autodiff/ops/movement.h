@@ -141,6 +141,17 @@ template <class V>
 if_handle<V> embedding_backward(const V& grad, const V& indices, int64_t num_weights) {
   return apply1<V>(EMBER_OP("embedding_backward"), {grad, indices}, {{"num_weights", num_weights}});
 }
+// x [*] with x[i_0, ..., i_{k-1}] = values, or += with accumulate (repeated positions then add
+// up), as core-runtime's index_put: one int index tensor per leading dim of x (each defined; a
+// bool mask is given as its nonzero() coordinates, one tensor per dim), broadcasting together to
+// B; values of x's dtype broadcasting to B + x.shape[k:]. Differentiable in x and values.
+template <class V>
+if_handle<V> index_put(const V& x, const std::vector<V>& indices, const V& values,
+                       bool accumulate = false) {
+  std::vector<V> inputs = {x, values};
+  inputs.insert(inputs.end(), indices.begin(), indices.end());
+  return apply1<V>(EMBER_OP("index_put"), inputs, {{"accumulate", int64_t(accumulate)}});
+}
 // indices int [*] -> int64 [*, num_classes] (no gradient)
 template <class V> if_handle<V> one_hot(const V& indices, int64_t num_classes = -1) {
   return apply1<V>(EMBER_OP("one_hot"), {indices}, {{"num_classes", num_classes}});
