@@ -37,8 +37,10 @@ py::object tolist(const Tensor& t) {
 }
 
 // .to(device), .to(dtype), .to(device, dtype), .to(other), with dtype=/device= keywords too.
+// non_blocking: a copy from pinned memory to a GPU is queued without the host waiting
+// (core-runtime's Tensor::to); a copy with history to record is the recorded op, which waits.
 Variable to(const Variable& x, const py::args& args, std::optional<DType> dtype,
-            std::optional<Device> device) {
+            std::optional<Device> device, bool non_blocking) {
   for (py::handle a : args) {
     if (py::isinstance<Variable>(a)) {
       const Variable& other = py::cast<const Variable&>(a);
@@ -53,7 +55,10 @@ Variable to(const Variable& x, const py::args& args, std::optional<DType> dtype,
     }
   }
   Variable y = x;
-  if (device && *device != y.device()) y = autodiff::to(y, *device);
+  if (device && *device != y.device()) {
+    const bool recorded = autodiff::grad_enabled() && x.requires_grad();
+    y = non_blocking && !recorded ? Variable(y.data().to(*device, true)) : autodiff::to(y, *device);
+  }
   if (dtype && *dtype != y.dtype()) y = autodiff::to(y, *dtype);
   return y;
 }
@@ -130,15 +135,33 @@ void bind_tensor(py::module_& m, TensorClass& cls) {
           "tolist", [](const Variable& x) { return tolist(x.data()); },
           "The values as nested Python lists (a number for a 0-d tensor).")
       .def("to", &to, py::arg("dtype") = py::none(), py::arg("device") = py::none(),
+           py::arg("non_blocking") = false,
            "This tensor on another device and/or with another dtype (itself when both match); "
-           "differentiable.")
-      .def("cpu", [](const Variable& x) { return to(x, py::args(), std::nullopt, Device()); })
+           "differentiable. non_blocking: from pinned memory to a GPU, queued without waiting.")
+      .def("cpu",
+           [](const Variable& x) { return to(x, py::args(), std::nullopt, Device(), false); })
       .def(
           "cuda",
-          [](const Variable& x, int index) {
-            return to(x, py::args(), std::nullopt, Device(DeviceType::CUDA, index));
+          [](const Variable& x, int index, bool non_blocking) {
+            return to(x, py::args(), std::nullopt, Device(DeviceType::CUDA, index), non_blocking);
           },
-          py::arg("device") = 0)
+          py::arg("device") = 0, py::arg("non_blocking") = false)
+      .def(
+          "pin_memory",
+          [](const Variable& x) {
+            if (autodiff::grad_enabled() && x.requires_grad())
+              throw ember::ValueError("pin_memory", x.str() +
+                                                        " requires grad, and a pinned copy has "
+                                                        "no history (it is for data batches). "
+                                                        "Fix: pin x.detach()");
+            return Variable(x.data().pin_memory());
+          },
+          "A copy in pinned (page-locked) host memory, which copies to a GPU read directly, "
+          "with non_blocking=True without the host waiting (itself when pinned already). Needs "
+          "CUDA and a GPU: NotSupportedError in a build without CUDA, DeviceError without a GPU.")
+      .def(
+          "is_pinned", [](const Variable& x) { return x.data().is_pinned(); },
+          "Whether the tensor is in pinned host memory (pin_memory).")
       .def("float", [](const Variable& x) { return cast(x, DType::Float32); })
       .def("double", [](const Variable& x) { return cast(x, DType::Float64); })
       .def("half", [](const Variable& x) { return cast(x, DType::Float16); })

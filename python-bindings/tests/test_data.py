@@ -5,6 +5,7 @@ cases."""
 import gzip
 import os
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -68,8 +69,40 @@ def test_default_collate_recurses():
     assert default_collate(["a", "b"]) == ["a", "b"]
     custom = DataLoader(Squares(), batch_size=2, collate_fn=lambda s: len(s))
     assert list(custom) == [2] * 5
-    moved = next(iter(DataLoader(Squares(), batch_size=2, device="cpu", pin_memory=True)))
+    moved = next(iter(DataLoader(Squares(), batch_size=2, device="cpu")))
     assert moved["x"].device == ember.device("cpu")
+
+
+cuda = pytest.mark.skipif(not ember.cuda_is_available(), reason="no CUDA GPU on this machine")
+
+
+@pytest.mark.skipif(ember.cuda_is_available(), reason="a CUDA GPU is present: see the next test")
+def test_pin_memory_without_cuda_warns_once_and_keeps_the_batches(monkeypatch):
+    monkeypatch.setattr("ember.data.loader._warned_about_pinning", False)
+    with pytest.warns(UserWarning, match="pin_memory=True, but CUDA is not available"):
+        loader = DataLoader(Squares(), batch_size=4, pin_memory=True)
+    plain = list(DataLoader(Squares(), batch_size=4))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no second warning, neither here nor while iterating
+        again = DataLoader(Squares(), batch_size=4, pin_memory=True, device="cpu")
+        for batch, ref, other in zip(loader, plain, again):
+            np.testing.assert_array_equal(batch["x"].numpy(), ref["x"].numpy())
+            np.testing.assert_array_equal(other["y"].numpy(), ref["y"].numpy())
+            assert not batch["x"].is_pinned()
+
+
+@cuda
+def test_pin_memory_pins_every_batch_and_moves_it_without_waiting():
+    for batch in DataLoader(Squares(), batch_size=4, pin_memory=True):
+        assert batch["x"].is_pinned() and batch["pair"][1].is_pinned()
+        assert batch["x"].device == ember.device("cpu")
+    ref = list(DataLoader(Squares(), batch_size=4))
+    moved = list(DataLoader(Squares(), batch_size=4, pin_memory=True, device="cuda"))
+    ember.cuda.synchronize()
+    for batch, want in zip(moved, ref):
+        assert batch["x"].is_cuda
+        np.testing.assert_array_equal(batch["x"].cpu().numpy(), want["x"].numpy())
+        np.testing.assert_array_equal(batch["pair"][1].cpu().numpy(), want["pair"][1].numpy())
 
 
 def test_tensor_dataset_checks_lengths():

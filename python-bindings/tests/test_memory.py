@@ -5,6 +5,7 @@ import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import ember
@@ -46,6 +47,37 @@ def test_ember_log_alloc_logs_every_allocation_and_free():
                      log)
     assert "[ember alloc]" not in stderr_of()
     assert "[ember alloc]" not in stderr_of(EMBER_LOG_ALLOC="0")
+
+
+@pytest.mark.skipif(ember.cuda_is_available(), reason="a CUDA GPU is present")
+def test_pin_memory_without_a_gpu_is_a_typed_error():
+    x = ember.ones(2, 3)
+    assert not x.is_pinned()
+    error = ember.DeviceError if ember.cuda_compiled() else ember.NotSupportedError
+    with pytest.raises(error, match=r"pin_memory.*\[2, 3\] float32 cpu"):
+        x.pin_memory()
+    with pytest.raises(ember.EmberError, match="cuda"):
+        x.cuda(non_blocking=True)
+    assert x.to("cpu", non_blocking=True).data_ptr() == x.data_ptr()  # no copy: itself
+
+
+def test_pin_memory_of_a_tensor_that_requires_grad_says_to_detach():
+    with pytest.raises(ember.ValueError, match=r"pin_memory.*detach"):
+        ember.ones(2, requires_grad=True).pin_memory()
+
+
+@cuda
+def test_pinned_tensors_copy_to_the_gpu_without_waiting():
+    x = ember.arange(12, dtype=ember.float32).reshape(3, 4).T  # not contiguous
+    p = x.pin_memory()
+    assert p.is_pinned() and not x.is_pinned() and p.device == "cpu"
+    np.testing.assert_array_equal(p.numpy(), x.numpy())
+    assert p.pin_memory().data_ptr() == p.data_ptr()  # pinned already: itself
+    g = p.to("cuda", non_blocking=True)
+    h = p.cuda(non_blocking=True)
+    ember.cuda.synchronize()
+    np.testing.assert_array_equal(g.cpu().numpy(), x.numpy())
+    np.testing.assert_array_equal(h.cpu().numpy(), x.numpy())
 
 
 def test_cuda_queries():

@@ -62,7 +62,9 @@ class RawAllocator {
 
 class CachingAllocator {
  public:
-  CachingAllocator(Device device, RawAllocator* raw);
+  // page_locked: the allocator of pinned host memory (its device is the CPU), which errors and
+  // the allocation log call "cpu (pinned)" and EMBER_MEMORY_LIMIT does not cap.
+  CachingAllocator(Device device, RawAllocator* raw, bool page_locked = false);
   ~CachingAllocator();
   CachingAllocator(const CachingAllocator&) = delete;
   CachingAllocator& operator=(const CachingAllocator&) = delete;
@@ -70,9 +72,12 @@ class CachingAllocator {
   // Throws OutOfMemoryError naming `op`, the request, in-use, peak and cap when it cannot serve.
   void* allocate(size_t nbytes, const char* op = "allocate");
   void deallocate(void* ptr);
-  // The block at ptr (a pointer allocate returned, still in use) is also used by work on
-  // `stream`: see the top of this file.
-  void record_stream(void* ptr, void* stream);
+  // The block holding ptr (a pointer allocate returned, or an address inside that block, still
+  // in use) is also used by work on `stream`: see the top of this file.
+  void record_stream(const void* ptr, void* stream);
+  // Whether ptr lies in one of this allocator's blocks.
+  bool contains(const void* ptr) const;
+  bool page_locked() const { return page_locked_; }
 
   MemoryStats stats() const;
   void reset_peak();
@@ -96,11 +101,14 @@ class CachingAllocator {
   };
   using FreeKey = std::pair<void*, size_t>;  // (stream, size)
 
+  std::map<void*, Block>::const_iterator find_locked(const void* ptr) const;
   void release_cached_locked();
   void collect_awaiting_locked(bool wait);
   void cache_locked(void* ptr);
   Device device_;
   RawAllocator* raw_;
+  bool page_locked_;
+  std::string name_;  // "cpu", "cuda:0", "cpu (pinned)": the allocator in messages
   mutable std::mutex mutex_;
   std::multimap<FreeKey, void*> free_blocks_;  // per stream, by size, for best-fit reuse
   std::map<void*, Block> blocks_;              // every live, awaiting or cached block
@@ -114,6 +122,9 @@ MemoryStats memory_stats(Device device = Device());
 void reset_peak_memory(Device device = Device());
 void set_memory_limit(int64_t bytes, Device device = Device());
 void empty_cache(Device device = Device());
+// The statistics of the pinned host memory of Tensor::pin_memory(): all zero where there is none
+// (a build without CUDA, a machine without a GPU).
+MemoryStats pinned_memory_stats();
 
 // Whether every allocation and free is logged to stderr (see the top of this file); starts as
 // EMBER_LOG_ALLOC says (set and not "0").

@@ -30,6 +30,16 @@ class Backend {
   // of the backend's devices may still be running there, ahead of that device's later work.
   virtual void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device,
                           size_t n) = 0;
+  // Page-locked ("pinned") host memory, which this backend's devices copy from directly and
+  // asynchronously (Tensor::pin_memory); null where the backend has none, or no device here.
+  virtual CachingAllocator* pinned_allocator() { return nullptr; }
+  // Queues a copy of n bytes from src, in pinned_allocator()'s memory, to dst on one of this
+  // backend's devices, on that device's current stream, and returns without waiting for it. The
+  // caller leaves src unchanged until the copy has run (later work on that stream sees dst); the
+  // block src lies in is not handed out again before then, even if freed. By default: copy_bytes.
+  virtual void copy_from_pinned_async(void* dst, Device dst_device, const void* src, size_t n) {
+    copy_bytes(dst, dst_device, src, Device(), n);
+  }
   virtual void synchronize(int index) = 0;
   // This backend's kernels, every slot filled before the backend is first returned.
   virtual const KernelTable& kernels() const = 0;

@@ -15,12 +15,17 @@
 
 namespace ember {
 
+class CachingAllocator;
+
 class StorageImpl {
  public:
   using Deleter = std::function<void(void*)>;
 
   // Ember's own memory: nbytes from the device's caching allocator, returned to it at the end.
   StorageImpl(size_t nbytes, Device device, const char* op);
+  // The same from another of Ember's caching allocators (the pinned host memory of pin_memory,
+  // whose device is the CPU).
+  StorageImpl(size_t nbytes, Device device, CachingAllocator& allocator, const char* op);
   // External memory at `data`, nbytes long, on `device`: the caching allocator never sees it (nor
   // counts it in its statistics). `deleter(data)` runs exactly once, when the storage dies; it
   // must not throw. An empty deleter leaves the memory to its owner, who must keep it alive.
@@ -33,6 +38,8 @@ class StorageImpl {
   size_t nbytes() const { return nbytes_; }
   Device device() const { return device_; }
   bool is_external() const { return external_; }
+  // The allocator own memory came from and goes back to; null for external memory.
+  CachingAllocator* allocator() const { return allocator_; }
 
   // How many in-place writes the memory has had. Only changes are meaningful: an autodiff engine
   // records the version of a tensor it saves for backward, and a different version later means
@@ -45,7 +52,8 @@ class StorageImpl {
   size_t nbytes_ = 0;
   Device device_;
   bool external_ = false;
-  Deleter deleter_;  // external memory only
+  CachingAllocator* allocator_ = nullptr;  // own memory only
+  Deleter deleter_;                        // external memory only
   std::atomic<int64_t> version_{0};
 };
 

@@ -99,14 +99,28 @@ class Tensor {
   // ---- copies ----
   Tensor contiguous() const;  // *this if already contiguous
   Tensor clone() const;       // always a fresh contiguous copy
-  Tensor to(Device device) const;
+  // non_blocking: a copy from pinned host memory (pin_memory) to a GPU is queued on the GPU's
+  // current stream and returns at once; the caller leaves the source unchanged until the copy
+  // has run (later work on that stream, an Event, or synchronize()). Any other copy behaves as
+  // without it: from pageable memory it returns once the bytes are staged, to the CPU it waits.
+  Tensor to(Device device, bool non_blocking = false) const;
   Tensor to(DType dtype) const;
-  Tensor to(Device device, DType dtype) const;
+  Tensor to(Device device, DType dtype, bool non_blocking = false) const;
   // In place, as every in-place op: const on the handle (the data changes), returns *this and
-  // bumps the version.
-  const Tensor& copy_(const Tensor& src) const;  // src broadcast to this shape, cast, any devices
+  // bumps the version. src is broadcast to this shape and cast, from any device.
+  const Tensor& copy_(const Tensor& src, bool non_blocking = false) const;
   const Tensor& fill_(double value) const;  // ValueError when dtype cannot hold value (dtype_holds)
   const Tensor& zero_() const { return fill_(0.0); }
+
+  // ---- pinned host memory (src/core/pinned.cpp) ----
+  // A contiguous copy of this CPU tensor in page-locked host memory (cudaHostAlloc, through a
+  // caching allocator of its own): a CPU tensor like any other, which copies to a GPU read
+  // directly and, with non_blocking, without the host waiting. The memory goes back to the cache
+  // when the last view dies, and is reused only once the copies queued from it have run. Already
+  // pinned: this tensor itself. NotSupportedError in a build without CUDA, DeviceError with no
+  // GPU (or driver) present, DeviceError for a tensor not on the CPU.
+  Tensor pin_memory() const;
+  bool is_pinned() const;  // in pin_memory()'s memory (never throws: false without CUDA)
 
   // The single element of a 1-element tensor, converted to T (synchronises on CUDA).
   template <class T> T item() const;

@@ -100,8 +100,13 @@ int64_t parse_bytes(const std::string& text, const char* source) {
   return *bytes;
 }
 
-CachingAllocator::CachingAllocator(Device device, RawAllocator* raw) : device_(device), raw_(raw) {
-  if (const char* env = std::getenv("EMBER_MEMORY_LIMIT"))
+CachingAllocator::CachingAllocator(Device device, RawAllocator* raw, bool page_locked)
+    : device_(device),
+      raw_(raw),
+      page_locked_(page_locked),
+      name_(device.str() + (page_locked ? " (pinned)" : "")) {
+  // The cap bounds a device's memory; pinned host memory is the host's, and not capped.
+  if (const char* env = std::getenv("EMBER_MEMORY_LIMIT"); env && !page_locked)
     stats_.limit = parse_bytes(env, "EMBER_MEMORY_LIMIT");
 }
 
@@ -124,10 +129,9 @@ size_t CachingAllocator::round_size(size_t nbytes) {
 void* CachingAllocator::allocate(size_t nbytes, const char* op) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto fail = [&](const std::string& why) -> void* {
-    throw OutOfMemoryError(op, "cannot allocate " + human_bytes(int64_t(nbytes)) + " on " +
-                                   device_.str() + " (" + why + "): in use " +
-                                   human_bytes(stats_.in_use) + ", peak " +
-                                   human_bytes(stats_.peak) + ", reserved " +
+    throw OutOfMemoryError(op, "cannot allocate " + human_bytes(int64_t(nbytes)) + " on " + name_ +
+                                   " (" + why + "): in use " + human_bytes(stats_.in_use) +
+                                   ", peak " + human_bytes(stats_.peak) + ", reserved " +
                                    human_bytes(stats_.reserved) + ", cap " +
                                    (stats_.limit ? human_bytes(stats_.limit) : "none") +
                                    ". Reduce the batch size, free tensors, or raise the cap "
@@ -172,7 +176,7 @@ void* CachingAllocator::allocate(size_t nbytes, const char* op) {
     b.requested = nbytes;
     b.op = op;
     std::fprintf(stderr, "[ember alloc] alloc %zu B (block %zu B, %s) on %s at %p by %s\n", nbytes,
-                 size, cached ? "cached" : "from the system", device_.str().c_str(), ptr, op);
+                 size, cached ? "cached" : "from the system", name_.c_str(), ptr, op);
   }
   return ptr;
 }
@@ -185,10 +189,10 @@ void CachingAllocator::deallocate(void* ptr) {
   if (allocation_logging()) {
     if (b.op.empty())  // allocated while allocations were not logged
       std::fprintf(stderr, "[ember alloc] free block %zu B on %s at %p, allocated unlogged\n",
-                   b.size, device_.str().c_str(), ptr);
+                   b.size, name_.c_str(), ptr);
     else
       std::fprintf(stderr, "[ember alloc] free %zu B (block %zu B) on %s at %p, allocated by %s\n",
-                   b.requested, b.size, device_.str().c_str(), ptr, b.op.c_str());
+                   b.requested, b.size, name_.c_str(), ptr, b.op.c_str());
   }
   b.op.clear();  // so that a later free never names an earlier allocation's op
   if (b.other_streams.empty()) {
@@ -202,9 +206,27 @@ void CachingAllocator::deallocate(void* ptr) {
   awaiting_.push_back(std::move(a));
 }
 
-void CachingAllocator::record_stream(void* ptr, void* stream) {
+std::map<void*, CachingAllocator::Block>::const_iterator CachingAllocator::find_locked(
+    const void* ptr) const {
+  auto it = blocks_.upper_bound(const_cast<void*>(ptr));  // the first block after ptr
+  if (it == blocks_.begin()) return blocks_.end();
+  --it;
+  const auto start = reinterpret_cast<uintptr_t>(it->first);
+  return reinterpret_cast<uintptr_t>(ptr) < start + it->second.size ? it : blocks_.end();
+}
+
+bool CachingAllocator::contains(const void* ptr) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  Block& b = blocks_.at(ptr);
+  return find_locked(ptr) != blocks_.end();
+}
+
+void CachingAllocator::record_stream(const void* ptr, void* stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto found = find_locked(ptr);
+  if (found == blocks_.end())
+    throw ValueError("record_stream", "the address is in no block of the " + name_ +
+                                          " allocator; only its own memory can be recorded");
+  Block& b = blocks_.at(found->first);
   if (stream == b.stream) return;  // its own stream orders its reuse already
   for (void* s : b.other_streams)
     if (s == stream) return;

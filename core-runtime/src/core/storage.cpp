@@ -11,7 +11,14 @@ namespace ember {
 
 StorageImpl::StorageImpl(size_t nbytes, Device device, const char* op)
     : nbytes_(nbytes), device_(device) {
-  if (nbytes > 0) data_ = allocator_for(device).allocate(nbytes, op);
+  if (nbytes == 0) return;  // an empty tensor of any device, present or not
+  allocator_ = &allocator_for(device);
+  data_ = allocator_->allocate(nbytes, op);
+}
+
+StorageImpl::StorageImpl(size_t nbytes, Device device, CachingAllocator& allocator, const char* op)
+    : nbytes_(nbytes), device_(device), allocator_(&allocator) {
+  if (nbytes > 0) data_ = allocator.allocate(nbytes, op);
 }
 
 StorageImpl::StorageImpl(void* data, size_t nbytes, Device device, Deleter deleter)
@@ -23,7 +30,7 @@ StorageImpl::StorageImpl(void* data, size_t nbytes, Device device, Deleter delet
 
 StorageImpl::~StorageImpl() {
   if (!external_) {
-    if (data_) allocator_for(device_).deallocate(data_);
+    if (data_) allocator_->deallocate(data_);
     return;
   }
   if (!deleter_) return;

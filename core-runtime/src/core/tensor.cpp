@@ -81,16 +81,18 @@ Tensor Tensor::clone() const {
   return out;
 }
 
-Tensor Tensor::to(Device device) const { return to(device, dtype_); }
+Tensor Tensor::to(Device device, bool non_blocking) const {
+  return to(device, dtype_, non_blocking);
+}
 Tensor Tensor::to(DType dtype) const { return to(device(), dtype); }
-Tensor Tensor::to(Device device, DType dtype) const {
+Tensor Tensor::to(Device device, DType dtype, bool non_blocking) const {
   if (device == this->device() && dtype == dtype_) return *this;
   Tensor out = empty(shape_, dtype, device, "to");
-  out.copy_(*this);
+  out.copy_(*this, non_blocking);
   return out;
 }
 
-const Tensor& Tensor::copy_(const Tensor& src) const {
+const Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) const {
   if (!defined() || !src.defined())
     throw ValueError("copy_", "cannot copy between undefined tensors");
   bool fits = src.dim() <= dim();
@@ -112,6 +114,12 @@ const Tensor& Tensor::copy_(const Tensor& src) const {
   // the bytes go straight into it: no staging tensor, no second copy.
   Tensor packed = src.contiguous();
   const bool direct = is_contiguous() && packed.dtype() == dtype_ && packed.shape() == shape_;
+  if (non_blocking && direct && packed.is_pinned() && !device().is_cpu()) {
+    // The GPU's copy engine reads the pinned bytes itself, in its stream's order.
+    backend_for(device(), "copy_")
+        .copy_from_pinned_async(data_ptr(), device(), packed.data_ptr(), size_t(packed.nbytes()));
+    return *this;
+  }
   Tensor staged = direct ? *this : empty(packed.shape(), packed.dtype(), device(), "copy_");
   copy_bytes_between(backend_for(device(), "copy_"), staged.data_ptr(), device(),
                      backend_for(src.device(), "copy_"), packed.data_ptr(), src.device(),

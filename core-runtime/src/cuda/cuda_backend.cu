@@ -1,5 +1,6 @@
 // cuda_backend.cu — the CUDA backend: per GPU Ember's own stream, a caching allocator over
-// cudaMalloc, device properties, and byte copies between the GPU and the host.
+// cudaMalloc, device properties, and byte copies between the GPU and the host; and the caching
+// allocator of pinned host memory (cudaHostAlloc) that copies to the GPUs read directly.
 //
 // Ember queues a thread's work for a GPU on that GPU's current stream (stream.cu): Ember's own
 // stream unless a StreamGuard made another current. It runs in order there, asynchronously to the
@@ -15,6 +16,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <unordered_map>
 
 #include "cuda/device_error.cuh"
 #include "cuda/launch.cuh"
@@ -29,6 +31,31 @@ void register_cuda_kernels(KernelTable& table);  // cuda/register_kernels.cu
 
 namespace cuda {
 namespace {
+
+// The events of the caching allocators (allocator.h): asked until complete, then destroyed.
+bool event_done(void* event) {
+  cudaEvent_t e = static_cast<cudaEvent_t>(event);
+  cudaError_t err = cudaEventQuery(e);
+  if (err == cudaErrorNotReady) {
+    cudaGetLastError();  // not a failure: clear it, or the next check_launch would report it
+    return false;
+  }
+  EMBER_CUDA_CHECK(err, "allocate");
+  EMBER_CUDA_CHECK(cudaEventDestroy(e), "allocate");
+  return true;
+}
+void wait_for_event(void* event) {
+  cudaEvent_t e = static_cast<cudaEvent_t>(event);
+  EMBER_CUDA_CHECK(cudaEventSynchronize(e), "empty_cache");
+  EMBER_CUDA_CHECK(cudaEventDestroy(e), "empty_cache");
+}
+void* record_on(void* s, int device) {
+  DeviceGuard guard(device);
+  cudaEvent_t e = nullptr;
+  EMBER_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "free");
+  EMBER_CUDA_CHECK(cudaEventRecord(e, static_cast<cudaStream_t>(s)), "free");
+  return e;
+}
 
 class CudaRawAllocator : public RawAllocator {
  public:
@@ -53,32 +80,51 @@ class CudaRawAllocator : public RawAllocator {
   }
 
   void* current_stream() override { return stream(index_); }
-  void* record_event(void* s) override {
-    DeviceGuard guard(index_);
-    cudaEvent_t e = nullptr;
-    EMBER_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "free");
-    EMBER_CUDA_CHECK(cudaEventRecord(e, static_cast<cudaStream_t>(s)), "free");
-    return e;
-  }
-  bool event_completed(void* event) override {
-    cudaEvent_t e = static_cast<cudaEvent_t>(event);
-    cudaError_t err = cudaEventQuery(e);
-    if (err == cudaErrorNotReady) {
-      cudaGetLastError();  // not a failure: clear it, or the next check_launch would report it
-      return false;
-    }
-    EMBER_CUDA_CHECK(err, "allocate");
-    EMBER_CUDA_CHECK(cudaEventDestroy(e), "allocate");
-    return true;
-  }
-  void wait_event(void* event) override {
-    cudaEvent_t e = static_cast<cudaEvent_t>(event);
-    EMBER_CUDA_CHECK(cudaEventSynchronize(e), "empty_cache");
-    EMBER_CUDA_CHECK(cudaEventDestroy(e), "empty_cache");
-  }
+  void* record_event(void* s) override { return record_on(s, index_); }
+  bool event_completed(void* event) override { return event_done(event); }
+  void wait_event(void* event) override { wait_for_event(event); }
 
  private:
   int index_;
+};
+
+// Page-locked host memory (Tensor::pin_memory), which the GPUs' copy engines read directly.
+// Host memory has no stream of its own (current_stream stays null); the streams recorded on a
+// block are those of the copies queued from it (copy_from_pinned_async), so a freed block waits
+// for them before it is handed out again. Each such stream is of the GPU note_stream was told.
+class PinnedRawAllocator : public RawAllocator {
+ public:
+  void* allocate(size_t nbytes) override {
+    void* ptr = nullptr;
+    // Portable: pinned for every GPU, not only the current one.
+    cudaError_t err = cudaHostAlloc(&ptr, nbytes, cudaHostAllocPortable);
+    if (err == cudaErrorMemoryAllocation) {
+      cudaGetLastError();
+      return nullptr;  // the caching allocator frees its cache, retries, then reports
+    }
+    EMBER_CUDA_CHECK(err, "cudaHostAlloc");
+    return ptr;
+  }
+  void deallocate(void* ptr) override { EMBER_CUDA_CHECK(cudaFreeHost(ptr), "cudaFreeHost"); }
+
+  void note_stream(cudaStream_t s, int device) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    devices_[s] = device;
+  }
+  void* record_event(void* s) override {
+    int device = 0;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      device = devices_.at(s);
+    }
+    return record_on(s, device);
+  }
+  bool event_completed(void* event) override { return event_done(event); }
+  void wait_event(void* event) override { wait_for_event(event); }
+
+ private:
+  std::mutex mutex_;
+  std::unordered_map<void*, int> devices_;  // stream -> its GPU
 };
 
 // Host-to-device copies through pinned memory. The GPU's copy engines read only page-locked
@@ -150,10 +196,37 @@ class CudaBackend : public Backend {
   }
   void check_errors(int index) override { check_device_errors(index); }
 
+  CachingAllocator* pinned_allocator() override {
+    if (count_ == 0) return nullptr;
+    std::call_once(pinned_init_, [&] {
+      pinned_ = std::make_unique<CachingAllocator>(Device(), &pinned_raw_, true);
+    });
+    return pinned_.get();
+  }
+
+  void copy_from_pinned_async(void* dst, Device dst_device, const void* src, size_t n) override {
+    if (n == 0) return;
+    cudaStream_t s = stream(dst_device);
+    {
+      DeviceGuard guard(dst_device);
+      EMBER_CUDA_CHECK(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, s), "copy to cuda");
+    }
+    // src's block stays out of reuse until the copy has read it, should it be freed before.
+    pinned_raw_.note_stream(s, dst_device.index);
+    pinned_allocator()->record_stream(src, s);
+  }
+
   void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device,
                   size_t n) override {
     if (n == 0) return;
-    if (src_device.is_cpu()) {
+    if (src_device.is_cpu() && pinned_allocator()->contains(src)) {
+      // Pinned memory needs no staging: the copy engine reads it. Returning once it has keeps
+      // copy_bytes' contract (src may be overwritten after).
+      cudaStream_t s = stream(dst_device);
+      DeviceGuard guard(dst_device);
+      EMBER_CUDA_CHECK(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, s), "copy to cuda");
+      EMBER_CUDA_CHECK(cudaStreamSynchronize(s), "copy to cuda");
+    } else if (src_device.is_cpu()) {
       // From pageable memory through the pinned ring: returns once the last chunk is staged.
       state(dst_device.index).staging.to_device(dst, src, n, dst_device.index, stream(dst_device));
     } else if (dst_device.is_cpu()) {  // the host is about to read dst: wait for it
@@ -220,6 +293,9 @@ class CudaBackend : public Backend {
   int count_;
   std::unique_ptr<DeviceState[]> devices_;
   KernelTable kernels_;
+  PinnedRawAllocator pinned_raw_;
+  std::once_flag pinned_init_;
+  std::unique_ptr<CachingAllocator> pinned_;  // made on first use, when a GPU is present
 };
 
 CudaBackend& backend() { return static_cast<CudaBackend&>(cuda_backend()); }

@@ -322,7 +322,7 @@ class Tensor(metaclass=_pybind11_type):
         """
     def cpu(self) -> Tensor:
         ...
-    def cuda(self, device: typing.SupportsInt | typing.SupportsIndex = 0) -> Tensor:
+    def cuda(self, device: typing.SupportsInt | typing.SupportsIndex = 0, non_blocking: builtins.bool = False) -> Tensor:
         ...
     def data_ptr(self) -> builtins.int:
         ...
@@ -422,6 +422,10 @@ class Tensor(metaclass=_pybind11_type):
         ...
     def is_floating_point(self) -> builtins.bool:
         ...
+    def is_pinned(self) -> builtins.bool:
+        """
+        Whether the tensor is in pinned host memory (pin_memory).
+        """
     def item(self) -> typing.Any:
         """
         The value of a one-element tensor as a Python number.
@@ -572,6 +576,10 @@ class Tensor(metaclass=_pybind11_type):
         """
         The dims reordered: x.permute(2, 0, 1) (a view).
         """
+    def pin_memory(self) -> Tensor:
+        """
+        A copy in pinned (page-locked) host memory, which copies to a GPU read directly, with non_blocking=True without the host waiting (itself when pinned already). Needs CUDA and a GPU: NotSupportedError in a build without CUDA, DeviceError without a GPU.
+        """
     def pow(self, other: typing.Any) -> Tensor:
         """
         Elementwise, with NumPy broadcasting; either side may be a number.
@@ -694,9 +702,9 @@ class Tensor(metaclass=_pybind11_type):
         """
         The hyperbolic tangent.
         """
-    def to(self, *args, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None) -> Tensor:
+    def to(self, *args, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None, non_blocking: builtins.bool = False) -> Tensor:
         """
-        This tensor on another device and/or with another dtype (itself when both match); differentiable.
+        This tensor on another device and/or with another dtype (itself when both match); differentiable. non_blocking: from pinned memory to a GPU, queued without waiting.
         """
     def tolist(self) -> typing.Any:
         """

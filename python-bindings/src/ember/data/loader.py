@@ -2,10 +2,13 @@
 tensors and optionally moved to a device."""
 
 import numbers
+import warnings
 
 import numpy as np
 
 from ember import _core
+
+_warned_about_pinning = False  # pin_memory=True without CUDA warns once per process
 
 
 def default_collate(samples):
@@ -27,14 +30,29 @@ def default_collate(samples):
     return list(samples)
 
 
-def _to_device(batch, device):
+def _map_tensors(batch, fn):
+    """fn applied to every tensor of a batch (inside tuples, lists and dicts)."""
     if isinstance(batch, _core.Tensor):
-        return batch.to(device)
+        return fn(batch)
     if isinstance(batch, dict):
-        return {k: _to_device(v, device) for k, v in batch.items()}
+        return {k: _map_tensors(v, fn) for k, v in batch.items()}
     if isinstance(batch, (tuple, list)):
-        return type(batch)(_to_device(v, device) for v in batch)
+        return type(batch)(_map_tensors(v, fn) for v in batch)
     return batch
+
+
+def _can_pin():
+    """Whether batches can be pinned here: pinned memory needs CUDA and a GPU. Without, warns
+    (once per process) that they are not."""
+    global _warned_about_pinning
+    if _core.cuda_is_available():
+        return True
+    if not _warned_about_pinning:
+        warnings.warn("DataLoader: pin_memory=True, but CUDA is not available here, so batches "
+                      "are not pinned (pinned memory only speeds up copies to a GPU)",
+                      stacklevel=3)
+        _warned_about_pinning = True
+    return False
 
 
 class DataLoader:
@@ -43,9 +61,10 @@ class DataLoader:
     shuffle draws a new order every epoch: from ``generator`` (an int seed or a
     ``numpy.random.Generator``) when given, else from ember's default generator (ember.randperm),
     so ember.manual_seed makes it reproducible. drop_last drops a last, smaller batch.
-    collate_fn turns a list of samples into a batch (default_collate). device moves each batch
-    there. pin_memory is accepted for PyTorch compatibility; ember has no pinned host memory, so
-    it changes nothing."""
+    collate_fn turns a list of samples into a batch (default_collate). pin_memory copies each
+    batch's tensors into pinned host memory (Tensor.pin_memory), from which the copy to a GPU
+    (device) is queued without the host waiting; without CUDA it warns once and leaves batches
+    as they are. device moves each batch there."""
 
     def __init__(self, dataset, batch_size=1, shuffle=False, drop_last=False, collate_fn=None,
                  generator=None, device=None, pin_memory=False):
@@ -53,7 +72,7 @@ class DataLoader:
             raise _core.ValueError(f"DataLoader: batch_size is {batch_size!r}; pass an int >= 1")
         self.dataset, self.batch_size, self.shuffle = dataset, batch_size, shuffle
         self.drop_last, self.collate_fn, self.device = drop_last, collate_fn, device
-        self.pin_memory = pin_memory
+        self.pin_memory = bool(pin_memory) and _can_pin()
         self.generator = (
             np.random.default_rng(generator) if isinstance(generator, int) else generator
         )
@@ -80,4 +99,9 @@ class DataLoader:
             else:
                 collate = self.collate_fn or default_collate
                 batch = collate([self.dataset[int(i)] for i in indices])
-            yield batch if self.device is None else _to_device(batch, self.device)
+            if self.pin_memory:
+                batch = _map_tensors(batch, _core.Tensor.pin_memory)
+            if self.device is not None:
+                batch = _map_tensors(
+                    batch, lambda t: t.to(self.device, non_blocking=self.pin_memory))
+            yield batch
