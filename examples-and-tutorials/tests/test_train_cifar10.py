@@ -75,7 +75,7 @@ def test_trains_and_resumes_exactly(cifar_dir, tmp_path, capsys):
     assert metrics(part)["history"]["test_accuracy"] == m["history"]["test_accuracy"]
     a = ember.load(whole / "checkpoint.safetensors")["model"]
     b = ember.load(part / "checkpoint.safetensors")["model"]
-    assert all(np.array_equal(a[k].numpy(), b[k].numpy()) for k in a)
+    assert all(np.array_equal(a[k].cpu().numpy(), b[k].cpu().numpy()) for k in a)
 
 
 def run_main(capsys, *args):
