@@ -91,13 +91,19 @@ def cmake_args(cuda: bool = True, build_type: str = "Release") -> list[str]:
     return args
 
 
+# ccache rewrites paths under the checkout relative to the build folder, so that builds in other
+# folders of the same depth (build/core, build/core-static, the gate's build/gate-bench in this
+# tree and in its base worktree) share their cache entries.
+CCACHE_ENV = {"CCACHE_BASEDIR": str(ROOT)}
+
+
 def cmake_build(session, source: str, build_dir: Path, *options: str,
                 install_to: Path | None = None, prefix_path: Path = PREFIX, **args) -> None:
     """Configures and builds one CMake project, finding installed packages in prefix_path, and
     installs it into install_to when given. args go to cmake_args."""
     session.run("cmake", "-S", str(ROOT / source), "-B", str(build_dir), *cmake_args(**args),
                 f"-DCMAKE_PREFIX_PATH={prefix_path}", *options, external=True)
-    session.run("cmake", "--build", str(build_dir), external=True)
+    session.run("cmake", "--build", str(build_dir), external=True, env=CCACHE_ENV)
     if install_to:
         session.run("cmake", "--install", str(build_dir), "--prefix", str(install_to),
                     external=True)

@@ -42,7 +42,10 @@ from harness.verdict import Verdict, judge_rounds, judge_value, markdown
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 BASELINE = HERE / "baseline" / "cpu-quick.csv"
-BENCH_BUILD = Path("build/gate/bench")  # inside each tree: the same relative path for ccache
+# Inside each tree, two folders down like the nox sessions' builds of core-runtime (build/core):
+# with CCACHE_BASEDIR the compile commands are then the same as theirs, and ccache serves both
+# sides from the build the tests session made.
+BENCH_BUILD = Path("build/gate-bench")
 GATE_KINDS = ("rounds", "value", "derived")
 
 
