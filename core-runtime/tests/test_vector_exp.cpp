@@ -9,7 +9,7 @@
 
 #include "cpu/vector_exp.h"
 
-namespace ember::cpu {
+namespace ember::cpu::baseline {
 namespace {
 
 // |got - exp(x)| in units of the float spacing at exp(x) (the smallest subnormal below the
@@ -57,4 +57,4 @@ TEST(VectorExp, SpecialValuesAndRangeEdges) {
 }
 
 }  // namespace
-}  // namespace ember::cpu
+}  // namespace ember::cpu::baseline

@@ -2,6 +2,7 @@
 #pragma once
 #include "ember/allocator.h"
 #include "ember/backend.h"
+#include "ember/cpu.h"
 #include "ember/cuda.h"
 #include "ember/device.h"
 #include "ember/dtype.h"

@@ -10,8 +10,9 @@
 #include <string>
 #include <type_traits>
 
+#include "cpu/isa.h"
+#include "cpu/parallel.h"
 #include "ember/error.h"
-#include "parallel.h"
 
 // EMBER_BLAS(sgemm_) is the BLAS's name for sgemm_.
 #define EMBER_BLAS_JOIN(prefix, name) prefix##name
@@ -38,7 +39,7 @@ void EMBER_BLAS(dgemm_)(const char* trans_a, const char* trans_b, const int* m, 
 void EMBER_BLAS(openblas_set_num_threads)(int threads) __attribute__((weak));
 }
 
-namespace ember::cpu {
+namespace ember::cpu::EMBER_CPU_ISA {
 
 // BLAS takes 32-bit sizes.
 inline int blas_int(int64_t v) {
@@ -118,4 +119,4 @@ void gemm_row_major(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
   }
 }
 
-}  // namespace ember::cpu
+}  // namespace ember::cpu::EMBER_CPU_ISA

@@ -8,14 +8,19 @@
 #include <mutex>
 
 #include "convert.h"
+#include "kernels.h"
+#include "ops/conv_pool_kernels.h"
+
+// From here on compiled for this file's instruction set; cpu/isa_begin.h says why the CPU
+// backend's own headers come after it.
+#include "cpu/isa_begin.h"
+// The CPU backend's headers.
 #include "cpu/blas.h"
 #include "cpu/im2col.h"
 #include "cpu/parallel.h"
 #include "cpu/workspace.h"
-#include "kernels.h"
-#include "ops/conv_pool_kernels.h"
 
-namespace ember::cpu {
+namespace ember::cpu::EMBER_CPU_ISA {
 namespace {
 
 // ---- convolution --------------------------------------------------------------------------
@@ -479,4 +484,6 @@ void register_conv_pool(KernelTable& table) {
   table.adaptive_avg_pool2d_backward_kernel = &adaptive_avg_pool2d_backward;
 }
 
-}  // namespace ember::cpu
+}  // namespace ember::cpu::EMBER_CPU_ISA
+
+#include "cpu/isa_end.h"

@@ -1,9 +1,14 @@
 // copy_fill.cpp — CPU kernels for Tensor::copy_ (with dtype conversion) and Tensor::fill_.
 #include "convert.h"
-#include "cpu/loops.h"
 #include "kernels.h"
 
-namespace ember::cpu {
+// From here on compiled for this file's instruction set; cpu/isa_begin.h says why the CPU
+// backend's own headers come after it.
+#include "cpu/isa_begin.h"
+// The CPU backend's headers.
+#include "cpu/loops.h"
+
+namespace ember::cpu::EMBER_CPU_ISA {
 
 static void copy(const Tensor& src, Tensor& dst) {
   dispatch_all(dst.dtype(), "copy_", [&](auto out_tag) {
@@ -28,4 +33,6 @@ void register_copy_fill(KernelTable& table) {
   table.fill_kernel = &fill;
 }
 
-}  // namespace ember::cpu
+}  // namespace ember::cpu::EMBER_CPU_ISA
+
+#include "cpu/isa_end.h"

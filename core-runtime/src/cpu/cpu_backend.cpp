@@ -1,15 +1,20 @@
-// cpu_backend.cpp — the CPU backend: aligned host memory, memcpy, and its kernel table.
+// cpu_backend.cpp — the CPU backend: aligned host memory, memcpy, and its kernel tables, one per
+// instruction set this CPU runs (cpu/cpu_isa.h), of which one is in use.
+#include <array>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 
+#include "cpu/cpu_isa.h"
 #include "ember/backend.h"
+#include "ember/cpu.h"
 #include "ember/error.h"
 #include "kernels.h"
 
 namespace ember {
 
-void register_cpu_kernels(KernelTable& table);  // cpu/register_kernels.cpp
+using cpu::CpuIsa;
 
 namespace {
 class HostRawAllocator : public RawAllocator {
@@ -23,7 +28,11 @@ class HostRawAllocator : public RawAllocator {
 
 class CpuBackend : public Backend {
  public:
-  CpuBackend() : allocator_(Device(DeviceType::CPU, 0), &raw_) { register_cpu_kernels(kernels_); }
+  CpuBackend() : allocator_(Device(DeviceType::CPU, 0), &raw_) {
+    for (CpuIsa isa : cpu::kAllCpuIsas)
+      if (cpu::cpu_isa_supported(isa)) cpu::register_kernels(isa, tables_[size_t(isa)]);
+    use(cpu::initial_cpu_isa());
+  }
   DeviceType type() const override { return DeviceType::CPU; }
   int device_count() const override { return 1; }
   CachingAllocator& allocator(int) override { return allocator_; }
@@ -31,18 +40,40 @@ class CpuBackend : public Backend {
     std::memcpy(dst, src, n);
   }
   void synchronize(int) override {}
-  const KernelTable& kernels() const override { return kernels_; }
+  const KernelTable& kernels() const override {
+    return tables_[size_t(isa_.load(std::memory_order_relaxed))];
+  }
+
+  CpuIsa isa() const { return isa_.load(std::memory_order_relaxed); }
+  // Every table is filled before the backend is first returned, so switching is one store.
+  void use(CpuIsa isa) { isa_.store(isa, std::memory_order_relaxed); }
 
  private:
   HostRawAllocator raw_;
   CachingAllocator allocator_;
-  KernelTable kernels_;
+  std::array<KernelTable, std::size(cpu::kAllCpuIsas)> tables_;
+  std::atomic<CpuIsa> isa_{CpuIsa::baseline};
 };
-}  // namespace
 
-Backend& cpu_backend() {
+CpuBackend& the_cpu_backend() {
   static CpuBackend* backend = new CpuBackend();  // never destroyed: tensors may outlive statics
   return *backend;
+}
+}  // namespace
+
+Backend& cpu_backend() { return the_cpu_backend(); }
+
+std::string cpu_isa() { return cpu::cpu_isa_name(the_cpu_backend().isa()); }
+
+std::vector<std::string> available_cpu_isas() {
+  std::vector<std::string> names;
+  for (CpuIsa isa : cpu::kAllCpuIsas)
+    if (cpu::cpu_isa_supported(isa)) names.push_back(cpu::cpu_isa_name(isa));
+  return names;
+}
+
+void set_cpu_isa(const std::string& name) {
+  the_cpu_backend().use(cpu::parse_cpu_isa(name, "set_cpu_isa"));
 }
 
 }  // namespace ember

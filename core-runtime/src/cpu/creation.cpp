@@ -1,10 +1,11 @@
 // creation.cpp — CPU kernels of the creation family: arange, linspace and eye write a fresh
 // contiguous output, so each is a plain loop over it, split between threads.
+#include "cpu/isa.h"
 #include "cpu/parallel.h"
 #include "kernels.h"
 #include "ops/creation_kernels.h"
 
-namespace ember::cpu {
+namespace ember::cpu::EMBER_CPU_ISA {
 
 void register_random(KernelTable& table);  // cpu/random.cpp: the random ops are creation ops too
 
@@ -52,4 +53,4 @@ void register_creation(KernelTable& table) {
   register_random(table);
 }
 
-}  // namespace ember::cpu
+}  // namespace ember::cpu::EMBER_CPU_ISA

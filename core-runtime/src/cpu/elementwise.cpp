@@ -2,12 +2,17 @@
 // takes the op's formula from ops/elementwise_math.h and runs it through the CPU elementwise
 // engine (cpu_map), which handles strides, broadcasting, threads and vectorisable inner loops.
 // T is the stored type, C = compute_t<T> the type the formula runs in (float for half types).
-#include "cpu/loops.h"
 #include "kernels.h"
 #include "ops/elementwise_kernels.h"
 #include "ops/elementwise_math.h"
 
-namespace ember::cpu {
+// From here on compiled for this file's instruction set; cpu/isa_begin.h says why the CPU
+// backend's own headers come after it.
+#include "cpu/isa_begin.h"
+// The CPU backend's headers.
+#include "cpu/loops.h"
+
+namespace ember::cpu::EMBER_CPU_ISA {
 
 // x, out: [*] of one dtype (bool for bitwise_not only).
 static void unary(UnaryOp op, const Tensor& x, Tensor& out, double p0, double p1) {
@@ -92,4 +97,6 @@ void register_elementwise(KernelTable& table) {
   table.nan_to_num_kernel = &nan_to_num;
 }
 
-}  // namespace ember::cpu
+}  // namespace ember::cpu::EMBER_CPU_ISA
+
+#include "cpu/isa_end.h"

@@ -11,9 +11,10 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "cpu/isa.h"
 #include "ops/conv_pool_kernels.h"
 
-namespace ember::cpu {
+namespace ember::cpu::EMBER_CPU_ISA {
 
 // Sizes of one (image, group) slice of a convolution.
 struct ConvSlice {
@@ -77,4 +78,4 @@ template <class T> void col2im_add(const ConvSlice& s, const Conv2dParams& p, co
   });
 }
 
-}  // namespace ember::cpu
+}  // namespace ember::cpu::EMBER_CPU_ISA

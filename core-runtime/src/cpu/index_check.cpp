@@ -1,9 +1,10 @@
 // index_check.cpp — the CPU's index range check (contract in kernels.def): raises
 // at once, naming the value the CPU path has always named (the smallest when it is negative,
 // else the largest).
+#include "cpu/isa.h"
 #include "kernels.h"
 
-namespace ember::cpu {
+namespace ember::cpu::EMBER_CPU_ISA {
 namespace {
 
 void index_check(const Tensor& index, int64_t low, int64_t limit, const DeferredError& error) {
@@ -16,4 +17,4 @@ void index_check(const Tensor& index, int64_t low, int64_t limit, const Deferred
 
 void register_index_check(KernelTable& table) { table.index_check_kernel = &index_check; }
 
-}  // namespace ember::cpu
+}  // namespace ember::cpu::EMBER_CPU_ISA

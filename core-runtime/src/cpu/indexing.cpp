@@ -7,12 +7,13 @@
 #include <mutex>
 
 #include "convert.h"
+#include "cpu/isa.h"
 #include "cpu/loops.h"
 #include "cpu/parallel.h"
 #include "kernels.h"
 #include "ops/indexing_kernels.h"
 
-namespace ember::cpu {
+namespace ember::cpu::EMBER_CPU_ISA {
 namespace {
 
 IndexRange index_range(const Tensor& index) {
@@ -180,4 +181,4 @@ void register_indexing(KernelTable& table) {
   table.pad_kernel = &pad;
 }
 
-}  // namespace ember::cpu
+}  // namespace ember::cpu::EMBER_CPU_ISA

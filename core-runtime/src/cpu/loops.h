@@ -14,10 +14,11 @@
 #include <utility>
 #include <vector>
 
+#include "cpu/isa.h"
 #include "cpu/parallel.h"
 #include "ember/tensor.h"
 
-namespace ember::cpu {
+namespace ember::cpu::EMBER_CPU_ISA {
 
 // Shape and per-operand byte strides after coalescing, innermost dim last.
 template <size_t N> struct StridedLayout {
@@ -122,4 +123,4 @@ void cpu_map(Tensor& out, const std::array<Tensor, sizeof...(In)>& in, F&& fn) {
   });
 }
 
-}  // namespace ember::cpu
+}  // namespace ember::cpu::EMBER_CPU_ISA

@@ -6,11 +6,12 @@
 #include <vector>
 
 #include "convert.h"
+#include "cpu/isa.h"
 #include "cpu/parallel.h"
 #include "kernels.h"
 #include "ops/indexing_kernels.h"
 
-namespace ember::cpu {
+namespace ember::cpu::EMBER_CPU_ISA {
 namespace {
 
 // Calls emit(i, slot) for every i in [0, n) with is_set(i), slot counting the set ones before
@@ -116,4 +117,4 @@ void register_masking(KernelTable& table) {
   table.put_kernel = &put;
 }
 
-}  // namespace ember::cpu
+}  // namespace ember::cpu::EMBER_CPU_ISA

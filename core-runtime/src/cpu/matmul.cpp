@@ -9,11 +9,12 @@
 
 #include "convert.h"
 #include "cpu/blas.h"
+#include "cpu/isa.h"
 #include "cpu/parallel.h"
 #include "kernels.h"
 #include "ops/matmul_kernels.h"
 
-namespace ember::cpu {
+namespace ember::cpu::EMBER_CPU_ISA {
 namespace {
 
 // a: [batch, m, k] ([batch, k, m] with trans_a), b: [batch, k, n] ([batch, n, k] with trans_b),
@@ -132,4 +133,4 @@ void gemm(const Tensor& a, const Tensor& b, Tensor& out, const GemmFlags& f) {
 
 void register_matmul(KernelTable& table) { table.gemm_kernel = &gemm; }
 
-}  // namespace ember::cpu
+}  // namespace ember::cpu::EMBER_CPU_ISA

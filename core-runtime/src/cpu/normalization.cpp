@@ -5,12 +5,17 @@
 #include <cmath>
 #include <vector>
 
-#include "cpu/loops.h"
-#include "cpu/parallel.h"
 #include "kernels.h"
 #include "ops/normalization_kernels.h"
 
-namespace ember::cpu {
+// From here on compiled for this file's instruction set; cpu/isa_begin.h says why the CPU
+// backend's own headers come after it.
+#include "cpu/isa_begin.h"
+// The CPU backend's headers.
+#include "cpu/loops.h"
+#include "cpu/parallel.h"
+
+namespace ember::cpu::EMBER_CPU_ISA {
 namespace {
 
 constexpr int64_t kChunk = 512;  // values per two-pass statistics chunk: they stay in L1
@@ -342,4 +347,6 @@ void register_normalization(KernelTable& table) {
   table.dropout_apply_kernel = &dropout_apply;
 }
 
-}  // namespace ember::cpu
+}  // namespace ember::cpu::EMBER_CPU_ISA
+
+#include "cpu/isa_end.h"

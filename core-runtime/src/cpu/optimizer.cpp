@@ -5,11 +5,16 @@
 #include <utility>
 #include <vector>
 
-#include "cpu/parallel.h"
 #include "kernels.h"
 #include "ops/optimizer_kernels.h"
 
-namespace ember::cpu {
+// From here on compiled for this file's instruction set; cpu/isa_begin.h says why the CPU
+// backend's own headers come after it.
+#include "cpu/isa_begin.h"
+// The CPU backend's headers.
+#include "cpu/parallel.h"
+
+namespace ember::cpu::EMBER_CPU_ISA {
 namespace {
 
 constexpr int64_t kChunk = 16384;  // elements per unit of work
@@ -105,4 +110,6 @@ void register_optimizer(KernelTable& table) {
   table.rmsprop_kernel = &rmsprop;
 }
 
-}  // namespace ember::cpu
+}  // namespace ember::cpu::EMBER_CPU_ISA
+
+#include "cpu/isa_end.h"

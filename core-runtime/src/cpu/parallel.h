@@ -8,7 +8,9 @@
 #include <omp.h>
 #endif
 
-namespace ember::cpu {
+#include "cpu/isa.h"
+
+namespace ember::cpu::EMBER_CPU_ISA {
 
 // Below this many elements of work a loop runs on one thread.
 constexpr int64_t kParallelGrain = 32768;
@@ -42,4 +44,4 @@ template <class F> void parallel_for(int64_t n, int64_t cost, F&& fn) {
 #endif
 }
 
-}  // namespace ember::cpu
+}  // namespace ember::cpu::EMBER_CPU_ISA

@@ -2,12 +2,13 @@
 // Philox block by Philox block; blocks are independent, so threads take disjoint ranges of them.
 #include <algorithm>
 
+#include "cpu/isa.h"
 #include "cpu/parallel.h"
 #include "cpu/workspace.h"
 #include "kernels.h"
 #include "ops/random_kernels.h"
 
-namespace ember::cpu {
+namespace ember::cpu::EMBER_CPU_ISA {
 
 // out[i] = dist(stream.block(i / K), i % K, i) for i < n, K = Dist::kPerBlock.
 template <class T, class Dist>
@@ -93,4 +94,4 @@ void register_random(KernelTable& table) {
   table.randperm_kernel = &randperm;
 }
 
-}  // namespace ember::cpu
+}  // namespace ember::cpu::EMBER_CPU_ISA

@@ -16,11 +16,12 @@
 #include <cstdint>
 #include <vector>
 
+#include "cpu/isa.h"
 #include "cpu/parallel.h"
 #include "ember/tensor.h"
 #include "ops/reduction_kernels.h"  // DimWalk
 
-namespace ember::cpu {
+namespace ember::cpu::EMBER_CPU_ISA {
 
 constexpr int kLanes = 8;
 constexpr int64_t kPairwiseBlock = 128;  // runs up to this long are folded straight into lanes
@@ -134,4 +135,4 @@ void cpu_reduce(const Tensor& x, int64_t nreduce, const R& r, Write&& write) {
   });
 }
 
-}  // namespace ember::cpu
+}  // namespace ember::cpu::EMBER_CPU_ISA

@@ -2,11 +2,16 @@
 // (ops/reduction_kernels.h) for x's dtype and hands it to the engine (cpu/reduce_loops.h).
 #include <cmath>
 
-#include "cpu/reduce_loops.h"
 #include "kernels.h"
 #include "ops/reduction_kernels.h"
 
-namespace ember::cpu {
+// From here on compiled for this file's instruction set; cpu/isa_begin.h says why the CPU
+// backend's own headers come after it.
+#include "cpu/isa_begin.h"
+// The CPU backend's headers.
+#include "cpu/reduce_loops.h"
+
+namespace ember::cpu::EMBER_CPU_ISA {
 
 namespace rd = reducers;
 
@@ -115,4 +120,6 @@ void register_reduction(KernelTable& table) {
   table.arg_reduce_kernel = &arg_reduce;
 }
 
-}  // namespace ember::cpu
+}  // namespace ember::cpu::EMBER_CPU_ISA
+
+#include "cpu/isa_end.h"

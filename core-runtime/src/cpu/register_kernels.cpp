@@ -1,39 +1,50 @@
 // register_kernels.cpp — the CPU backend's kernel list: each family fills its slots of the
-// backend's KernelTable (kernels.h), which tests/test_backend_contract.cpp checks complete.
+// backend's KernelTable (kernels.h), which tests/test_backend_contract.cpp checks complete. The
+// hot families come in one copy per instruction set (cpu/isa.h); the rest, bound by memory
+// access or by BLAS, in one.
+#include "cpu/cpu_isa.h"
 #include "kernels.h"
 
 namespace ember::cpu {
-void register_copy_fill(KernelTable& table);
-void register_elementwise(KernelTable& table);
+namespace baseline {
+void register_variant_kernels(KernelTable& table);  // cpu/register_variant.cpp, once per ISA
 void register_creation(KernelTable& table);
-void register_reduction(KernelTable& table);
-void register_softmax_loss(KernelTable& table);
 void register_matmul(KernelTable& table);
-void register_conv_pool(KernelTable& table);
-void register_normalization(KernelTable& table);
 void register_indexing(KernelTable& table);
-void register_optimizer(KernelTable& table);
 void register_masking(KernelTable& table);
 void register_resample(KernelTable& table);
 void register_scan_sort(KernelTable& table);
 void register_index_check(KernelTable& table);
-}  // namespace ember::cpu
-
-namespace ember {
-void register_cpu_kernels(KernelTable& table) {
-  cpu::register_copy_fill(table);
-  cpu::register_elementwise(table);
-  cpu::register_creation(table);
-  cpu::register_reduction(table);
-  cpu::register_softmax_loss(table);
-  cpu::register_matmul(table);
-  cpu::register_conv_pool(table);
-  cpu::register_normalization(table);
-  cpu::register_indexing(table);
-  cpu::register_optimizer(table);
-  cpu::register_masking(table);
-  cpu::register_resample(table);
-  cpu::register_scan_sort(table);
-  cpu::register_index_check(table);
+}  // namespace baseline
+#if EMBER_CPU_X86_VARIANTS
+namespace avx2 {
+void register_variant_kernels(KernelTable& table);
 }
-}  // namespace ember
+namespace avx512 {
+void register_variant_kernels(KernelTable& table);
+}
+#endif
+
+void register_kernels(CpuIsa isa, KernelTable& table) {
+  baseline::register_creation(table);
+  baseline::register_matmul(table);
+  baseline::register_indexing(table);
+  baseline::register_masking(table);
+  baseline::register_resample(table);
+  baseline::register_scan_sort(table);
+  baseline::register_index_check(table);
+  switch (isa) {
+#if EMBER_CPU_X86_VARIANTS
+    case CpuIsa::avx512:
+      avx512::register_variant_kernels(table);
+      return;
+    case CpuIsa::avx2:
+      avx2::register_variant_kernels(table);
+      return;
+#endif
+    default:
+      baseline::register_variant_kernels(table);
+  }
+}
+
+}  // namespace ember::cpu

@@ -5,11 +5,12 @@
 #include <vector>
 
 #include "convert.h"
+#include "cpu/isa.h"
 #include "cpu/parallel.h"
 #include "kernels.h"
 #include "ops/resample_kernels.h"
 
-namespace ember::cpu {
+namespace ember::cpu::EMBER_CPU_ISA {
 namespace {
 
 // Element strides of a 4-d tensor, and the offset of plane p = n * C + c.
@@ -125,4 +126,4 @@ void register_resample(KernelTable& table) {
   table.interpolate_backward_kernel = &interpolate_backward;
 }
 
-}  // namespace ember::cpu
+}  // namespace ember::cpu::EMBER_CPU_ISA

@@ -7,11 +7,12 @@
 #include <type_traits>
 #include <vector>
 
+#include "cpu/isa.h"
 #include "cpu/parallel.h"
 #include "kernels.h"
 #include "ops/scan_sort_kernels.h"
 
-namespace ember::cpu {
+namespace ember::cpu::EMBER_CPU_ISA {
 namespace {
 
 // ---- cumsum, cumprod ----
@@ -104,4 +105,4 @@ void register_scan_sort(KernelTable& table) {
   table.topk_kernel = &topk;
 }
 
-}  // namespace ember::cpu
+}  // namespace ember::cpu::EMBER_CPU_ISA

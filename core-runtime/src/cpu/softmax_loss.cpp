@@ -9,14 +9,19 @@
 #include <limits>
 #include <vector>
 
-#include "cpu/loops.h"
-#include "cpu/parallel.h"
-#include "cpu/vector_exp.h"
 #include "kernels.h"
 #include "ops/reduction_kernels.h"  // DimWalk
 #include "ops/softmax_loss_kernels.h"
 
-namespace ember::cpu {
+// From here on compiled for this file's instruction set; cpu/isa_begin.h says why the CPU
+// backend's own headers come after it.
+#include "cpu/isa_begin.h"
+// The CPU backend's headers.
+#include "cpu/loops.h"
+#include "cpu/parallel.h"
+#include "cpu/vector_exp.h"
+
+namespace ember::cpu::EMBER_CPU_ISA {
 namespace {
 
 // A [rows..., C] tensor as rows: element k of row r is row(r)[k * stride].
@@ -376,4 +381,6 @@ void register_softmax_loss(KernelTable& table) {
   table.pointwise_loss_backward_kernel = &pointwise_loss_backward;
 }
 
-}  // namespace ember::cpu
+}  // namespace ember::cpu::EMBER_CPU_ISA
+
+#include "cpu/isa_end.h"

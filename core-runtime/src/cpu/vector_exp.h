@@ -15,7 +15,9 @@
 #include <cmath>
 #include <cstdint>
 
-namespace ember::cpu {
+#include "cpu/isa.h"
+
+namespace ember::cpu::EMBER_CPU_ISA {
 
 // Always inlined: a loop that calls it out of line cannot be vectorised.
 [[gnu::always_inline]] inline float exp_vectorisable(float x) {
@@ -61,4 +63,4 @@ template <class C> [[gnu::always_inline]] inline C exp_c(C x) {
   else return std::exp(x);
 }
 
-}  // namespace ember::cpu
+}  // namespace ember::cpu::EMBER_CPU_ISA

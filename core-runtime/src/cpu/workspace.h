@@ -4,9 +4,10 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "cpu/isa.h"
 #include "ember/tensor.h"
 
-namespace ember::cpu {
+namespace ember::cpu::EMBER_CPU_ISA {
 
 // `count` uninitialised elements of a trivial type T; an out-of-memory error names `op`.
 template <class T> class Workspace {
@@ -24,4 +25,4 @@ template <class T> class Workspace {
   Tensor bytes_;
 };
 
-}  // namespace ember::cpu
+}  // namespace ember::cpu::EMBER_CPU_ISA
