@@ -25,6 +25,7 @@ PYBIND11_MODULE(_core, m) {
   ep::TensorClass cls(m, "Tensor", py::dynamic_attr(),
                       "An n-dimensional array on a device that can record its history for "
                       "autograd (an eager autodiff Variable).");
+  ep::register_tensor_class(cls);
   ep::bind_tensor(m, cls);
   ep::bind_creation(m);
   ep::bind_ops(m, cls);

@@ -23,6 +23,11 @@ py::object apply(const char* op, py::handle a, py::handle b) {
     return py::reinterpret_borrow<py::object>(Py_NotImplemented);
   return py::cast(binary(op, a, b));
 }
+py::object apply(const Binary& op, const char* name, py::handle a, py::handle b) {
+  if (!is_operand(a) || !is_operand(b))
+    return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+  return py::cast(binary(op, name, a, b));
+}
 
 // Whether `result` may be stored in place into x: x's shape, and a dtype of no wider kind (a
 // float result does not go into an integer tensor).
@@ -93,15 +98,17 @@ void bind_operators(TensorClass& cls) {
   for (Pair p : {Pair{"__add__", "__radd__", "add"}, Pair{"__sub__", "__rsub__", "sub"},
                  Pair{"__mul__", "__rmul__", "mul"}, Pair{"__truediv__", "__rtruediv__", "div"},
                  Pair{"__pow__", "__rpow__", "pow"}}) {
-    const char* op = p.op;
-    cls.def(p.dunder, [op](py::handle a, py::handle b) { return apply(op, a, b); });
-    cls.def(p.reflected, [op](py::handle a, py::handle b) { return apply(op, b, a); });
+    const Binary* op = &binary_op(p.op);
+    const char* name = p.op;
+    cls.def(p.dunder, [op, name](py::handle a, py::handle b) { return apply(*op, name, a, b); });
+    cls.def(p.reflected, [op, name](py::handle a, py::handle b) { return apply(*op, name, b, a); });
   }
   for (Pair p : {Pair{"__eq__", nullptr, "eq"}, Pair{"__ne__", nullptr, "ne"},
                  Pair{"__lt__", nullptr, "lt"}, Pair{"__le__", nullptr, "le"},
                  Pair{"__gt__", nullptr, "gt"}, Pair{"__ge__", nullptr, "ge"}}) {
-    const char* op = p.op;
-    cls.def(p.dunder, [op](py::handle a, py::handle b) { return apply(op, a, b); });
+    const Binary* op = &binary_op(p.op);
+    const char* name = p.op;
+    cls.def(p.dunder, [op, name](py::handle a, py::handle b) { return apply(*op, name, a, b); });
   }
   // & | ^ ~ are logical on bool tensors and bitwise on integer ones (a float is a DTypeError).
   struct Bitwise {

@@ -16,15 +16,6 @@ namespace {
 
 using V = Variable;
 
-// One binary op: its tensor-tensor form, and its forms with a scalar on the right or left (null
-// where the op has none: the scalar then becomes a 0-d tensor).
-struct Binary {
-  V (*tt)(const V&, const V&);
-  V (*ts)(const V&, double);
-  V (*st)(double, const V&);
-  bool arithmetic;  // a Python float makes an integer tensor floating (as in PyTorch)
-};
-
 #define EMBER_TT(op) [](const V& a, const V& b) { return ad::op(a, b); }
 #define EMBER_TS(op) [](const V& a, double s) { return ad::op(a, s); }
 #define EMBER_ST(op) [](double s, const V& a) { return ad::op(s, a); }
@@ -115,15 +106,20 @@ py::object extreme(const V& x, py::handle dim, bool keepdim, bool is_max) {
 }  // namespace
 
 bool is_operand(py::handle obj) {
-  return py::isinstance<V>(obj) || is_scalar(obj) || PyList_Check(obj.ptr()) ||
-         PyTuple_Check(obj.ptr()) || py::hasattr(obj, "__array_interface__");
+  return is_tensor(obj) || is_scalar(obj) || PyList_Check(obj.ptr()) || PyTuple_Check(obj.ptr()) ||
+         py::hasattr(obj, "__array_interface__");
 }
 
 Variable binary(const std::string& name, py::handle a, py::handle b) {
-  const Binary& op = binaries().at(name);
-  const bool a_tensor = py::isinstance<V>(a), b_tensor = py::isinstance<V>(b);
+  return binary(binary_op(name), name.c_str(), a, b);
+}
+
+const Binary& binary_op(const std::string& name) { return binaries().at(name); }
+
+Variable binary(const Binary& op, const char* name, py::handle a, py::handle b) {
+  const bool a_tensor = is_tensor(a), b_tensor = is_tensor(b);
   // The common case first, with nothing to convert: a small op's time is this call path.
-  if (a_tensor && b_tensor) return op.tt(py::cast<const V&>(a), py::cast<const V&>(b));
+  if (a_tensor && b_tensor) return op.tt(tensor_of(a), tensor_of(b));
   if (a_tensor && is_scalar(b)) {
     const V x = floating_for(py::cast<V>(a), b, op.arithmetic);
     return op.ts ? op.ts(x, scalar_value(b)) : op.tt(x, scalar_operand(b, x));
@@ -132,7 +128,7 @@ Variable binary(const std::string& name, py::handle a, py::handle b) {
     const V x = floating_for(py::cast<V>(b), a, op.arithmetic);
     return op.st ? op.st(scalar_value(a), x) : op.tt(scalar_operand(a, x), x);
   }
-  if (!a_tensor && !b_tensor) not_a_tensor(name.c_str(), a);
+  if (!a_tensor && !b_tensor) not_a_tensor(name, a);
   const Device device = a_tensor ? py::cast<const V&>(a).device() : py::cast<const V&>(b).device();
   return op.tt(to_variable(a, std::nullopt, device), to_variable(b, std::nullopt, device));
 }
@@ -193,10 +189,10 @@ void bind_ops(py::module_& m, TensorClass& cls) {
 
   // ---- binary: tensors or scalars on either side, broadcast ----
   for (const auto& entry : binaries()) {
-    const std::string name = entry.first;
+    const Binary* op = &entry.second;
+    const char* name = entry.first.c_str();  // the table lives as long as the module
     def_op(
-        m, cls, entry.first.c_str(),
-        [name](py::handle a, py::handle b) { return binary(name, a, b); },
+        m, cls, name, [op, name](py::handle a, py::handle b) { return binary(*op, name, a, b); },
         "Elementwise, with NumPy broadcasting; either side may be a number.", py::arg("other"));
   }
   m.def(

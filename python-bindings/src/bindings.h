@@ -56,6 +56,14 @@ Tensor tensor_from_numpy(py::handle array);
 // repr(tensor), as PyTorch prints it (format.cpp).
 std::string tensor_repr(const Variable& v);
 
+// Whether obj is an ember.Tensor (or of a subclass, such as nn.Parameter), and the Variable it
+// holds. py::isinstance<Variable> and py::cast look the class up by its C++ type on every call,
+// which at one element is a good part of an operator's time; these compare with the class
+// recorded once by register_tensor_class.
+void register_tensor_class(const TensorClass& cls);
+bool is_tensor(py::handle obj);
+const Variable& tensor_of(py::handle obj);  // obj must be a tensor (is_tensor)
+
 // Raises the ember error for a tensor argument of the wrong type.
 [[noreturn]] void not_a_tensor(const char* op, py::handle obj);
 

@@ -78,6 +78,23 @@ void walk(py::handle obj, size_t depth, Nested& n) {
 
 }  // namespace
 
+namespace {
+PyTypeObject* tensor_type = nullptr;
+const py::detail::type_info* tensor_info = nullptr;
+}  // namespace
+
+void register_tensor_class(const TensorClass& cls) {
+  tensor_type = reinterpret_cast<PyTypeObject*>(cls.ptr());
+  tensor_info = py::detail::get_type_info(typeid(Variable));
+}
+
+bool is_tensor(py::handle obj) { return PyObject_TypeCheck(obj.ptr(), tensor_type); }
+
+const Variable& tensor_of(py::handle obj) {
+  auto* instance = reinterpret_cast<py::detail::instance*>(obj.ptr());
+  return *instance->get_value_and_holder(tensor_info).value_ptr<Variable>();
+}
+
 DType dtype_from_object(py::handle obj) {
   if (py::isinstance<PyDType>(obj)) return py::cast<PyDType>(obj).value;
   if (PyUnicode_Check(obj.ptr())) return dtype_from_name(py::cast<std::string>(obj));
@@ -128,7 +145,7 @@ std::vector<int64_t> dims_from_object(py::handle obj) {
 bool is_scalar(py::handle obj) {
   PyObject* p = obj.ptr();
   if (PyBool_Check(p) || PyLong_Check(p) || PyFloat_Check(p)) return true;
-  if (py::isinstance<Variable>(obj) || is_sequence(obj)) return false;
+  if (is_tensor(obj) || is_sequence(obj)) return false;
   return PyIndex_Check(p) || py::hasattr(obj, "__float__");
 }
 

@@ -12,8 +12,20 @@ void def_op(py::module_& m, TensorClass& cls, const char* name, F&& f, const cha
   cls.def(name, std::forward<F>(f), doc, extra...);
 }
 
+// One binary op: its tensor-tensor form, and its forms with a scalar on the right or left (null
+// where the op has none: the scalar then becomes a 0-d tensor).
+struct Binary {
+  Variable (*tt)(const Variable&, const Variable&);
+  Variable (*ts)(const Variable&, double);
+  Variable (*st)(double, const Variable&);
+  bool arithmetic;  // a Python float makes an integer tensor floating (as in PyTorch)
+};
+
 // A binary op of tensors and Python/NumPy scalars on either side (bind_ops.cpp): add, sub, mul,
-// div, pow, maximum, minimum, the comparisons and the logical ops, by name.
+// div, pow, maximum, minimum, the comparisons and the logical ops. By name, or by the op that
+// binary_op found once, when the caller was bound (no lookup per call).
+const Binary& binary_op(const std::string& name);
+Variable binary(const Binary& op, const char* name, py::handle a, py::handle b);
 Variable binary(const std::string& name, py::handle a, py::handle b);
 // Whether a binary op can take `obj` as an operand (else an operator returns NotImplemented).
 bool is_operand(py::handle obj);

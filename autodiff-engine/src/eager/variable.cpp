@@ -115,9 +115,11 @@ std::vector<Variable> apply(const OpDef& op, const std::vector<Variable>& inputs
     tensors.push_back(v.data());
     any_requires_grad = any_requires_grad || v.requires_grad();
   }
-  const auto start = std::chrono::steady_clock::now();
+  const bool log = debug_enabled();
+  const auto start =
+      log ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
   std::vector<Tensor> outs = op.run(tensors, attrs);
-  if (debug_enabled()) log_op(op.name, tensors, outs, start);
+  if (log) log_op(op.name, tensors, outs, start);
   const bool record = grad_mode && any_requires_grad && op.grad != nullptr;
 
   std::shared_ptr<Record> rec;

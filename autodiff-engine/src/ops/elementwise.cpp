@@ -25,6 +25,14 @@ using infer::DTypeRule;
 
 constexpr double kPi = 3.14159265358979323846;
 
+// A kernel's one output as the list run() returns, moved in: a braced list would copy it, and a
+// Tensor copy allocates its shape and strides (a share of a small op's time).
+Tensors one(Tensor t) {
+  Tensors out;
+  out.push_back(std::move(t));
+  return out;
+}
+
 // g in x's dtype. Only a mixed-dtype op's gradient differs (it arrives in the promoted dtype);
 // it is summed to x's shape first, in the wider dtype. Otherwise the driver sums it back.
 Val grad_for(Val g, const Val& x) {
@@ -358,26 +366,26 @@ Tensor copy_to(const Tensor& x, Device device, DType dtype) {
    [](const Types& in, const Attrs&) -> Types {                                       \
      return {infer::unary(#name, in, DTypeRule::rule)};                               \
    },                                                                                 \
-   [](const Tensors& in, const Attrs&) -> Tensors { return {ember::name(in[0])}; },   \
+   [](const Tensors& in, const Attrs&) -> Tensors { return one(ember::name(in[0])); }, \
    grad}
 #define EMBER_BINARY(name, rule, grad)                                                    \
   {#name,                                                                                 \
    [](const Types& in, const Attrs&) -> Types {                                           \
      return {infer::binary(#name, in, DTypeRule::rule)};                                  \
    },                                                                                     \
-   [](const Tensors& in, const Attrs&) -> Tensors { return {ember::name(in[0], in[1])}; }, \
+   [](const Tensors& in, const Attrs&) -> Tensors { return one(ember::name(in[0], in[1])); }, \
    grad}
 #define EMBER_SCALAR(name, rule, call, grad)                                          \
   {#name,                                                                             \
    [](const Types& in, const Attrs& a) -> Types {                                     \
      return {infer::with_scalar(#name, in, a, DTypeRule::rule)};                      \
    },                                                                                 \
-   [](const Tensors& in, const Attrs& a) -> Tensors { return {call}; },               \
+   [](const Tensors& in, const Attrs& a) -> Tensors { return one(call); },            \
    grad}
 #define EMBER_BACKWARD(name, call, grad)                                                       \
   {#name,                                                                                      \
    [](const Types& in, const Attrs&) -> Types { return backward_infer(#name, in); },           \
-   [](const Tensors& in, [[maybe_unused]] const Attrs& a) -> Tensors { return {call}; },       \
+   [](const Tensors& in, [[maybe_unused]] const Attrs& a) -> Tensors { return one(call); },    \
    grad}
 // clang-format on
 

@@ -232,6 +232,16 @@ DType unary_result_dtype(UnaryOp op, const Tensor& x, const char* name) {
   return t;
 }
 
+// x as the kernels take it: of dtype t and broadcast to `shape`. x itself when it is both already,
+// which is the common case and costs nothing (a new handle would allocate its shape and strides:
+// at one element, that is a good part of the op's time); otherwise the cast and/or expanded view,
+// kept alive in `holder`.
+const Tensor& operand(const Tensor& x, DType t, const Shape& shape, Tensor& holder) {
+  if (x.dtype() == t && x.shape() == shape) return x;
+  holder = x.to(t).expand(shape);
+  return holder;
+}
+
 // out = op(x), into the caller's out or (out == nullptr) a new tensor.
 Tensor unary(UnaryOp op, const Tensor& x, const Tensor* out, double p0 = 0, double p1 = 0) {
   const char* name = unary_op_name(op);
@@ -239,7 +249,8 @@ Tensor unary(UnaryOp op, const Tensor& x, const Tensor* out, double p0 = 0, doub
   DType t = unary_result_dtype(op, x, name);
   Tensor result = written_output(name, out, x.shape(), t, x.device(), {{"x", x}});
   auto kernel = unary_kernel(x.device());
-  if (result.numel() > 0) kernel(op, x.to(t), result, p0, p1);
+  Tensor cast;
+  if (result.numel() > 0) kernel(op, operand(x, t, x.shape(), cast), result, p0, p1);
   return result;
 }
 
@@ -268,7 +279,9 @@ DType binary_result_dtype(BinaryOp op, const Tensor& a, const Tensor& b, const c
 void run_binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
   auto kernel = binary_kernel(out.device());
   if (out.numel() == 0) return;
-  kernel(op, a.to(out.dtype()).expand(out.shape()), b.to(out.dtype()).expand(out.shape()), out);
+  Tensor a_holder, b_holder;
+  kernel(op, operand(a, out.dtype(), out.shape(), a_holder),
+         operand(b, out.dtype(), out.shape(), b_holder), out);
 }
 
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor* out) {
@@ -331,7 +344,9 @@ Tensor compare(CompareOp op, const Tensor& a, const Tensor& b, const Tensor* out
   DType t = promote_types(a.dtype(), b.dtype());
   Tensor result = written_output(name, out, shape, DType::Bool, a.device(), {{"a", a}, {"b", b}});
   auto kernel = compare_kernel(a.device());
-  if (result.numel() > 0) kernel(op, a.to(t).expand(shape), b.to(t).expand(shape), result);
+  Tensor a_holder, b_holder;
+  if (result.numel() > 0)
+    kernel(op, operand(a, t, shape, a_holder), operand(b, t, shape, b_holder), result);
   return result;
 }
 
@@ -346,8 +361,10 @@ Tensor backward(BackwardOp op, const Tensor& grad, const Tensor& input, const ch
   Tensor result =
       written_output(name, out, shape, t, grad.device(), {{"grad", grad}, {input_name, input}});
   auto kernel = backward_kernel(grad.device());
+  Tensor grad_holder, input_holder;
   if (result.numel() > 0)
-    kernel(op, grad.to(t).expand(shape), input.to(t).expand(shape), result, p0, p1);
+    kernel(op, operand(grad, t, shape, grad_holder), operand(input, t, shape, input_holder), result,
+           p0, p1);
   return result;
 }
 
@@ -368,8 +385,10 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor*
   Tensor result =
       written_output("where", out, shape, t, a.device(), {{"cond", cond}, {"a", a}, {"b", b}});
   auto kernel = where_kernel(a.device());
+  Tensor cond_holder, a_holder, b_holder;
   if (result.numel() > 0)
-    kernel(cond.expand(shape), a.to(t).expand(shape), b.to(t).expand(shape), result);
+    kernel(operand(cond, DType::Bool, shape, cond_holder), operand(a, t, shape, a_holder),
+           operand(b, t, shape, b_holder), result);
   return result;
 }
 
