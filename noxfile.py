@@ -4,6 +4,7 @@
   nox -s tests    every test suite of every package (what CI runs, with lint and asan)
   nox -s lint     clang-format (C++/CUDA) and ruff (Python), checking only
   nox -s asan     core-runtime's tests under AddressSanitizer + UBSan (CPU-only build)
+  nox -s cross_aarch64   core-runtime's CPU sources compiled for aarch64 (objects only)
   nox -s demo     the main job: builds Ember and trains the default example (train_digits)
   nox -s bench_gate   the benchmark gate: this checkout against a base commit, side by side
   nox -s bench, bench_compare, bench_plot, bench_baseline: see benchmarks/README.md
@@ -222,6 +223,35 @@ def asan(session):
                 "-DEMBER_BUILD_TESTS=ON", cuda=False, build_type="Debug")
     ctest(session, build_dir, env={"ASAN_OPTIONS": "detect_leaks=1:abort_on_error=1",
                                    "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1"})
+
+
+@nox.session(python=False)
+def cross_aarch64(session):
+    """Compiles every C++ source of core-runtime but the CUDA backend for 64-bit Arm with Debian's
+    cross compiler (apt install g++-aarch64-linux-gnu), objects only: no Arm libraries are
+    needed, and the check is that the x86-64 instruction sets (src/cpu/isa.h) and flags stay out
+    of other processors' builds. The flags are the library's own (CMakeLists.txt), less the
+    x86-only ones."""
+    compiler = shutil.which("aarch64-linux-gnu-g++")
+    if not compiler:
+        session.error("aarch64-linux-gnu-g++ is not installed: apt install g++-aarch64-linux-gnu")
+    core = ROOT / "core-runtime"
+    out = BUILD / "cross-aarch64"
+    out.mkdir(parents=True, exist_ok=True)
+    version = (core / "VERSION").read_text().strip()
+    flags = ["-std=c++17", "-O2", "-fopenmp", "-Wall", "-Wextra", "-Wno-unused-parameter",
+             "-Werror", "-Werror=undef", "-fno-trapping-math", "-ffp-contract=off",
+             f"-I{core / 'include'}", f"-I{core / 'src'}",
+             f'-DEMBER_CORE_VERSION_STRING="{version}"']
+    # What CMakeLists.txt's ember_backend() defines on the files that ask which backends exist.
+    backends = ["-DEMBER_WITH_CPU=1", "-DEMBER_WITH_CUDA=0"]
+    sources = sorted([*(core / "src/core").glob("*.cpp"), *(core / "src/ops").glob("*.cpp"),
+                      *(core / "src/cpu").glob("*.cpp")])
+    for source in sources:
+        target = out / (source.relative_to(core).as_posix().replace("/", "_") + ".o")
+        session.run(compiler, *flags, *backends, "-c", str(source), "-o", str(target),
+                    external=True, silent=True)
+    session.log(f"{len(sources)} sources compiled for aarch64 into {out}")
 
 
 @nox.session
