@@ -42,40 +42,52 @@ template <class T> T* data_or_null(const TensorList& list, size_t i) {
   return list.empty() ? nullptr : list[i].data<T>();
 }
 
+// The update loops below are written once for each presence of an optional state tensor (a null
+// pointer), so that no element tests it, and take the hyper-parameters by value, so that their
+// tests are seen to be the same at every element and move out of the loop: both keep the loops
+// vectorisable (a store under a per-element condition, or a field reloaded after every store,
+// kept them scalar: sgd_step ran at a third of NumPy's bandwidth on 64k-element tensors).
+template <class T, bool kMomentum>
+void sgd_range(T* p, const T* g, T* buf, int64_t n, const SgdHyper h) {
+  using C = compute_t<T>;
+  for (int64_t j = 0; j < n; ++j) {
+    C pj = C(p[j]), bj = kMomentum ? C(buf[j]) : C(0);
+    sgd_update(pj, C(g[j]), bj, h);
+    p[j] = T(pj);
+    if constexpr (kMomentum) buf[j] = T(bj);
+  }
+}
+
 void sgd(const std::vector<TensorList>& lists, const SgdHyper& h) {
   dispatch_floating(lists[0][0].dtype(), "sgd_step", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    using C = compute_t<T>;
     for_each_chunk(lists[0], [&](size_t i, int64_t b, int64_t e) {
-      T* p = lists[0][i].data<T>();
-      const T* g = lists[1][i].data<T>();
+      T* p = lists[0][i].data<T>() + b;
+      const T* g = lists[1][i].data<T>() + b;
       T* buf = data_or_null<T>(lists[2], i);
-      for (int64_t j = b; j < e; ++j) {
-        C pj = C(p[j]), bj = buf ? C(buf[j]) : C(0);
-        sgd_update(pj, C(g[j]), bj, h);
-        p[j] = T(pj);
-        if (buf) buf[j] = T(bj);
-      }
+      if (buf) sgd_range<T, true>(p, g, buf + b, e - b, h);
+      else sgd_range<T, false>(p, g, nullptr, e - b, h);
     });
   });
+}
+
+template <class T> void adam_range(T* p, const T* g, T* m, T* v, int64_t n, const AdamHyper h) {
+  using C = compute_t<T>;
+  for (int64_t j = 0; j < n; ++j) {
+    C pj = C(p[j]), mj = C(m[j]), vj = C(v[j]);
+    adam_update(pj, C(g[j]), mj, vj, h);
+    p[j] = T(pj);
+    m[j] = T(mj);
+    v[j] = T(vj);
+  }
 }
 
 void adam(const std::vector<TensorList>& lists, const AdamHyper& h) {
   dispatch_floating(lists[0][0].dtype(), "adam_step", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    using C = compute_t<T>;
     for_each_chunk(lists[0], [&](size_t i, int64_t b, int64_t e) {
-      T* p = lists[0][i].data<T>();
-      const T* g = lists[1][i].data<T>();
-      T* m = lists[2][i].data<T>();
-      T* v = lists[3][i].data<T>();
-      for (int64_t j = b; j < e; ++j) {
-        C pj = C(p[j]), mj = C(m[j]), vj = C(v[j]);
-        adam_update(pj, C(g[j]), mj, vj, h);
-        p[j] = T(pj);
-        m[j] = T(mj);
-        v[j] = T(vj);
-      }
+      adam_range<T>(lists[0][i].data<T>() + b, lists[1][i].data<T>() + b, lists[2][i].data<T>() + b,
+                    lists[3][i].data<T>() + b, e - b, h);
     });
   });
 }
