@@ -262,40 +262,89 @@ PoolDims pool_dims(const Shape& x, const Shape& out) {
   return {x[0] * x[1], x[2], x[3], out[2], out[3]};
 }
 
+// Replaces (best, best_at) by (v, at) where max pooling would: the first NaN sticks; otherwise
+// strictly greater keeps the first of equals. A select, not a branch, so that loops vectorise.
+template <class Acc> void take_max(Acc v, int64_t at, Acc& best, int64_t& best_at) {
+  const bool take = !std::isnan(best) && (std::isnan(v) || v > best);
+  best = take ? v : best;
+  best_at = take ? at : best_at;
+}
+
+// Window (oh, ow) of a plane: its max and the max's index in the plane, with bounds tests.
+template <class T>
+void max_window(const T* in, const PoolDims& d, const Pool2dParams& p, int64_t oh, int64_t ow,
+                T& out, int64_t& index) {
+  using Acc = compute_t<T>;
+  const int64_t h0 = oh * p.stride_h - p.pad_h, w0 = ow * p.stride_w - p.pad_w;
+  // A window wholly in the padding (possible with dilation) gives -inf at index -1.
+  Acc best = -std::numeric_limits<Acc>::infinity();
+  int64_t best_at = -1;
+  for (int64_t i = 0; i < p.kernel_h; ++i) {
+    const int64_t ih = h0 + i * p.dilation_h;
+    if (ih < 0 || ih >= d.H) continue;
+    for (int64_t j = 0; j < p.kernel_w; ++j) {
+      const int64_t iw = w0 + j * p.dilation_w;
+      if (iw < 0 || iw >= d.W) continue;
+      const Acc v = convert<Acc>(in[ih * d.W + iw]);
+      if (best_at < 0) {
+        best = v;
+        best_at = ih * d.W + iw;
+      } else {
+        take_max(v, ih * d.W + iw, best, best_at);
+      }
+    }
+  }
+  out = convert<T>(best);
+  index = best_at;
+}
+
+// 2x2 windows at stride 2 wholly inside the plane (no padding; ceil_mode's partial windows
+// excluded): CNNs' usual pooling. Four in-bounds values per window, no bounds tests.
+bool is_2x2_stride_2(const PoolDims& d, const Pool2dParams& p) {
+  return p.kernel_h == 2 && p.kernel_w == 2 && p.stride_h == 2 && p.stride_w == 2 &&
+         p.pad_h == 0 && p.pad_w == 0 && 2 * d.Ho <= d.H && 2 * d.Wo <= d.W;
+}
+
+// One plane in [H, W] -> out, index [Ho, Wo].
+template <class T>
+void max_pool_2x2_plane(const T* in, const PoolDims& d, T* out, int64_t* index) {
+  using Acc = compute_t<T>;
+  for (int64_t oh = 0; oh < d.Ho; ++oh) {
+    const int64_t row = 2 * oh * d.W;  // the windows' top row in the plane
+    const T* top = in + row;
+    const T* bottom = top + d.W;
+    for (int64_t ow = 0; ow < d.Wo; ++ow) {
+      const int64_t at = row + 2 * ow;
+      Acc best = convert<Acc>(top[2 * ow]);
+      int64_t best_at = at;
+      take_max(convert<Acc>(top[2 * ow + 1]), at + 1, best, best_at);
+      take_max(convert<Acc>(bottom[2 * ow]), at + d.W, best, best_at);
+      take_max(convert<Acc>(bottom[2 * ow + 1]), at + d.W + 1, best, best_at);
+      out[oh * d.Wo + ow] = convert<T>(best);
+      index[oh * d.Wo + ow] = best_at;
+    }
+  }
+}
+
 template <class T>
 void max_pool_forward(const Tensor& x, Tensor& out, Tensor& indices, const Pool2dParams& p) {
-  using Acc = compute_t<T>;
   const PoolDims d = pool_dims(x.shape(), out.shape());
+  const bool two_by_two = is_2x2_stride_2(d, p);
   const T* px = x.data<T>();
   T* po = out.data<T>();
   int64_t* pi = indices.data<int64_t>();
   parallel_for(d.planes, d.Ho * d.Wo * p.kernel_h * p.kernel_w, [&](int64_t begin, int64_t end) {
     for (int64_t plane = begin; plane < end; ++plane) {
       const T* in = px + plane * d.H * d.W;
+      T* out_plane = po + plane * d.Ho * d.Wo;
+      int64_t* index_plane = pi + plane * d.Ho * d.Wo;
+      if (two_by_two) {
+        max_pool_2x2_plane(in, d, out_plane, index_plane);
+        continue;
+      }
       for (int64_t oh = 0; oh < d.Ho; ++oh)
-        for (int64_t ow = 0; ow < d.Wo; ++ow) {
-          const int64_t h0 = oh * p.stride_h - p.pad_h, w0 = ow * p.stride_w - p.pad_w;
-          // A window wholly in the padding (possible with dilation) gives -inf at index -1.
-          Acc best = -std::numeric_limits<Acc>::infinity();
-          int64_t best_at = -1;
-          for (int64_t i = 0; i < p.kernel_h; ++i) {
-            const int64_t ih = h0 + i * p.dilation_h;
-            if (ih < 0 || ih >= d.H) continue;
-            for (int64_t j = 0; j < p.kernel_w; ++j) {
-              const int64_t iw = w0 + j * p.dilation_w;
-              if (iw < 0 || iw >= d.W) continue;
-              const Acc v = convert<Acc>(in[ih * d.W + iw]);
-              // The first NaN sticks; otherwise strictly greater keeps the first of equals.
-              if (best_at < 0 || (!std::isnan(best) && (std::isnan(v) || v > best))) {
-                best = v;
-                best_at = ih * d.W + iw;
-              }
-            }
-          }
-          const int64_t o = (plane * d.Ho + oh) * d.Wo + ow;
-          po[o] = convert<T>(best);
-          pi[o] = best_at;
-        }
+        for (int64_t ow = 0; ow < d.Wo; ++ow)
+          max_window(in, d, p, oh, ow, out_plane[oh * d.Wo + ow], index_plane[oh * d.Wo + ow]);
     }
   });
 }
