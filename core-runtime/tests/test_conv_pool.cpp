@@ -379,6 +379,8 @@ const std::vector<PoolCase>& pool_cases() {
       {{1, 1, 8, 8}, 3, 2, 0, 1, true},                  // ceil_mode keeps a partial window
       {{1, 1, 5, 5}, 2, 2, 1, 1, true},                  // ceil_mode drops a window in the padding
       {{1, 1, 4, 4}, 3, 2, 1, 1, true},                  // ceil_mode and padding
+      {{2, 3, 10, 12}, 2, 2, 0, 1, false},               // 2x2 stride 2: no bounds tests
+      {{1, 2, 9, 11}, 2, 2, 0, 1, true},                 // ... and ceil_mode's partial windows
       {{2, 1, 1, 1}, 1, {}, 0, 1, false},                // 1 x 1
       {{0, 3, 4, 4}, 2, {}, 0, 1, false},                // empty batch
   };
