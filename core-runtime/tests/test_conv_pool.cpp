@@ -133,6 +133,9 @@ const std::vector<ConvCase>& conv_cases() {
       {{1, 1, 1, 1}, {1, 1, 1, 1}, true, 1, 0, 1, 1},   // all sizes 1
       {{1, 2, 3, 3}, {2, 2, 3, 3}, true, 1, 0, 1, 1},   // kernel covers the input
       {{0, 2, 4, 4}, {3, 2, 3, 3}, true, 1, 1, 1, 1},   // empty batch
+      // More output columns than one GEMM takes (images_per_gemm): batches of 3 images and 2.
+      {{5, 2, 24, 24}, {3, 2, 3, 3}, true, 1, 1, 1, 1},
+      {{7, 4, 17, 19}, {6, 2, 3, 2}, true, {1, 2}, {1, 0}, 1, 2},  // ... with groups, strides
   };
   return cases;
 }
