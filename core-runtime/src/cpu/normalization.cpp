@@ -19,7 +19,7 @@ namespace ember::cpu::EMBER_CPU_ISA {
 namespace {
 
 constexpr int64_t kChunk = 512;  // values per two-pass statistics chunk: they stay in L1
-constexpr int kLanes = 8;        // independent partial sums, so the compiler can vectorise a sum
+constexpr int kLanes = 16;       // independent partial sums, so the compiler can vectorise a sum
 
 // sum of f(i) for i in [0, n), with kLanes partial sums (a single running sum is a dependency
 // chain the compiler may not reorder).
