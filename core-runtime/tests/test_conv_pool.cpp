@@ -133,6 +133,9 @@ const std::vector<ConvCase>& conv_cases() {
       {{1, 1, 1, 1}, {1, 1, 1, 1}, true, 1, 0, 1, 1},   // all sizes 1
       {{1, 2, 3, 3}, {2, 2, 3, 3}, true, 1, 0, 1, 1},   // kernel covers the input
       {{0, 2, 4, 4}, {3, 2, 3, 3}, true, 1, 1, 1, 1},   // empty batch
+      // More output columns than one GEMM takes (images_per_gemm): batches of 3 images and 2.
+      {{5, 2, 24, 24}, {3, 2, 3, 3}, true, 1, 1, 1, 1},
+      {{7, 4, 17, 19}, {6, 2, 3, 2}, true, {1, 2}, {1, 0}, 1, 2},  // ... with groups, strides
   };
   return cases;
 }
@@ -379,6 +382,8 @@ const std::vector<PoolCase>& pool_cases() {
       {{1, 1, 8, 8}, 3, 2, 0, 1, true},                  // ceil_mode keeps a partial window
       {{1, 1, 5, 5}, 2, 2, 1, 1, true},                  // ceil_mode drops a window in the padding
       {{1, 1, 4, 4}, 3, 2, 1, 1, true},                  // ceil_mode and padding
+      {{2, 3, 10, 12}, 2, 2, 0, 1, false},               // 2x2 stride 2: no bounds tests
+      {{1, 2, 9, 11}, 2, 2, 0, 1, true},                 // ... and ceil_mode's partial windows
       {{2, 1, 1, 1}, 1, {}, 0, 1, false},                // 1 x 1
       {{0, 3, 4, 4}, 2, {}, 0, 1, false},                // empty batch
   };

@@ -431,6 +431,25 @@ TEST_P(LayerNorm, ForwardMatchesReference) {
                    5e-2);
 }
 
+// The kernel has a loop for each of: weight and bias, weight alone, bias alone, neither.
+TEST_P(LayerNorm, ForwardWithWeightOrBiasAlone) {
+  const int64_t m = 3, d = 37;
+  Tensor x = random_tensor({m, d}, 58, DType::Float32, device());
+  const std::vector<double> w = random_values(d, 52, 0.5, 1.5), b = random_values(d, 53);
+  for (bool with_w : {true, false})
+    for (bool with_b : {true, false}) {
+      SCOPED_TRACE(std::string(with_w ? "weight" : "no weight") + (with_b ? ", bias" : ""));
+      const std::vector<double> wv = with_w ? w : std::vector<double>();
+      const std::vector<double> bv = with_b ? b : std::vector<double>();
+      LayerNormResult r =
+          layer_norm(x, {d}, with_w ? vec(w, {d}, device(), DType::Float32) : Tensor(),
+                     with_b ? vec(b, {d}, device(), DType::Float32) : Tensor(), 1e-4);
+      std::vector<double> mean, rstd, y;
+      layer_norm_reference(x.to_vector<double>(), m, d, wv, bv, 1e-4, &mean, &rstd, &y);
+      expect_close(r.output, y, 1e-5, 1e-5);
+    }
+}
+
 TEST_P(LayerNorm, NonContiguousEmptyAndSizeOne) {
   Tensor x = random_tensor({6, 4}, 61, DType::Float64, device()).t();  // [4, 6] view
   check_layer_norm(device(), x, {6}, true, 1e-12);

@@ -81,56 +81,106 @@ template <class T> class PerSlot {
   Workspace<T> all_;
 };
 
+// The forward's GEMM takes the columns of several images at once, about kGemmColumns of them: BLAS
+// runs [Og, K] @ [K, a few thousand] at nearly twice the rate of one image's hundred-odd columns
+// (a 13 x 13 output), whose packing and edge tiles it repeats per call.
+constexpr int64_t kGemmColumns = 2048;
+
+// Images per forward GEMM: 1 for a pointwise conv, which reads x in place.
+int64_t images_per_gemm(const ConvDims& d, bool pointwise) {
+  return pointwise ? 1 : std::clamp<int64_t>(kGemmColumns / std::max<int64_t>(d.P(), 1), 1, d.N);
+}
+
+// Images [n0, n0 + count), group g: out_g [Og, P] per image = weight_g [Og, K] @ cols + bias,
+// with cols [K, count * P] the images' im2col side by side and acc [Og, count * P] the product.
+template <class T>
+void forward_images(const ConvDims& d, const Conv2dParams& p, const T* px, const T* pw, const T* pb,
+                    int64_t n0, int64_t count, int64_t g, T* col, T* acc, T* po) {
+  const int64_t P = d.P(), ld = count * P;
+  for (int64_t b = 0; b < count; ++b)
+    im2col(d.slice(), p, px + d.x_offset(n0 + b, g), col + b * P, ld);
+  gemm_row_major<T>(false, false, d.Og(), ld, d.K(), pw + g * d.Og() * d.K(), d.K(), col, ld, T(0),
+                    acc, ld);
+  for (int64_t b = 0; b < count; ++b)
+    for (int64_t o = 0; o < d.Og(); ++o) {  // row o of image b, plus the bias
+      const T* from = acc + o * ld + b * P;
+      T* to = po + d.out_offset(n0 + b, g) + o * P;
+      const T bias = pb ? pb[g * d.Og() + o] : T(0);
+      for (int64_t q = 0; q < P; ++q) to[q] = from[q] + bias;
+    }
+}
+
 template <class T>
 void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& out,
                     const Conv2dParams& p) {
   const ConvDims d = conv_dims(x.shape(), w.shape(), out.shape(), p.groups);
   const bool pointwise = is_pointwise(d, p);
+  const int64_t batch = images_per_gemm(d, pointwise);
   const T* px = x.data<T>();
   const T* pw = w.data<T>();
   const T* pb = bias.defined() ? bias.data<T>() : nullptr;
   T* po = out.data<T>();
-  const PerSlot<T> cols_buffers(d, pointwise ? 0 : d.K() * d.P(), "conv2d");
+  const PerSlot<T> cols_buffers(d, pointwise ? 0 : d.K() * batch * d.P(), "conv2d");
+  const PerSlot<T> acc_buffers(d, pointwise ? 0 : d.Og() * batch * d.P(), "conv2d");
   over_images(d, [&](int64_t begin, int64_t end, int64_t slot) {
-    T* col = cols_buffers.of(slot);
-    for (int64_t n = begin; n < end; ++n)
+    for (int64_t n0 = begin; n0 < end; n0 += batch)
       for (int64_t g = 0; g < d.groups; ++g) {
-        T* og = po + d.out_offset(n, g);  // [Og, P]
-        if (pb)                           // the bias goes in first; the GEMM adds onto it
+        if (!pointwise) {
+          forward_images(d, p, px, pw, pb, n0, std::min(batch, end - n0), g, cols_buffers.of(slot),
+                         acc_buffers.of(slot), po);
+          continue;
+        }
+        T* og = po + d.out_offset(n0, g);  // [Og, P]
+        if (pb)                            // the bias goes in first; the GEMM adds onto it
           for (int64_t o = 0; o < d.Og(); ++o)
             std::fill(og + o * d.P(), og + (o + 1) * d.P(), pb[g * d.Og() + o]);
-        const T* cols = px + d.x_offset(n, g);  // [K, P]
-        if (!pointwise) {
-          im2col(d.slice(), p, cols, col);
-          cols = col;
-        }
-        // og [Og, P] (+)= weight_g [Og, K] @ cols [K, P]
-        gemm_row_major<T>(false, false, d.Og(), d.P(), d.K(), pw + g * d.Og() * d.K(), d.K(), cols,
-                          d.P(), pb ? T(1) : T(0), og, d.P());
+        // og [Og, P] (+)= weight_g [Og, K] @ x_g [K, P]
+        gemm_row_major<T>(false, false, d.Og(), d.P(), d.K(), pw + g * d.Og() * d.K(), d.K(),
+                          px + d.x_offset(n0, g), d.P(), pb ? T(1) : T(0), og, d.P());
       }
   });
 }
 
+// grad_out of images [n0, n0 + count), group g, side by side: [Og, count * P], copied into `to`;
+// a single image's slice is that matrix already and is returned as it is.
+template <class T>
+const T* gather_images(const ConvDims& d, const T* pg, int64_t n0, int64_t count, int64_t g,
+                       T* to) {
+  const int64_t P = d.P(), ld = count * P;
+  if (count == 1) return pg + d.out_offset(n0, g);
+  for (int64_t b = 0; b < count; ++b)
+    for (int64_t o = 0; o < d.Og(); ++o)
+      std::copy_n(pg + d.out_offset(n0 + b, g) + o * P, P, to + o * ld + b * P);
+  return to;
+}
+
+// The backward GEMMs batch images as the forward's (images_per_gemm). A pointwise conv runs one
+// image at a time on x and grad_x in place.
 template <class T>
 void conv2d_grad_input(const Tensor& grad_out, const Tensor& w, Tensor& grad_x,
                        const Conv2dParams& p) {
   const ConvDims d = conv_dims(grad_x.shape(), w.shape(), grad_out.shape(), p.groups);
   const bool pointwise = is_pointwise(d, p);
+  const int64_t batch = images_per_gemm(d, pointwise), P = d.P();
   const T* pg = grad_out.data<T>();
   const T* pw = w.data<T>();
   T* px = grad_x.data<T>();
-  const PerSlot<T> cols_buffers(d, pointwise ? 0 : d.K() * d.P(), "conv2d_backward_input");
+  const char* op = "conv2d_backward_input";
+  const PerSlot<T> cols_buffers(d, pointwise ? 0 : d.K() * batch * P, op);
+  const PerSlot<T> grad_buffers(d, pointwise ? 0 : d.Og() * batch * P, op);
   over_images(d, [&](int64_t begin, int64_t end, int64_t slot) {
-    T* col = cols_buffers.of(slot);
-    for (int64_t n = begin; n < end; ++n) {
-      if (!pointwise) std::fill(px + d.x_offset(n, 0), px + d.x_offset(n + 1, 0), T(0));
+    if (!pointwise) std::fill(px + d.x_offset(begin, 0), px + d.x_offset(end, 0), T(0));
+    for (int64_t n0 = begin; n0 < end; n0 += batch) {
+      const int64_t count = std::min(batch, end - n0), ld = count * P;
       for (int64_t g = 0; g < d.groups; ++g) {
-        T* gx = px + d.x_offset(n, g);  // [Cg, H, W]
-        T* cols = pointwise ? gx : col;
-        // cols [K, P] = weight_g^T [K, Og] @ grad_out_g [Og, P]
-        gemm_row_major<T>(true, false, d.K(), d.P(), d.Og(), pw + g * d.Og() * d.K(), d.K(),
-                          pg + d.out_offset(n, g), d.P(), T(0), cols, d.P());
-        if (!pointwise) col2im_add(d.slice(), p, cols, gx);
+        const T* grads = gather_images(d, pg, n0, count, g, grad_buffers.of(slot));
+        T* cols = pointwise ? px + d.x_offset(n0, g) : cols_buffers.of(slot);
+        // cols [K, count * P] = weight_g^T [K, Og] @ grads [Og, count * P]
+        gemm_row_major<T>(true, false, d.K(), ld, d.Og(), pw + g * d.Og() * d.K(), d.K(), grads, ld,
+                          T(0), cols, ld);
+        if (pointwise) continue;
+        for (int64_t b = 0; b < count; ++b)
+          col2im_add(d.slice(), p, cols + b * P, ld, px + d.x_offset(n0 + b, g));
       }
     }
   });
@@ -141,6 +191,7 @@ void conv2d_grad_weight(const Tensor& grad_out, const Tensor& x, Tensor& grad_w,
                         const Conv2dParams& p) {
   const ConvDims d = conv_dims(x.shape(), grad_w.shape(), grad_out.shape(), p.groups);
   const bool pointwise = is_pointwise(d, p);
+  const int64_t batch = images_per_gemm(d, pointwise), P = d.P();
   const T* pg = grad_out.data<T>();
   const T* px = x.data<T>();
   T* pw = grad_w.data<T>();
@@ -151,23 +202,28 @@ void conv2d_grad_weight(const Tensor& grad_out, const Tensor& x, Tensor& grad_w,
   // has its long dimension (K) as rows, which BLAS runs about a quarter faster than the
   // [Og, K] = grad_out @ cols^T form when Og is a few dozen channels.
   const char* op = "conv2d_backward_weight";
-  const PerSlot<T> cols_buffers(d, pointwise ? 0 : d.K() * d.P(), op);
+  const PerSlot<T> cols_buffers(d, pointwise ? 0 : d.K() * batch * P, op);
+  const PerSlot<T> grad_buffers(d, pointwise ? 0 : d.Og() * batch * P, op);
   const PerSlot<T> acc_buffers(d, grad_w.numel(), op);
   over_images(d, [&](int64_t begin, int64_t end, int64_t slot) {
-    T* col = cols_buffers.of(slot);
     T* acc_t = acc_buffers.of(slot);
     std::fill(acc_t, acc_t + grad_w.numel(), T(0));
-    for (int64_t n = begin; n < end; ++n)
+    for (int64_t n0 = begin; n0 < end; n0 += batch) {
+      const int64_t count = std::min(batch, end - n0), ld = count * P;
       for (int64_t g = 0; g < d.groups; ++g) {
-        const T* cols = px + d.x_offset(n, g);  // [K, P]
+        const T* cols = px + d.x_offset(n0, g);  // [K, count * P]
         if (!pointwise) {
-          im2col(d.slice(), p, cols, col);
+          T* col = cols_buffers.of(slot);
+          for (int64_t b = 0; b < count; ++b)
+            im2col(d.slice(), p, px + d.x_offset(n0 + b, g), col + b * P, ld);
           cols = col;
         }
-        // acc_t_g [K, Og] += cols [K, P] @ grad_out_g^T [P, Og]
-        gemm_row_major<T>(false, true, d.K(), d.Og(), d.P(), cols, d.P(), pg + d.out_offset(n, g),
-                          d.P(), T(1), acc_t + g * d.K() * d.Og(), d.Og());
+        const T* grads = gather_images(d, pg, n0, count, g, grad_buffers.of(slot));
+        // acc_t_g [K, Og] += cols [K, count * P] @ grads^T [count * P, Og]
+        gemm_row_major<T>(false, true, d.K(), d.Og(), ld, cols, ld, grads, ld, T(1),
+                          acc_t + g * d.K() * d.Og(), d.Og());
       }
+    }
     std::lock_guard<std::mutex> lock(add_to_grad_w);
     for (int64_t g = 0; g < d.groups; ++g)
       for (int64_t o = 0; o < d.Og(); ++o)
@@ -262,40 +318,88 @@ PoolDims pool_dims(const Shape& x, const Shape& out) {
   return {x[0] * x[1], x[2], x[3], out[2], out[3]};
 }
 
+// Replaces (best, best_at) by (v, at) where max pooling would: the first NaN sticks; otherwise
+// strictly greater keeps the first of equals. A select, not a branch, so that loops vectorise.
+template <class Acc> void take_max(Acc v, int64_t at, Acc& best, int64_t& best_at) {
+  const bool take = !std::isnan(best) && (std::isnan(v) || v > best);
+  best = take ? v : best;
+  best_at = take ? at : best_at;
+}
+
+// Window (oh, ow) of a plane: its max and the max's index in the plane, with bounds tests.
+template <class T>
+void max_window(const T* in, const PoolDims& d, const Pool2dParams& p, int64_t oh, int64_t ow,
+                T& out, int64_t& index) {
+  using Acc = compute_t<T>;
+  const int64_t h0 = oh * p.stride_h - p.pad_h, w0 = ow * p.stride_w - p.pad_w;
+  // A window wholly in the padding (possible with dilation) gives -inf at index -1.
+  Acc best = -std::numeric_limits<Acc>::infinity();
+  int64_t best_at = -1;
+  for (int64_t i = 0; i < p.kernel_h; ++i) {
+    const int64_t ih = h0 + i * p.dilation_h;
+    if (ih < 0 || ih >= d.H) continue;
+    for (int64_t j = 0; j < p.kernel_w; ++j) {
+      const int64_t iw = w0 + j * p.dilation_w;
+      if (iw < 0 || iw >= d.W) continue;
+      const Acc v = convert<Acc>(in[ih * d.W + iw]);
+      if (best_at < 0) {
+        best = v;
+        best_at = ih * d.W + iw;
+      } else {
+        take_max(v, ih * d.W + iw, best, best_at);
+      }
+    }
+  }
+  out = convert<T>(best);
+  index = best_at;
+}
+
+// 2x2 windows at stride 2 wholly inside the plane (no padding; ceil_mode's partial windows
+// excluded): CNNs' usual pooling. Four in-bounds values per window, no bounds tests.
+bool is_2x2_stride_2(const PoolDims& d, const Pool2dParams& p) {
+  return p.kernel_h == 2 && p.kernel_w == 2 && p.stride_h == 2 && p.stride_w == 2 && p.pad_h == 0 &&
+         p.pad_w == 0 && 2 * d.Ho <= d.H && 2 * d.Wo <= d.W;
+}
+
+// One plane in [H, W] -> out, index [Ho, Wo].
+template <class T> void max_pool_2x2_plane(const T* in, const PoolDims& d, T* out, int64_t* index) {
+  using Acc = compute_t<T>;
+  for (int64_t oh = 0; oh < d.Ho; ++oh) {
+    const int64_t row = 2 * oh * d.W;  // the windows' top row in the plane
+    const T* top = in + row;
+    const T* bottom = top + d.W;
+    for (int64_t ow = 0; ow < d.Wo; ++ow) {
+      const int64_t at = row + 2 * ow;
+      Acc best = convert<Acc>(top[2 * ow]);
+      int64_t best_at = at;
+      take_max(convert<Acc>(top[2 * ow + 1]), at + 1, best, best_at);
+      take_max(convert<Acc>(bottom[2 * ow]), at + d.W, best, best_at);
+      take_max(convert<Acc>(bottom[2 * ow + 1]), at + d.W + 1, best, best_at);
+      out[oh * d.Wo + ow] = convert<T>(best);
+      index[oh * d.Wo + ow] = best_at;
+    }
+  }
+}
+
 template <class T>
 void max_pool_forward(const Tensor& x, Tensor& out, Tensor& indices, const Pool2dParams& p) {
-  using Acc = compute_t<T>;
   const PoolDims d = pool_dims(x.shape(), out.shape());
+  const bool two_by_two = is_2x2_stride_2(d, p);
   const T* px = x.data<T>();
   T* po = out.data<T>();
   int64_t* pi = indices.data<int64_t>();
   parallel_for(d.planes, d.Ho * d.Wo * p.kernel_h * p.kernel_w, [&](int64_t begin, int64_t end) {
     for (int64_t plane = begin; plane < end; ++plane) {
       const T* in = px + plane * d.H * d.W;
+      T* out_plane = po + plane * d.Ho * d.Wo;
+      int64_t* index_plane = pi + plane * d.Ho * d.Wo;
+      if (two_by_two) {
+        max_pool_2x2_plane(in, d, out_plane, index_plane);
+        continue;
+      }
       for (int64_t oh = 0; oh < d.Ho; ++oh)
-        for (int64_t ow = 0; ow < d.Wo; ++ow) {
-          const int64_t h0 = oh * p.stride_h - p.pad_h, w0 = ow * p.stride_w - p.pad_w;
-          // A window wholly in the padding (possible with dilation) gives -inf at index -1.
-          Acc best = -std::numeric_limits<Acc>::infinity();
-          int64_t best_at = -1;
-          for (int64_t i = 0; i < p.kernel_h; ++i) {
-            const int64_t ih = h0 + i * p.dilation_h;
-            if (ih < 0 || ih >= d.H) continue;
-            for (int64_t j = 0; j < p.kernel_w; ++j) {
-              const int64_t iw = w0 + j * p.dilation_w;
-              if (iw < 0 || iw >= d.W) continue;
-              const Acc v = convert<Acc>(in[ih * d.W + iw]);
-              // The first NaN sticks; otherwise strictly greater keeps the first of equals.
-              if (best_at < 0 || (!std::isnan(best) && (std::isnan(v) || v > best))) {
-                best = v;
-                best_at = ih * d.W + iw;
-              }
-            }
-          }
-          const int64_t o = (plane * d.Ho + oh) * d.Wo + ow;
-          po[o] = convert<T>(best);
-          pi[o] = best_at;
-        }
+        for (int64_t ow = 0; ow < d.Wo; ++ow)
+          max_window(in, d, p, oh, ow, out_plane[oh * d.Wo + ow], index_plane[oh * d.Wo + ow]);
     }
   });
 }

@@ -32,17 +32,19 @@ inline void valid_range(int64_t out, int64_t stride, int64_t pad, int64_t offset
   hi = std::max(hi, lo);
 }
 
-// Calls fn(in_row, col_row, lo, hi, iw0) for every (channel, tap, output row) of col, with
+// Calls fn(in_row, col_row, lo, hi, iw0) for every (channel, tap, output row) of col, whose rows
+// lie ld apart (ld >= out_h * out_w: several images' columns side by side), with
 // offsets in elements: col[col_row + ow] for ow in [lo, hi) reads x[in_row + ow * stride_w + iw0];
 // the other entries of that row of Wo are padding, as are all of them when in_row is -1.
-template <class Fn> void for_each_col_row(const ConvSlice& s, const Conv2dParams& p, Fn&& fn) {
+template <class Fn>
+void for_each_col_row(const ConvSlice& s, const Conv2dParams& p, int64_t ld, Fn&& fn) {
   for (int64_t c = 0; c < s.channels; ++c)
     for (int64_t i = 0; i < s.kh; ++i)
       for (int64_t j = 0; j < s.kw; ++j) {
         int64_t lo, hi;
         valid_range(s.out_w, p.stride_w, p.pad_w, j * p.dilation_w, s.width, lo, hi);
         const int64_t iw0 = j * p.dilation_w - p.pad_w;
-        const int64_t col_rows = ((c * s.kh + i) * s.kw + j) * s.out_h * s.out_w;
+        const int64_t col_rows = ((c * s.kh + i) * s.kw + j) * ld;
         for (int64_t oh = 0; oh < s.out_h; ++oh) {
           const int64_t ih = oh * p.stride_h - p.pad_h + i * p.dilation_h;
           const int64_t in_row = ih >= 0 && ih < s.height ? (c * s.height + ih) * s.width : -1;
@@ -51,31 +53,35 @@ template <class Fn> void for_each_col_row(const ConvSlice& s, const Conv2dParams
       }
 }
 
-// x: [channels, height, width] -> col: [channels * kh * kw, out_h * out_w]
-template <class T> void im2col(const ConvSlice& s, const Conv2dParams& p, const T* x, T* col) {
+// x: [channels, height, width] -> col: [channels * kh * kw, out_h * out_w], rows ld apart
+template <class T>
+void im2col(const ConvSlice& s, const Conv2dParams& p, const T* x, T* col, int64_t ld) {
   const int64_t sw = p.stride_w, wo = s.out_w;
-  for_each_col_row(s, p, [&](int64_t in_row, int64_t col_row, int64_t lo, int64_t hi, int64_t iw0) {
-    T* out = col + col_row;
-    if (in_row < 0) {
-      std::fill(out, out + wo, T(0));
-      return;
-    }
-    const T* in = x + in_row;
-    std::fill(out, out + lo, T(0));
-    for (int64_t ow = lo; ow < hi; ++ow) out[ow] = in[ow * sw + iw0];
-    std::fill(out + hi, out + wo, T(0));
-  });
+  for_each_col_row(s, p, ld,
+                   [&](int64_t in_row, int64_t col_row, int64_t lo, int64_t hi, int64_t iw0) {
+                     T* out = col + col_row;
+                     if (in_row < 0) {
+                       std::fill(out, out + wo, T(0));
+                       return;
+                     }
+                     const T* in = x + in_row;
+                     std::fill(out, out + lo, T(0));
+                     for (int64_t ow = lo; ow < hi; ++ow) out[ow] = in[ow * sw + iw0];
+                     std::fill(out + hi, out + wo, T(0));
+                   });
 }
 
-// col: [channels * kh * kw, out_h * out_w] added onto x: [channels, height, width]
-template <class T> void col2im_add(const ConvSlice& s, const Conv2dParams& p, const T* col, T* x) {
+// col: [channels * kh * kw, out_h * out_w], rows ld apart, added onto x: [channels, height, width]
+template <class T>
+void col2im_add(const ConvSlice& s, const Conv2dParams& p, const T* col, int64_t ld, T* x) {
   const int64_t sw = p.stride_w;
-  for_each_col_row(s, p, [&](int64_t in_row, int64_t col_row, int64_t lo, int64_t hi, int64_t iw0) {
-    if (in_row < 0) return;
-    T* in = x + in_row;
-    const T* out = col + col_row;
-    for (int64_t ow = lo; ow < hi; ++ow) in[ow * sw + iw0] += out[ow];
-  });
+  for_each_col_row(s, p, ld,
+                   [&](int64_t in_row, int64_t col_row, int64_t lo, int64_t hi, int64_t iw0) {
+                     if (in_row < 0) return;
+                     T* in = x + in_row;
+                     const T* out = col + col_row;
+                     for (int64_t ow = lo; ow < hi; ++ow) in[ow * sw + iw0] += out[ow];
+                   });
 }
 
 }  // namespace ember::cpu::EMBER_CPU_ISA

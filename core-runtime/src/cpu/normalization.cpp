@@ -19,7 +19,7 @@ namespace ember::cpu::EMBER_CPU_ISA {
 namespace {
 
 constexpr int64_t kChunk = 512;  // values per two-pass statistics chunk: they stay in L1
-constexpr int kLanes = 8;        // independent partial sums, so the compiler can vectorise a sum
+constexpr int kLanes = 16;       // independent partial sums, so the compiler can vectorise a sum
 
 // sum of f(i) for i in [0, n), with kLanes partial sums (a single running sum is a dependency
 // chain the compiler may not reorder).
@@ -219,6 +219,20 @@ void batch_norm_backward_input(const Tensor& dy, const Tensor& x, const Tensor& 
 
 // ---- layer norm: x [M, D] ----
 
+// Calls fn(w_j, b_j) -> the loop over one row, with w_j(j) and b_j(j) reading the optional
+// weight and bias (1 and 0 when absent). Each of the four combinations gets its own loop: a
+// null test per element would keep the compiler from vectorising it.
+template <class Acc, class T, class Fn> void with_params(const T* w, const T* b, Fn&& fn) {
+  auto weight = [w](int64_t j) { return Acc(w[j]); };
+  auto bias = [b](int64_t j) { return Acc(b[j]); };
+  auto one = [](int64_t) { return Acc(1); };
+  auto zero = [](int64_t) { return Acc(0); };
+  if (w && b) fn(weight, bias);
+  else if (w) fn(weight, zero);
+  else if (b) fn(one, bias);
+  else fn(one, zero);
+}
+
 void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, Tensor& y,
                 Tensor& mean, Tensor& rstd) {
   dispatch_floating(x.dtype(), "layer_norm", [&](auto tag) {
@@ -231,20 +245,45 @@ void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, doubl
     T* py = y.data<T>();
     Acc* pmean = mean.data<Acc>();
     Acc* prstd = rstd.data<Acc>();
-    parallel_for(m, d, [&](int64_t i0, int64_t i1) {
-      for (int64_t i = i0; i < i1; ++i) {
-        const T* xr = px + i * d;
-        T* yr = py + i * d;
-        MeanM2<Acc> st;
-        accumulate(st, xr, d);
-        const Acc mu = st.mean, r = Acc(1) / std::sqrt(st.m2 / st.n + Acc(eps));
-        pmean[i] = mu;
-        prstd[i] = r;
-        for (int64_t j = 0; j < d; ++j)
-          yr[j] = T((Acc(xr[j]) - mu) * r * param(w, j, Acc(1)) + param(b, j, Acc(0)));
-      }
+    with_params<Acc>(w, b, [&](auto w_j, auto b_j) {
+      parallel_for(m, d, [&](int64_t i0, int64_t i1) {
+        for (int64_t i = i0; i < i1; ++i) {
+          const T* xr = px + i * d;
+          T* yr = py + i * d;
+          MeanM2<Acc> st;
+          accumulate(st, xr, d);
+          const Acc mu = st.mean, r = Acc(1) / std::sqrt(st.m2 / st.n + Acc(eps));
+          pmean[i] = mu;
+          prstd[i] = r;
+          for (int64_t j = 0; j < d; ++j) yr[j] = T((Acc(xr[j]) - mu) * r * w_j(j) + b_j(j));
+        }
+      });
     });
   });
+}
+
+// Both sums of the layer-norm gradient over one row, in one pass with kLanes partial sums each:
+// sum_g = sum of g(j), sum_gx = sum of g(j) * xhat(j).
+template <class Acc, class G, class X>
+void row_grad_sums(int64_t d, G&& g, X&& xhat, Acc& sum_g, Acc& sum_gx) {
+  Acc lane_g[kLanes] = {}, lane_gx[kLanes] = {};
+  int64_t j = 0;
+  for (; j + kLanes <= d; j += kLanes)
+    for (int k = 0; k < kLanes; ++k) {
+      const Acc gj = g(j + k);
+      lane_g[k] += gj;
+      lane_gx[k] += gj * xhat(j + k);
+    }
+  sum_g = 0;
+  sum_gx = 0;
+  for (; j < d; ++j) {
+    sum_g += g(j);
+    sum_gx += g(j) * xhat(j);
+  }
+  for (int k = 0; k < kLanes; ++k) {
+    sum_g += lane_g[k];
+    sum_gx += lane_gx[k];
+  }
 }
 
 void layer_norm_backward_input(const Tensor& dy, const Tensor& x, const Tensor& mean,
@@ -259,19 +298,21 @@ void layer_norm_backward_input(const Tensor& dy, const Tensor& x, const Tensor& 
     const Acc* pmean = mean.data<Acc>();
     const Acc* prstd = rstd.data<Acc>();
     T* pdx = dx.data<T>();
-    parallel_for(m, 3 * d, [&](int64_t i0, int64_t i1) {
-      for (int64_t i = i0; i < i1; ++i) {
-        const T* xr = px + i * d;
-        const T* dr = pdy + i * d;
-        T* out = pdx + i * d;
-        const Acc mu = pmean[i], r = prstd[i];
-        auto g = [&](int64_t j) { return Acc(dr[j]) * param(w, j, Acc(1)); };
-        auto xhat = [&](int64_t j) { return (Acc(xr[j]) - mu) * r; };
-        const Acc mean_g = lane_sum<Acc>(d, g) / Acc(d);
-        const Acc mean_g_xhat =
-            lane_sum<Acc>(d, [&](int64_t j) { return g(j) * xhat(j); }) / Acc(d);
-        for (int64_t j = 0; j < d; ++j) out[j] = T(r * (g(j) - mean_g - xhat(j) * mean_g_xhat));
-      }
+    with_params<Acc>(w, static_cast<const T*>(nullptr), [&](auto w_j, auto) {
+      parallel_for(m, 3 * d, [&](int64_t i0, int64_t i1) {
+        for (int64_t i = i0; i < i1; ++i) {
+          const T* xr = px + i * d;
+          const T* dr = pdy + i * d;
+          T* out = pdx + i * d;
+          const Acc mu = pmean[i], r = prstd[i];
+          auto g = [&](int64_t j) { return Acc(dr[j]) * w_j(j); };
+          auto xhat = [&](int64_t j) { return (Acc(xr[j]) - mu) * r; };
+          Acc sum_g, sum_gx;
+          row_grad_sums(d, g, xhat, sum_g, sum_gx);
+          const Acc mean_g = sum_g / Acc(d), mean_g_xhat = sum_gx / Acc(d);
+          for (int64_t j = 0; j < d; ++j) out[j] = T(r * (g(j) - mean_g - xhat(j) * mean_g_xhat));
+        }
+      });
     });
   });
 }
