@@ -23,54 +23,58 @@ namespace ember::cpu::EMBER_CPU_ISA {
 // ---- the float formulas over vectorisable functions ------------------------------------------
 // Each is the functor of elementwise_math.h it replaces, written out with the same arithmetic
 // unless its comment says otherwise.
-// Every other functor, and every one over double, is used as it is.
+// Every other functor, and every one over double, is used as it is. The lambdas are always
+// inlined, as the functions they call are: GCC leaves one this long out of line otherwise, and a
+// loop that calls a function runs one element at a time.
 template <class F> F vectorised(F f) { return f; }
 
 inline auto vectorised(math::Exp<float>) {
-  return [](float x) { return exp_vectorisable(x); };
+  return [](float x) __attribute__((always_inline)) { return exp_vectorisable(x); };
 }
 inline auto vectorised(math::Log<float>) {
-  return [](float x) { return log_vectorisable(x); };
+  return [](float x) __attribute__((always_inline)) { return log_vectorisable(x); };
 }
 inline auto vectorised(math::Tanh<float>) {
-  return [](float x) { return tanh_vectorisable(x); };
+  return [](float x) __attribute__((always_inline)) { return tanh_vectorisable(x); };
 }
 inline auto vectorised(math::Sigmoid<float>) {
-  return [](float x) { return sigmoid_vectorisable(x); };
+  return [](float x) __attribute__((always_inline)) { return sigmoid_vectorisable(x); };
 }
 inline auto vectorised(math::Erf<float>) {
-  return [](float x) { return erf_vectorisable(x); };
+  return [](float x) __attribute__((always_inline)) { return erf_vectorisable(x); };
 }
 inline auto vectorised(math::Silu<float>) {
-  return [](float x) { return x * sigmoid_vectorisable(x); };
+  return [](float x) __attribute__((always_inline)) { return x * sigmoid_vectorisable(x); };
 }
 inline auto vectorised(math::Gelu<float>) {
-  return [](float x) { return 0.5f * x * (1.0f + erf_vectorisable(x * float(math::kSqrt1_2))); };
+  return [](float x) __attribute__((always_inline)) {
+    return 0.5f * x * (1.0f + erf_vectorisable(x * float(math::kSqrt1_2)));
+  };
 }
 // 0.5 x (1 + tanh(u)) written as x / (1 + e^-2u), the same function: one exp and one division
 // instead of tanh's, and no cancellation in 1 + tanh(u) where u << 0 (x < -3), so that the result
 // keeps its relative accuracy there. x = -inf gives NaN as before (-inf / inf).
 inline auto vectorised(math::GeluTanh<float>) {
-  return [](float x) {
+  return [](float x) __attribute__((always_inline)) {
     const float u = float(math::kSqrt2OverPi) * (x + float(math::kGeluCubic) * x * x * x);
     return x / (1.0f + exp_vectorisable(-2.0f * u));
   };
 }
 
 inline auto vectorised(math::EluBackward<float> f) {
-  return [alpha = f.alpha](float g, float x) {
+  return [alpha = f.alpha](float g, float x) __attribute__((always_inline)) {
     return x > 0.0f ? g : g * alpha * exp_vectorisable(x);
   };
 }
 inline auto vectorised(math::GeluBackward<float>) {
-  return [](float g, float x) {
+  return [](float g, float x) __attribute__((always_inline)) {
     const float cdf = 0.5f * (1.0f + erf_vectorisable(x * float(math::kSqrt1_2)));
     const float pdf = float(math::kInvSqrt2Pi) * exp_vectorisable(-0.5f * x * x);
     return g * (cdf + x * pdf);
   };
 }
 inline auto vectorised(math::GeluTanhBackward<float>) {
-  return [](float g, float x) {
+  return [](float g, float x) __attribute__((always_inline)) {
     const float x2 = x * x;
     const float t =
         tanh_vectorisable(float(math::kSqrt2OverPi) * (x + float(math::kGeluCubic) * x2 * x));
@@ -79,13 +83,14 @@ inline auto vectorised(math::GeluTanhBackward<float>) {
   };
 }
 inline auto vectorised(math::SiluBackward<float>) {
-  return [](float g, float x) {
+  return [](float g, float x) __attribute__((always_inline)) {
     const float s = sigmoid_vectorisable(x);
     return g * s * (1.0f + x * (1.0f - s));
   };
 }
 inline auto vectorised(math::SoftplusBackward<float> f) {
-  return [beta = f.beta, threshold = f.threshold](float g, float x) {
+  return [ beta = f.beta, threshold = f.threshold ](float g, float x)
+      __attribute__((always_inline)) {
     return x * beta > threshold ? g : g * sigmoid_vectorisable(x * beta);
   };
 }
@@ -98,7 +103,10 @@ static void unary(UnaryOp op, const Tensor& x, Tensor& out, double p0, double p1
     using T = typename decltype(tag)::type;
     using C = compute_t<T>;
     math::visit_unary<C>(op, p0, p1, [&](auto formula) {
-      cpu_map<T, T>(out, {x}, [f = vectorised(formula)](T v) { return T(f(C(v))); });
+      cpu_map<T, T>(
+          out, {x}, [f = vectorised(formula)](T v) __attribute__((always_inline)) {
+            return T(f(C(v)));
+          });
     });
   });
 }
@@ -132,8 +140,10 @@ static void backward(BackwardOp op, const Tensor& grad, const Tensor& x, Tensor&
     using T = typename decltype(tag)::type;
     using C = compute_t<T>;
     math::visit_backward<C>(op, p0, p1, [&](auto formula) {
-      cpu_map<T, T, T>(out, {grad, x},
-                       [f = vectorised(formula)](T g, T v) { return T(f(C(g), C(v))); });
+      cpu_map<T, T, T>(
+          out, {grad, x}, [f = vectorised(formula)](T g, T v) __attribute__((always_inline)) {
+            return T(f(C(g), C(v)));
+          });
     });
   });
 }
