@@ -104,6 +104,39 @@ TEST_P(Elementwise, UnaryOpsMatchReferenceOnEveryLayoutAndFloatingDtype) {
   }
 }
 
+// The float32 formulas over exp, log, tanh, erf and sigmoid (vectorised on the CPU) on a long
+// run of odd length (vector tails), contiguous and strided, over a wide range of inputs with
+// +-inf, NaN, zeros and subnormals among them: within a few float ulps of the double result.
+TEST_P(Elementwise, TranscendentalFloatOpsOnLongRunsAndSpecialValues) {
+  std::vector<double> values = test::random_values(1031, 21, -12, 12);
+  const double specials[] = {0.0,   -0.0,   kInf,     -kInf,     kNaN, 1e-40, -1e-40, 1e-30,
+                             0.625, -0.625, 0.921875, -0.921875, 4.0,  -4.0,  95.0,   -95.0};
+  for (size_t i = 0; i < std::size(specials); ++i) values[i * 61] = specials[i];
+  const Tensor flat = Tensor::from_vector(values, {1031}).to(device(), DType::Float32);
+  std::vector<UnaryCase> ops = {
+      {"erf", [](const Tensor& x) { return erf(x); }, [](double x) { return std::erf(x); }, 0, 0}};
+  for (const UnaryCase& c : unary_cases()) {
+    for (const char* name : {"exp", "log", "tanh", "sigmoid", "gelu", "gelu_tanh", "silu"})
+      if (std::string(c.name) == name) ops.push_back(c);
+  }
+  for (const UnaryCase& c : ops) {
+    for (const Tensor& x : {flat, flat.slice(0, 1, 1031, 3), abs(flat)}) {  // abs: log's domain
+      SCOPED_TRACE(std::string(c.name) + (x.is_contiguous() ? "" : " strided"));
+      const std::vector<double> got = c.op(x).to_vector<double>(), want = map_ref(x, c.ref);
+      for (size_t i = 0; i < got.size(); ++i) {
+        const double rounded = double(float(want[i]));  // inf where float overflows
+        if (std::isnan(rounded)) {
+          EXPECT_TRUE(std::isnan(got[i])) << "element " << i;
+        } else if (std::isinf(rounded)) {
+          EXPECT_EQ(got[i], rounded) << "element " << i;
+        } else {  // 4 ulps, and an absolute part for the formulas that cancel (gelu's 1 + erf)
+          EXPECT_NEAR(got[i], want[i], 1e-6 + 4.8e-7 * std::fabs(want[i])) << "element " << i;
+        }
+      }
+    }
+  }
+}
+
 TEST_P(Elementwise, UnaryOpsOnExpandedInputAndSizeOneDims) {
   Tensor row = random_tensor({1, 3}, 5, DType::Float32, device(), -2, 2);
   Tensor x = row.expand({4, 3});  // stride 0 in dim 0
