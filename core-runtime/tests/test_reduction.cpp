@@ -245,10 +245,11 @@ std::vector<Tensor> rows_for_fast_paths(int64_t n, int64_t nan_at, Device device
 }
 
 TEST_P(Reduction, LanesAndTailsAtEveryRowLengthWithNaNAnywhere) {
-  // Runs fold into 32 lanes in blocks of 1024, pairwise above; the lengths cover a run shorter
-  // than the lanes (1, 7, 31), whole and partial lane rounds, and blocks with tails (1031, 4099).
+  // Runs fold into 32 lanes in blocks of 2048, pairwise above; the lengths cover a run shorter
+  // than the lanes (1, 7, 31), whole and partial lane rounds, and blocks with tails (1031, 2053,
+  // 4099).
   // A NaN first, in the middle or last of row 1 makes its amax, amin and argmax NaN.
-  for (int64_t n : {1, 7, 31, 32, 33, 257, 1031, 4099})
+  for (int64_t n : {1, 7, 31, 32, 33, 257, 1031, 2053, 4099})
     for (int64_t nan_at : {int64_t(-1), int64_t(0), n / 2, n - 1})
       for (const Tensor& x : rows_for_fast_paths(n, nan_at, device()))
         for (std::vector<int64_t> dims : {std::vector<int64_t>{1}, std::vector<int64_t>{0}}) {
