@@ -266,10 +266,10 @@ TEST_P(Reduction, LanesAndTailsAtEveryRowLengthWithNaNAnywhere) {
 }
 
 TEST_P(Reduction, ColumnTilesWiderThanOneTileAndThanTheThreads) {
-  // A column reduction accumulates up to 1024 float (512 double) neighbouring outputs at once,
+  // A column reduction accumulates up to 4096 float (2048 double) neighbouring outputs at once,
   // split so each thread gets a tile: widths on both sides of those, long columns flushed every
   // 128 rows.
-  for (Shape shape : {Shape{300, 1025}, Shape{5, 3000}, Shape{1100, 2}, Shape{129, 513}})
+  for (Shape shape : {Shape{300, 2049}, Shape{5, 5000}, Shape{1100, 2}, Shape{129, 4097}})
     for (DType dt : {DType::Float32, DType::Float64}) {
       Tensor x = test::random_tensor(shape, 52, dt, device());
       check_reduce([](auto& x, auto& d, bool k) { return sum(x, d, k); }, ref_sum, x, {0}, 1e-4,

@@ -11,7 +11,7 @@
 //      error grows with log(n), not n.
 //   3. Threads split the outputs. With fewer outputs than threads (a full sum), each output's
 //      elements are split into chunks instead. When the outputs are contiguous in x but the reduced
-//      elements are not (a column sum), a tile of up to 4 KiB of neighbouring outputs' partial
+//      elements are not (a column sum), a tile of up to 16 KiB of neighbouring outputs' partial
 //      results is accumulated together, so the inner loop runs along memory, one row at a time.
 #pragma once
 #include <algorithm>
@@ -34,7 +34,9 @@ template <class Acc> constexpr int lanes() {
 // fold of the lanes costs little beside the run. (Measured on a Zen 4: 4096-float rows split into
 // 1024-float halves of halves read memory at half the speed of 2048-float halves.)
 template <class Acc> constexpr int64_t pairwise_block() { return 64 * lanes<Acc>(); }
-constexpr int64_t kTileBytes = 4096;  // partial results of a column reduction's tile (L1)
+// Partial results of a column reduction's tile, twice (L1): a whole row of 4096 floats, so that
+// one thread reads the rows straight through, not 4 KiB of each (a new page every read).
+constexpr int64_t kTileBytes = 16384;
 
 // Folds p[0], p[stride], ..., p[(n-1)*stride] (flat indices i0, i0+1, ...) into an accumulator.
 template <bool Unit, class T, class R>
@@ -80,9 +82,9 @@ typename R::acc_t reduce_span(const T* base, const DimWalk& w, int64_t begin, in
 }
 
 // The most outputs a column reduction's tile holds: kTileBytes of partial results each for
-// `total` and `part` below, and at most 1024 (bool).
+// `total` and `part` below, and at most 4096 (bool).
 template <class Acc> constexpr int64_t max_tile() {
-  return std::min<int64_t>(kTileBytes / int64_t(sizeof(Acc)), 1024);
+  return std::min<int64_t>(kTileBytes / int64_t(sizeof(Acc)), 4096);
 }
 constexpr int64_t kColumnFlush = 128;  // steps between flushes of a column's partial result
 
