@@ -234,6 +234,52 @@ TEST_P(Reduction, ColumnAndRowReductionsOfWideAndTallMatrices) {
   }
 }
 
+// [3, n] float32 with a NaN in row 1 at `nan_at` (none if negative), contiguous or as the
+// transpose of a [n, 3] tensor (rows of stride 3), and the same values as a stepped view.
+std::vector<Tensor> rows_for_fast_paths(int64_t n, int64_t nan_at, Device device) {
+  Values v = test::random_values(3 * n, 50, -10, 10);
+  if (nan_at >= 0) v[size_t(n + nan_at)] = kNaN;
+  Tensor x = Tensor::from_vector(v, {3, n}).to(device, DType::Float32);
+  Tensor wide = test::random_tensor({3, 2 * n}, 51, DType::Float32, device).slice(1, 0, 2 * n, 2);
+  return {x, x.t().contiguous().t(), wide};
+}
+
+TEST_P(Reduction, LanesAndTailsAtEveryRowLengthWithNaNAnywhere) {
+  // Runs fold into 32 lanes in blocks of 2048, pairwise above; the lengths cover a run shorter
+  // than the lanes (1, 7, 31), whole and partial lane rounds, and blocks with tails (1031, 2053,
+  // 4099).
+  // A NaN first, in the middle or last of row 1 makes its amax, amin and argmax NaN.
+  for (int64_t n : {1, 7, 31, 32, 33, 257, 1031, 2053, 4099})
+    for (int64_t nan_at : {int64_t(-1), int64_t(0), n / 2, n - 1})
+      for (const Tensor& x : rows_for_fast_paths(n, nan_at, device()))
+        for (std::vector<int64_t> dims : {std::vector<int64_t>{1}, std::vector<int64_t>{0}}) {
+          SCOPED_TRACE("n " + std::to_string(n) + " NaN at " + std::to_string(nan_at));
+          check_reduce([](auto& x, auto& d, bool k) { return sum(x, d, k); }, ref_sum, x, dims,
+                       1e-4, 1e-5);
+          check_reduce([](auto& x, auto& d, bool k) { return amax(x, d, k); }, ref_amax, x, dims, 0,
+                       0);
+          check_reduce([](auto& x, auto& d, bool k) { return amin(x, d, k); }, ref_amin, x, dims, 0,
+                       0);
+          check_reduce([](auto& x, auto& d, bool k) { return argmax(x, d[0], k); }, ref_arg(true),
+                       x, dims, 0, 0);
+        }
+}
+
+TEST_P(Reduction, ColumnTilesWiderThanOneTileAndThanTheThreads) {
+  // A column reduction accumulates up to 4096 float (2048 double) neighbouring outputs at once,
+  // split so each thread gets a tile: widths on both sides of those, long columns flushed every
+  // 128 rows.
+  for (Shape shape : {Shape{300, 2049}, Shape{5, 5000}, Shape{1100, 2}, Shape{129, 4097}})
+    for (DType dt : {DType::Float32, DType::Float64}) {
+      Tensor x = test::random_tensor(shape, 52, dt, device());
+      check_reduce([](auto& x, auto& d, bool k) { return sum(x, d, k); }, ref_sum, x, {0}, 1e-4,
+                   1e-5);
+      check_reduce([](auto& x, auto& d, bool k) { return amax(x, d, k); }, ref_amax, x, {0}, 0, 0);
+      check_reduce([](auto& x, auto& d, bool k) { return var(x, d, 1, k); }, ref_var(1), x, {0},
+                   1e-5, 1e-4);
+    }
+}
+
 TEST_P(Reduction, VarAndStdWithCorrectionsAndLargeOffset) {
   for (const Tensor& x : layouts(DType::Float64, device()))
     for (const auto& dims : kDimSets)

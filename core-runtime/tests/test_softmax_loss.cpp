@@ -199,6 +199,27 @@ TEST_P(Softmax, LongRowsAndVectorisableRows) {
     }
 }
 
+// [3, n] with rows of stride 1 (read in place by float32 and float64), of stride 3 (the
+// transpose of a contiguous [n, 3]) and of stride 2 (every other column).
+std::vector<Tensor> row_layouts(int64_t n, DType dtype, Device device) {
+  Tensor x = test::random_tensor({3, n}, 60, dtype, device, -8, 8);
+  return {x, x.t().contiguous().t(),
+          test::random_tensor({3, 2 * n}, 61, dtype, device, -8, 8).slice(1, 0, 2 * n, 2)};
+}
+
+TEST_P(Softmax, RowsOfEveryLengthAroundTheLanesAndBlocks) {
+  // The row max runs in 32 lanes and the exp sums in blocks of 256: lengths shorter than the
+  // lanes, on either side of a lane round and of a block, and several blocks with a tail.
+  for (int64_t n : {1, 7, 31, 33, 255, 256, 257, 1031})
+    for (DType dt : {DType::Float32, DType::Float64})
+      for (const Tensor& x : row_layouts(n, dt, device()))
+        for (bool log : {false, true}) {
+          SCOPED_TRACE(x.str() + (log ? " log_softmax" : " softmax"));
+          const double tol = dt == DType::Float32 ? 2e-6 : 1e-12;
+          expect_close(log ? log_softmax(x, 1) : softmax(x, 1), ref_softmax(x, 1, log), tol, tol);
+        }
+}
+
 // Rows 0-2 of a [4, n] tensor hold one NaN each (first, middle, last element); row 3 none.
 Tensor rows_with_nans(int64_t n, DType dtype, Device device) {
   Values v = test::random_values(4 * n, 40, -3, 3);
@@ -364,6 +385,52 @@ TEST_P(Loss, CrossEntropyEveryOptionMatchesReference) {
         expect_close(nll_loss(lp, t, c.weight, c.ignore_index, c.reduction),
                      ref_class_loss(lp, t, c, true), 1e-12, 1e-12);
     }
+}
+
+// d loss_r / d x[r, k] of ref_class_loss's per-sample losses (reduction None), scaled by g[r]:
+// (1 - eps) w[t] (p[k] - [k == t]) + eps / C (p[k] sum(w) - w[k]).
+Values ref_ce_grad(const Tensor& x, const std::vector<int64_t>& t, const Values& w, double eps,
+                   const Values& g) {
+  const Values v = x.to_vector<double>();
+  const int64_t rows = x.size(0), n = x.size(1);
+  double wsum = 0;
+  for (double wk : w) wsum += wk;
+  Values d(v.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    double m = -kInf, s = 0;
+    for (int64_t k = 0; k < n; ++k) m = std::max(m, v[size_t(r * n + k)]);
+    for (int64_t k = 0; k < n; ++k) s += std::exp(v[size_t(r * n + k)] - m);
+    const int64_t tr = t[size_t(r)];
+    for (int64_t k = 0; k < n; ++k) {
+      const double p = std::exp(v[size_t(r * n + k)] - m) / s;
+      d[size_t(r * n + k)] = g[size_t(r)] * ((1 - eps) * w[size_t(tr)] * (p - (k == tr ? 1 : 0)) +
+                                             eps / double(n) * (p * wsum - w[size_t(k)]));
+    }
+  }
+  return d;
+}
+
+TEST_P(Loss, CrossEntropyRowsOfEveryLengthAroundTheLanesAndBlocks) {
+  // The lengths and layouts of Softmax.RowsOfEveryLengthAroundTheLanesAndBlocks, forward and
+  // backward, with and without class weights and label smoothing.
+  for (int64_t n : {1, 7, 31, 33, 255, 256, 257, 1031})
+    for (DType dt : {DType::Float32, DType::Float64})
+      for (const Tensor& x : row_layouts(n, dt, device()))
+        for (double eps : {0.0, 0.2})
+          for (bool weighted : {false, true}) {
+            SCOPED_TRACE(x.str() + " eps " + std::to_string(eps) + (weighted ? " weighted" : ""));
+            const std::vector<int64_t> t = {0, n / 2, n - 1};
+            Tensor target = Tensor::from_vector<int64_t>(t, {3}).to(device());
+            Tensor w = weighted ? test::random_tensor({n}, 62, dt, device(), 0.5, 2) : Tensor();
+            const Values wv = weighted ? w.to_vector<double>() : Values(size_t(n), 1.0);
+            const CeCase c{w, -100, LossReduction::None, eps};
+            const double tol = dt == DType::Float32 ? 1e-5 : 1e-12;
+            expect_close(run_ce(x, target, c), ref_class_loss(x, target, c, false), tol, tol);
+            const Values g = {0.5, -1.0, 2.0};
+            Tensor gt = Tensor::from_vector(g, {3}).to(device(), dt);
+            expect_close(cross_entropy_backward(gt, x, target, w, -100, LossReduction::None, eps),
+                         ref_ce_grad(x, t, wv, eps, g), tol, tol);
+          }
 }
 
 TEST_P(Loss, CrossEntropyWithManyClasses) {

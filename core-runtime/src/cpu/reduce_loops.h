@@ -5,12 +5,14 @@
 //   1. The kept dims and the reduced dims are each coalesced into a DimWalk (size-1 dims dropped,
 //      neighbours contiguous with each other merged). For reducers whose result does not depend on
 //      the visiting order, the reduced dims are first sorted by stride so the walk follows memory.
-//   2. A run along the innermost reduced dim is folded into 8 lanes, pairwise in halves above 128
-//      elements: unit-stride runs vectorise, and float rounding error grows with log(n), not n.
+//   2. A run along the innermost reduced dim is folded into lanes<Acc>() independent lanes (32
+//      floats: four AVX2 vectors, so the adds do not wait on each other's latency), pairwise in
+//      halves above pairwise_block<Acc>() elements: unit-stride runs vectorise, and float rounding
+//      error grows with log(n), not n.
 //   3. Threads split the outputs. With fewer outputs than threads (a full sum), each output's
 //      elements are split into chunks instead. When the outputs are contiguous in x but the reduced
-//      elements are not (a column sum), a tile of neighbouring outputs is accumulated together so
-//      the inner loop runs along memory.
+//      elements are not (a column sum), a tile of up to 16 KiB of neighbouring outputs' partial
+//      results is accumulated together, so the inner loop runs along memory, one row at a time.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -23,26 +25,42 @@
 
 namespace ember::cpu::EMBER_CPU_ISA {
 
-constexpr int kLanes = 8;
-constexpr int64_t kPairwiseBlock = 128;  // runs up to this long are folded straight into lanes
-constexpr int64_t kTile = 32;            // outputs accumulated together in a column reduction
+// Lanes of the accumulator type: 128 bytes' worth (32 floats, 16 doubles), at least 8 and at most
+// 32. Fewer lanes of float leave one vector whose every add waits for the one before it.
+template <class Acc> constexpr int lanes() {
+  return int(std::clamp<size_t>(128 / sizeof(Acc), 8, 32));
+}
+// Runs up to this long are folded straight into lanes: 64 elements per lane, so that the final
+// fold of the lanes costs little beside the run. (Measured on a Zen 4: 4096-float rows split into
+// 1024-float halves of halves read memory at half the speed of 2048-float halves.)
+template <class Acc> constexpr int64_t pairwise_block() { return 64 * lanes<Acc>(); }
+// Partial results of a column reduction's tile, twice (L1): a whole row of 4096 floats, so that
+// one thread reads the rows straight through, not 4 KiB of each (a new page every read).
+constexpr int64_t kTileBytes = 16384;
 
 // Folds p[0], p[stride], ..., p[(n-1)*stride] (flat indices i0, i0+1, ...) into an accumulator.
 template <bool Unit, class T, class R>
 typename R::acc_t reduce_run(const T* p, int64_t stride, int64_t n, int64_t i0, const R& r) {
-  if (n > kPairwiseBlock) {
-    int64_t half = n / 2 / kLanes * kLanes;
+  using Acc = typename R::acc_t;
+  constexpr int L = lanes<Acc>();
+  if (n < L) {  // too short for the lanes: their final fold would cost more than the run
+    Acc acc = r.init();
+    for (int64_t i = 0; i < n; ++i) acc = r.step(acc, p[Unit ? i : i * stride], i0 + i);
+    return acc;
+  }
+  if (n > pairwise_block<Acc>()) {
+    int64_t half = n / 2 / L * L;
     return r.combine(reduce_run<Unit>(p, stride, half, i0, r),
                      reduce_run<Unit>(p + half * stride, stride, n - half, i0 + half, r));
   }
-  typename R::acc_t lane[kLanes];
+  Acc lane[L];
   for (auto& a : lane) a = r.init();
   int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int k = 0; k < kLanes; ++k)
+  for (; i + L <= n; i += L)
+    for (int k = 0; k < L; ++k)
       lane[k] = r.step(lane[k], p[Unit ? i + k : (i + k) * stride], i0 + i + k);
-  for (; i < n; ++i) lane[0] = r.step(lane[0], p[Unit ? i : i * stride], i0 + i);
-  for (int w = kLanes / 2; w > 0; w /= 2)
+  for (int k = 0; i < n; ++i, ++k) lane[k] = r.step(lane[k], p[Unit ? i : i * stride], i0 + i);
+  for (int w = L / 2; w > 0; w /= 2)
     for (int k = 0; k < w; ++k) lane[k] = r.combine(lane[k], lane[k + w]);
   return lane[0];
 }
@@ -63,13 +81,22 @@ typename R::acc_t reduce_span(const T* base, const DimWalk& w, int64_t begin, in
   return acc;
 }
 
-// Outputs o0 .. o0+width-1 whose elements sit side by side in x (base points at o0's first one):
-// each reduced step folds one element into each of them. Partial sums are flushed every
-// kPairwiseBlock steps to bound the rounding error of long columns.
+// The most outputs a column reduction's tile holds: kTileBytes of partial results each for
+// `total` and `part` below, and at most 4096 (bool).
+template <class Acc> constexpr int64_t max_tile() {
+  return std::min<int64_t>(kTileBytes / int64_t(sizeof(Acc)), 4096);
+}
+constexpr int64_t kColumnFlush = 128;  // steps between flushes of a column's partial result
+
+// Outputs o0 .. o0+width-1 (width <= max_tile) whose elements sit side by side in x (base points
+// at o0's first one): each reduced step folds one element into each of them. Partial results are
+// flushed every kColumnFlush steps to bound the rounding error of long columns. Each output's
+// fold depends on the steps only, not on the width, so any tiling gives the same bits.
 template <class T, class R, class Write>
 void reduce_tile(const T* base, const DimWalk& w, int64_t o0, int64_t width, const R& r,
                  Write& write) {
-  typename R::acc_t total[kTile], part[kTile];
+  using Acc = typename R::acc_t;
+  Acc total[max_tile<Acc>()], part[max_tile<Acc>()];
   for (int64_t k = 0; k < width; ++k) total[k] = part[k] = r.init();
   const int64_t inner = w.inner(), s = w.inner_stride();
   const int64_t rows = w.numel == 0 ? 0 : w.numel / inner;
@@ -79,7 +106,7 @@ void reduce_tile(const T* base, const DimWalk& w, int64_t o0, int64_t width, con
     for (int64_t j = 0; j < inner; ++j, ++i) {
       const T* p = q + j * s;
       for (int64_t k = 0; k < width; ++k) part[k] = r.step(part[k], p[k], i);
-      if ((i + 1) % kPairwiseBlock == 0)
+      if ((i + 1) % kColumnFlush == 0)
         for (int64_t k = 0; k < width; ++k) {
           total[k] = r.combine(total[k], part[k]);
           part[k] = r.init();
@@ -119,12 +146,15 @@ void cpu_reduce(const Tensor& x, int64_t nreduce, const R& r, Write&& write) {
   }
 
   if (out.inner_stride() == 1 && out.inner() > 1 && red.inner_stride() != 1) {
-    // Column reduction: tiles of kTile neighbouring outputs.
-    const int64_t width = out.inner(), per_row = (width + kTile - 1) / kTile;
-    parallel_for(outer / width * per_row, kTile * n, [&](int64_t b, int64_t e) {
+    // Column reduction: tiles of neighbouring outputs, as wide as fits (one long contiguous
+    // read per row) but narrow enough that every thread gets one.
+    const int64_t width = out.inner(), threads = num_threads();
+    const int64_t tile = std::min(max_tile<Acc>(), (width + threads - 1) / threads);
+    const int64_t per_row = (width + tile - 1) / tile;
+    parallel_for(outer / width * per_row, tile * n, [&](int64_t b, int64_t e) {
       for (int64_t t = b; t < e; ++t) {
-        int64_t col = t % per_row * kTile, o0 = t / per_row * width + col;
-        reduce_tile(base + out.offset(o0), red, o0, std::min(kTile, width - col), r, write);
+        int64_t col = t % per_row * tile, o0 = t / per_row * width + col;
+        reduce_tile(base + out.offset(o0), red, o0, std::min(tile, width - col), r, write);
       }
     });
     return;

@@ -19,6 +19,7 @@
 // The CPU backend's headers.
 #include "cpu/loops.h"
 #include "cpu/parallel.h"
+#include "cpu/reduce_loops.h"  // reduce_run
 #include "cpu/vector_exp.h"
 
 namespace ember::cpu::EMBER_CPU_ISA {
@@ -46,50 +47,81 @@ template <class T> struct SampleView {
 
 int64_t last_size(const Tensor& t) { return t.size(t.dim() - 1); }
 
-// Copies row r of x into buf (compute type) and returns its max.
-template <class T, class C> C load_row(const RowView<T>& x, int64_t r, std::vector<C>& buf) {
-  const T* p = x.row(r);
-  const int64_t n = int64_t(buf.size());
-  C* b = buf.data();
-  for (int64_t k = 0; k < n; ++k) b[k] = C(p[k * x.stride]);
-  C m = -std::numeric_limits<C>::infinity();
-#pragma omp simd reduction(max : m)
-  for (int64_t k = 0; k < n; ++k) m = b[k] > m ? b[k] : m;
-  return m;
+// The max of a row, NaNs skipped (a NaN makes its row NaN anyway, through exp(NaN - m)): 32
+// lanes of `x > a ? x : a` (a max instruction) through the reduction engine's run folding.
+template <class C> struct MaxSkippingNaN {
+  using acc_t = C;
+  C init() const { return -std::numeric_limits<C>::infinity(); }
+  C step(C a, C x, int64_t) const { return x > a ? x : a; }
+  C combine(C a, C b) const { return b > a ? b : a; }
+};
+template <class C> C row_max(const C* v, int64_t n) {
+  return reduce_run<true>(v, 1, n, 0, MaxSkippingNaN<C>{});
 }
 
-// The sum of v's values in double.
-template <class C> double sum(const C* v, int64_t n) {
-  double s = 0;
-#pragma omp simd reduction(+ : s)
-  for (int64_t k = 0; k < n; ++k) s += double(v[k]);
-  return s;
+// Sums of exps run in blocks of kBlock: each block's exps are written out (to the stack or to the
+// output row), then summed in the lanes of reduce_run (GCC vectorises a loop of exps and a loop
+// of sums, but not one loop that does both), and the block sums are added in double. The terms
+// are positive, so a block's float sum (8 terms per lane, then 5 levels of lanes) is within
+// 13 u = 8e-7 of its value relative to it, and so is the row's sum, however long the row: a plain
+// float loop over 30000 exps would drift by 1e-5.
+constexpr int64_t kBlock = 256;
+template <class C> double block_sum(const C* v, int64_t n) {
+  return double(reduce_run<true>(v, 1, n, 0, reducers::Sum<C>{}));
 }
 
-// The sum of exp(v[k]) in double. The exps of each block of 64 go to the stack first: GCC
-// vectorises a loop of exps and a loop of double sums, but not one loop that does both.
-template <class C> double sum_exp(const C* v, int64_t n) {
-  constexpr int64_t kBlock = 64;
+// The sum of exp(x[k] - m) over a row.
+template <class C> double sum_exp(const C* x, int64_t n, C m) {
   C e[kBlock];
   double s = 0;
   for (int64_t k0 = 0; k0 < n; k0 += kBlock) {
     const int64_t len = std::min(kBlock, n - k0);
-    for (int64_t k = 0; k < len; ++k) e[k] = exp_c(v[k0 + k]);
-    s += sum(e, len);
+    for (int64_t k = 0; k < len; ++k) e[k] = exp_c(x[k0 + k] - m);
+    s += block_sum(e, len);
   }
   return s;
 }
 
-// Copies row r of x into buf as x - max(x) and returns log(sum(exp(buf))), so that
-// log_softmax(x) = buf - log_sum. Keeping the max out of the returned value avoids adding and
-// then subtracting a large number.
+// y[k] = exp(x[k] - m) over a row (y may be x); returns their sum.
+template <class C> double store_exp(const C* x, int64_t n, C m, C* y) {
+  double s = 0;
+  for (int64_t k0 = 0; k0 < n; k0 += kBlock) {
+    const int64_t len = std::min(kBlock, n - k0);
+    for (int64_t k = 0; k < len; ++k) y[k0 + k] = exp_c(x[k0 + k] - m);
+    s += block_sum(y + k0, len);
+  }
+  return s;
+}
+
+// A row in the compute type, unit stride: x's own memory when it already is one (float32 and
+// float64 rows with stride 1), else a copy in buf.
 template <class T, class C>
-C load_row_shifted(const RowView<T>& x, int64_t r, std::vector<C>& buf) {
-  const C m = load_row(x, r, buf);
-  const int64_t n = int64_t(buf.size());
+const C* row_in(const RowView<T>& x, int64_t r, int64_t n, std::vector<C>& buf) {
+  const T* p = x.row(r);
+  if constexpr (std::is_same_v<T, C>)
+    if (x.stride == 1) return p;
   C* b = buf.data();
-  for (int64_t k = 0; k < n; ++k) b[k] -= m;
-  return C(std::log(sum_exp(b, n)));
+  for (int64_t k = 0; k < n; ++k) b[k] = C(p[k * x.stride]);
+  return b;
+}
+
+// Where a row's results are computed: y's own memory when it can hold them as they are, else buf
+// (then copied out by row_out).
+template <class T, class C> C* row_target(const RowView<T>& y, int64_t r, std::vector<C>& buf) {
+  if constexpr (std::is_same_v<T, C>)
+    if (y.stride == 1) return y.row(r);
+  return buf.data();
+}
+template <class T, class C> void row_out(const RowView<T>& y, int64_t r, int64_t n, const C* v) {
+  T* out = y.row(r);
+  if (static_cast<const void*>(out) == static_cast<const void*>(v)) return;
+  for (int64_t k = 0; k < n; ++k) out[k * y.stride] = T(v[k]);
+}
+
+// log(sum(exp(x - m))) of a row whose max is m: log_softmax(x) = (x - m) - log_sum. Keeping the
+// max out of the returned value avoids adding and then subtracting a large number.
+template <class C> C log_sum_exp_shifted(const C* x, int64_t n, C m) {
+  return C(std::log(sum_exp(x, n, m)));
 }
 
 // ---- softmax / log_softmax: x, y: [rows..., C] ----
@@ -99,19 +131,21 @@ template <class T> void softmax_rows(const Tensor& x, bool log, Tensor& y) {
   const RowView<T> xv(x), yv(y);
   const int64_t n = last_size(x);
   parallel_for(xv.rows.numel, 4 * n, [&](int64_t b, int64_t e) {
-    std::vector<C> buf(static_cast<size_t>(n));
+    std::vector<C> in_buf, out_buf;  // used only by rows that are not float/double unit-stride
+    if (!std::is_same_v<T, C> || xv.stride != 1) in_buf.resize(size_t(n));
+    if (!std::is_same_v<T, C> || yv.stride != 1) out_buf.resize(size_t(n));
     for (int64_t r = b; r < e; ++r) {
-      T* out = yv.row(r);
+      const C* in = row_in(xv, r, n, in_buf);
+      C* out = row_target(yv, r, out_buf);
+      const C m = row_max(in, n);
       if (log) {
-        const C log_sum = load_row_shifted(xv, r, buf);
-        for (int64_t k = 0; k < n; ++k) out[k * yv.stride] = T(buf[size_t(k)] - log_sum);
-        continue;
+        const C log_sum = log_sum_exp_shifted(in, n, m);
+        for (int64_t k = 0; k < n; ++k) out[k] = (in[k] - m) - log_sum;
+      } else {  // exp(x - max) / sum, one exp per element
+        const C inv = C(1.0 / store_exp(in, n, m, out));
+        for (int64_t k = 0; k < n; ++k) out[k] *= inv;
       }
-      const C m = load_row(xv, r, buf);  // softmax: exp(x - max) / sum, one exp per element
-      C* v = buf.data();
-      for (int64_t k = 0; k < n; ++k) v[k] = exp_c(v[k] - m);
-      const C inv = C(1.0 / sum(v, n));
-      for (int64_t k = 0; k < n; ++k) out[k * yv.stride] = T(v[k] * inv);
+      row_out(yv, r, n, out);
     }
   });
 }
@@ -196,19 +230,21 @@ void cross_entropy_rows(const Tensor& logits, const Tensor& target, const Tensor
   const C eps = C(label_smoothing);
   C* out = loss.data<C>();
   parallel_for(xv.rows.numel, 3 * n, [&](int64_t b, int64_t e) {
-    std::vector<C> buf(static_cast<size_t>(n));
+    std::vector<C> buf;  // used only by rows that are not float/double unit-stride
+    if (!std::is_same_v<T, C> || xv.stride != 1) buf.resize(size_t(n));
     for (int64_t r = b; r < e; ++r) {
       const int64_t t = tv[r];
       if (t == ignore_index) {
         out[r] = C(0);
         continue;
       }
-      // -log_softmax(x)[k] = log_sum - buf[k], buf = x - max(x)
-      const C log_sum = load_row_shifted(xv, r, buf);
-      C l = (C(1) - eps) * w[t] * (log_sum - buf[size_t(t)]);
-      if (eps != C(0)) {  // eps / C * sum_k w[k] * (log_sum - buf[k])
+      // -log_softmax(x)[k] = log_sum - (x[k] - m), m = max(x)
+      const C* x = row_in(xv, r, n, buf);
+      const C m = row_max(x, n), log_sum = log_sum_exp_shifted(x, n, m);
+      C l = (C(1) - eps) * w[t] * (log_sum - (x[t] - m));
+      if (eps != C(0)) {  // eps / C * sum_k w[k] * (log_sum - (x[k] - m))
         double dot = 0;
-        for (int64_t k = 0; k < n; ++k) dot += w[k] * buf[size_t(k)];
+        for (int64_t k = 0; k < n; ++k) dot += w[k] * (x[k] - m);
         l += eps / C(n) * (w.total * log_sum - C(dot));
       }
       out[r] = l;
@@ -236,27 +272,35 @@ void cross_entropy_backward_rows(const Tensor& g, const Tensor& logits, const Te
   const ClassWeights<C> w(weight, n);
   const C eps = C(label_smoothing);
   parallel_for(xv.rows.numel, 4 * n, [&](int64_t b, int64_t e) {
-    std::vector<C> buf(static_cast<size_t>(n));
+    std::vector<C> in_buf, out_buf;  // used only by rows that are not float/double unit-stride
+    if (!std::is_same_v<T, C> || xv.stride != 1) in_buf.resize(size_t(n));
+    if (!std::is_same_v<T, C> || gxv.stride != 1) out_buf.resize(size_t(n));
     for (int64_t r = b; r < e; ++r) {
-      T* gx = gxv.row(r);
       const int64_t t = tv[r];
       if (t == ignore_index) {
+        T* gx = gxv.row(r);
         for (int64_t k = 0; k < n; ++k) gx[k * gxv.stride] = T(0);
         continue;
       }
-      const C log_sum = load_row_shifted(xv, r, buf);
-      // d[k] = hard (p[k] - [k == t]) + smooth (p[k] sum(w) - w[k]), built in buf in unit-stride
-      // loops (which vectorise), then scaled into the strided gradient row.
+      const C* x = row_in(xv, r, n, in_buf);
+      C* d = row_target(gxv, r, out_buf);
+      // p = softmax(x) = exp(x - m) / sum, the exps stored in d on the way, one exp per element.
+      const C m = row_max(x, n), inv = C(1.0 / store_exp(x, n, m, d));
       const C scale = gv[r], hard = (C(1) - eps) * w[t], smooth = eps / C(n);
-      C* d = buf.data();
-      for (int64_t k = 0; k < n; ++k) d[k] = exp_c(d[k] - log_sum);  // p[k]
+      // d[k] = scale (hard (p[k] - [k == t]) + smooth (p[k] sum(w) - w[k])), in one pass over the
+      // row (a loop per case: a select inside one would not vectorise), then the [k == t] term.
+      const C pt = d[t] * inv;
       if (eps == C(0)) {
-        for (int64_t k = 0; k < n; ++k) d[k] *= hard;
+        for (int64_t k = 0; k < n; ++k) d[k] = scale * (d[k] * inv * hard);
       } else {
-        for (int64_t k = 0; k < n; ++k) d[k] = hard * d[k] + smooth * (d[k] * w.total - w[k]);
+        for (int64_t k = 0; k < n; ++k) {
+          const C pk = d[k] * inv;
+          d[k] = scale * (hard * pk + smooth * (pk * w.total - w[k]));
+        }
       }
-      d[t] -= hard;
-      for (int64_t k = 0; k < n; ++k) gx[k * gxv.stride] = T(scale * d[k]);
+      d[t] =
+          scale * ((eps == C(0) ? pt * hard : hard * pt + smooth * (pt * w.total - w[t])) - hard);
+      row_out(gxv, r, n, d);
     }
   });
 }
