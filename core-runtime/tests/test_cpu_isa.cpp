@@ -101,14 +101,15 @@ std::vector<Case> cases() {
                                               mul(a, 2.5)};
                  },
                  0});
-    c.push_back({"backward " + d,
-                 [dt] {
-                   Tensor g = rnd({1031}, 5, dt), x = rnd({1031}, 6, dt);
-                   return std::vector<Tensor>{relu_backward(g, x), gelu_backward(g, x),
-                                              gelu_backward(g, x, "tanh"),
-                                              sigmoid_backward(g, sigmoid(x))};
-                 },
-                 0});
+    c.push_back(
+        {"backward " + d,
+         [dt] {
+           Tensor g = rnd({1031}, 5, dt), x = rnd({1031}, 6, dt);
+           return std::vector<Tensor>{relu_backward(g, x),         gelu_backward(g, x),
+                                      gelu_backward(g, x, "tanh"), sigmoid_backward(g, sigmoid(x)),
+                                      silu_backward(g, x),         tanh_backward(g, tanh(x))};
+         },
+         0});
     c.push_back({"reductions " + d,
                  [dt] {
                    Tensor x = rnd({33, 257}, 7, dt);
@@ -180,7 +181,7 @@ std::vector<Case> cases() {
   c.push_back({"pooling",
                [] {
                  Tensor x = rnd({2, 3, 11, 13}, 34);
-                 MaxPoolResult mp = max_pool2d(x, 3, 2, 1);
+                 MaxPoolResult mp = max_pool2d(x, 3, 2, 1), mp2 = max_pool2d(x, 2, 2);
                  Tensor g = rnd(mp.values.shape(), 35);
                  Tensor ap = avg_pool2d(x, 2);
                  return std::vector<Tensor>{mp.values,
