@@ -3,6 +3,7 @@
 // Every elementwise kernel (unary, binary, where, casts, copies) is a lambda handed to
 // cpu_map(). The caller has already broadcast every input to the output's shape (stride-0 views),
 // so the engine only sees N operands of one shape with arbitrary strides. It
+//   0. runs operands that are all contiguous as one flat run (steps 1 and 2 then do nothing),
 //   1. coalesces dims that are contiguous with their neighbour in every operand,
 //   2. walks the outer dims with an index counter, spread over threads,
 //   3. runs the innermost dim as a plain typed loop — when every stride is one element this is a
@@ -10,6 +11,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -53,11 +55,39 @@ StridedLayout<N> coalesce(const Shape& shape, const std::array<const Tensor*, N>
   return out;
 }
 
+template <size_t N> bool all_contiguous(const std::array<const Tensor*, N>& ops) {
+  for (const Tensor* t : ops)
+    if (!t->is_contiguous()) return false;
+  return true;
+}
+
+// One run of n elements from `base`, split between threads.
+template <size_t N, class Run>
+void one_run(const std::array<char*, N>& base, const std::array<int64_t, N>& stride, int64_t n,
+             Run& run) {
+  parallel_for(n, 1, [&](int64_t b, int64_t e) {
+    std::array<char*, N> p;
+    for (size_t k = 0; k < N; ++k) p[k] = base[k] + b * stride[k];
+    run(p, stride, e - b);
+  });
+}
+
 // Calls run(ptrs, inner_strides_bytes, n) for every innermost run of `ops` (all of one shape).
 template <size_t N, class Run>
 void strided_for_each(const std::array<const Tensor*, N>& ops, Run&& run) {
   const Shape& shape = ops[0]->shape();
-  if (shape_numel(shape) == 0) return;
+  const int64_t numel = shape_numel(shape);
+  if (numel == 0) return;
+  if (all_contiguous(ops)) {  // the common case, without coalescing's vectors
+    std::array<char*, N> base;
+    std::array<int64_t, N> itemsize;
+    for (size_t k = 0; k < N; ++k) {
+      base[k] = static_cast<char*>(ops[k]->data_ptr());
+      itemsize[k] = int64_t(ops[k]->itemsize());
+    }
+    one_run(base, itemsize, numel, run);
+    return;
+  }
   StridedLayout<N> L = coalesce(shape, ops);
   const int64_t ndim = int64_t(L.shape.size());
   const int64_t inner = L.shape.back();
@@ -70,12 +100,8 @@ void strided_for_each(const std::array<const Tensor*, N>& ops, Run&& run) {
   int64_t outer = 1;
   for (int64_t d = 0; d + 1 < ndim; ++d) outer *= L.shape[size_t(d)];
 
-  if (outer == 1) {  // one long run: split it between threads
-    parallel_for(inner, 1, [&](int64_t b, int64_t e) {
-      std::array<char*, N> p;
-      for (size_t k = 0; k < N; ++k) p[k] = base[k] + b * inner_stride[k];
-      run(p, inner_stride, e - b);
-    });
+  if (outer == 1) {
+    one_run(base, inner_stride, inner, run);
     return;
   }
   parallel_for(outer, inner, [&](int64_t b, int64_t e) {
@@ -111,12 +137,14 @@ inline void run_map(const std::array<char*, sizeof...(In) + 1>& p,
 
 // out[i] = fn(in0[i], in1[i], ...) with Out and In... the C++ element types of the tensors.
 // Inputs must already have out's shape (broadcast views are fine).
+// `in` holds references: an elementwise call copies no Tensor handle.
 template <class Out, class... In, class F>
-void cpu_map(Tensor& out, const std::array<Tensor, sizeof...(In)>& in, F&& fn) {
+void cpu_map(Tensor& out, const std::array<std::reference_wrapper<const Tensor>, sizeof...(In)>& in,
+             F&& fn) {
   constexpr size_t N = sizeof...(In) + 1;
   std::array<const Tensor*, N> ops;
   ops[0] = &out;
-  for (size_t k = 0; k < sizeof...(In); ++k) ops[k + 1] = &in[k];
+  for (size_t k = 0; k < sizeof...(In); ++k) ops[k + 1] = &in[k].get();
   strided_for_each<N>(ops, [&](const std::array<char*, N>& p, const std::array<int64_t, N>& s,
                                int64_t n) {
     run_map<Out, In...>(p, s, n, fn, std::index_sequence_for<In...>{});
