@@ -42,8 +42,8 @@ py::object tolist(const Tensor& t) {
 Variable to(const Variable& x, const py::args& args, std::optional<DType> dtype,
             std::optional<Device> device, bool non_blocking) {
   for (py::handle a : args) {
-    if (py::isinstance<Variable>(a)) {
-      const Variable& other = py::cast<const Variable&>(a);
+    if (is_tensor(a)) {
+      const Variable& other = tensor_of(a);
       dtype = other.dtype(), device = other.device();
     } else if (py::isinstance<PyDType>(a) || !PyUnicode_Check(a.ptr())) {
       if (py::isinstance<PyDevice>(a) || PyLong_Check(a.ptr())) device = device_from_object(a);
@@ -73,8 +73,8 @@ void bind_tensor(py::module_& m, TensorClass& cls) {
   cls.def(py::init([](py::handle data, std::optional<DType> dtype, std::optional<Device> device,
                       bool requires_grad) {
             // A Tensor argument shares its storage (as nn.Parameter(t) does); other data is copied.
-            Tensor t = py::isinstance<Variable>(data) && !dtype && !device
-                           ? py::cast<const Variable&>(data).data()
+            Tensor t = is_tensor(data) && !dtype && !device
+                           ? tensor_of(data).data()
                            : tensor_from_data(data, dtype, device.value_or(Device()));
             return Variable(t, requires_grad);
           }),

@@ -51,8 +51,8 @@ void walk(py::handle obj, size_t depth, Nested& n) {
     n.values.push_back(scalar_value(obj));
     return;
   }
-  if (py::isinstance<Variable>(obj)) {
-    const Tensor& t = py::cast<const Variable&>(obj).data();
+  if (is_tensor(obj)) {
+    const Tensor& t = tensor_of(obj).data();
     if (t.dim() == 0) {
       const DType d = t.dtype();
       py::object value = d == DType::Bool ? py::cast(t.item<bool>())
@@ -167,8 +167,8 @@ double scalar_value(py::handle obj) {
 }
 
 Tensor tensor_from_data(py::handle data, std::optional<DType> dtype, Device device) {
-  if (py::isinstance<Variable>(data)) {
-    const Tensor& t = py::cast<const Variable&>(data).data();
+  if (is_tensor(data)) {
+    const Tensor& t = tensor_of(data).data();
     return t.to(device, dtype.value_or(t.dtype())).clone();
   }
   if (is_sequence(data) && py::hasattr(data, "__array_interface__")) {
@@ -186,7 +186,7 @@ Tensor tensor_from_data(py::handle data, std::optional<DType> dtype, Device devi
 }
 
 Variable to_variable(py::handle obj, std::optional<DType> dtype, Device device) {
-  if (py::isinstance<Variable>(obj)) return py::cast<Variable>(obj);
+  if (is_tensor(obj)) return tensor_of(obj);
   return Variable(tensor_from_data(obj, dtype, device));
 }
 
