@@ -68,8 +68,7 @@ void im2col(const ConvSlice& s, const Conv2dParams& p, const T* x, T* col, int64
                      }
                      const T* in = x + in_row + lo * sw + iw0;  // x at output column lo
                      if (lo > 0) std::fill(out, out + lo, T(0));
-                     if (sw == 1)
-                       std::copy(in, in + (hi - lo), out + lo);
+                     if (sw == 1) std::copy(in, in + (hi - lo), out + lo);
                      else
                        for (int64_t k = 0; k < hi - lo; ++k) out[lo + k] = in[k * sw];
                      if (hi < wo) std::fill(out + hi, out + wo, T(0));
