@@ -15,9 +15,16 @@ template <class T, class Dist>
 static void fill_random(T* out, int64_t n, PhiloxStream stream, const Dist& dist) {
   constexpr int K = Dist::kPerBlock;
   const int64_t blocks = (n + K - 1) / K;
+  const int64_t full = n / K;  // blocks whose K elements are all in out
   parallel_for(blocks, 16 * K, [&](int64_t begin, int64_t end) {  // ~16x a copy per element
     for (int64_t b = begin; b < end; ++b) {
       const Philox4 r = stream.block(uint64_t(b));
+      if (b < full) {
+        // Unconditional and unrolled, the K elements share their common terms: a normal pair's
+        // log and square root are computed once, its sine and cosine together.
+        for (int j = 0; j < K; ++j) out[b * K + j] = dist(r, j, b * K + j);
+        continue;
+      }
       for (int j = 0; j < K; ++j) {
         const int64_t i = b * K + j;
         if (i < n) out[i] = dist(r, j, i);
