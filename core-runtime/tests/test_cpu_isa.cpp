@@ -2,10 +2,11 @@
 // every copy this CPU runs against the baseline's results for each family it covers, on odd
 // sizes (vector tails), strided views and every floating dtype.
 //
-// Elementwise ops, copies, casts, pooling and the optimizer updates must give the baseline's bits
-// exactly (the build fuses no multiply-adds, and the vectorised exp is the same arithmetic at
-// every width). Sums may be taken in another order, so reductions, softmax, the losses,
-// normalization and conv2d must agree within a few units of roundoff of their largest value.
+// Elementwise ops, copies, casts, pooling, the optimizer updates, creation and the random ops
+// must give the baseline's bits exactly (the build fuses no multiply-adds, and the vectorised exp
+// is the same arithmetic at every width). Sums may be taken in another order, so reductions,
+// softmax, the losses, normalization and conv2d must agree within a few units of roundoff of
+// their largest value.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -196,11 +197,29 @@ std::vector<Case> cases() {
                [] {
                  Tensor p = rnd({1031}, 40), g = rnd({1031}, 41), m = zeros({1031});
                  Tensor v = zeros({1031}), q = rnd({1031}, 42), buf = zeros({1031});
+                 // The plain momentum update (its own loop) beside Nesterov with decay.
+                 Tensor plain = rnd({1031}, 43), plain_buf = zeros({1031});
                  for (int64_t step = 1; step <= 3; ++step) {
                    adam_step({p}, {g}, {m}, {v}, step, 1e-2, 0.9, 0.999, 1e-8, 0.01, true);
                    sgd_step({q}, {g}, {buf}, 0.1, 0.9, 0.0, true, 0.01, step == 1);
+                   sgd_step({plain}, {g}, {plain_buf}, 0.1, 0.9, 0.0, false, 0.0, step == 1);
                  }
-                 return std::vector<Tensor>{p, m, v, q, buf};
+                 return std::vector<Tensor>{p, m, v, q, buf, plain, plain_buf};
+               },
+               0});
+  c.push_back({"creation and random",
+               [] {
+                 Generator gen(7);  // each op draws the next stretch of this one stream
+                 std::vector<Tensor> out = {arange(0.5, 1031.0, 0.25), linspace(-2, 3, 1031),
+                                            arange(1031, DType::Int64), eye(37, 41)};
+                 for (DType dt : {DType::Float32, DType::Float64, DType::Float16}) {
+                   out.push_back(rand({1031}, dt, Device(), &gen));
+                   out.push_back(randn({1031}, dt, Device(), &gen));
+                 }
+                 out.push_back(randint(-5, 1000, {1031}, DType::Int64, Device(), &gen));
+                 out.push_back(randperm(1031, DType::Int64, Device(), &gen));
+                 out.push_back(bernoulli({1031}, 0.3, DType::Float32, Device(), &gen));
+                 return out;
                },
                0});
   return c;

@@ -1,9 +1,13 @@
 // creation.cpp — CPU kernels of the creation family: arange, linspace and eye write a fresh
 // contiguous output, so each is a plain loop over it, split between threads.
-#include "cpu/isa.h"
-#include "cpu/parallel.h"
 #include "kernels.h"
 #include "ops/creation_kernels.h"
+
+// From here on compiled for this file's instruction set; cpu/isa_begin.h says why the CPU
+// backend's own headers come after it.
+#include "cpu/isa_begin.h"
+// The CPU backend's headers.
+#include "cpu/parallel.h"
 
 namespace ember::cpu::EMBER_CPU_ISA {
 
@@ -54,3 +58,5 @@ void register_creation(KernelTable& table) {
 }
 
 }  // namespace ember::cpu::EMBER_CPU_ISA
+
+#include "cpu/isa_end.h"

@@ -2,11 +2,15 @@
 // Philox block by Philox block; blocks are independent, so threads take disjoint ranges of them.
 #include <algorithm>
 
-#include "cpu/isa.h"
-#include "cpu/parallel.h"
-#include "cpu/workspace.h"
 #include "kernels.h"
 #include "ops/random_kernels.h"
+
+// From here on compiled for this file's instruction set; cpu/isa_begin.h says why the CPU
+// backend's own headers come after it.
+#include "cpu/isa_begin.h"
+// The CPU backend's headers.
+#include "cpu/parallel.h"
+#include "cpu/workspace.h"
 
 namespace ember::cpu::EMBER_CPU_ISA {
 
@@ -102,3 +106,5 @@ void register_random(KernelTable& table) {
 }
 
 }  // namespace ember::cpu::EMBER_CPU_ISA
+
+#include "cpu/isa_end.h"

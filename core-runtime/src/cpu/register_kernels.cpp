@@ -8,7 +8,6 @@
 namespace ember::cpu {
 namespace baseline {
 void register_variant_kernels(KernelTable& table);  // cpu/register_variant.cpp, once per ISA
-void register_creation(KernelTable& table);
 void register_matmul(KernelTable& table);
 void register_indexing(KernelTable& table);
 void register_masking(KernelTable& table);
@@ -26,7 +25,6 @@ void register_variant_kernels(KernelTable& table);
 #endif
 
 void register_kernels(CpuIsa isa, KernelTable& table) {
-  baseline::register_creation(table);
   baseline::register_matmul(table);
   baseline::register_indexing(table);
   baseline::register_masking(table);

@@ -12,6 +12,7 @@ void register_softmax_loss(KernelTable& table);
 void register_conv_pool(KernelTable& table);
 void register_normalization(KernelTable& table);
 void register_optimizer(KernelTable& table);
+void register_creation(KernelTable& table);
 
 void register_variant_kernels(KernelTable& table) {
   register_copy_fill(table);
@@ -21,5 +22,6 @@ void register_variant_kernels(KernelTable& table) {
   register_conv_pool(table);
   register_normalization(table);
   register_optimizer(table);
+  register_creation(table);
 }
 }  // namespace ember::cpu::EMBER_CPU_ISA
