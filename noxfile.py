@@ -14,10 +14,13 @@
 
 The C++ packages are built as an outside user would build them: core-runtime is installed, and
 everything above it (autodiff-engine, python-bindings, the examples) finds that installed copy
-with find_package. CUDA is compiled whenever nvcc is found, for one GPU architecture, so CI
-compiles and links the CUDA sources even on a machine without a GPU. Environment:
+with find_package. CUDA is compiled, for one GPU architecture, when nvcc is found and either a
+GPU is visible (nvidia-smi lists one) or EMBER_ENABLE_CUDA=1 asks for it: a first build on a
+laptop without a GPU skips many minutes of CUDA compilation, while CI (which sets
+EMBER_ENABLE_CUDA=1) compiles and links every CUDA source without a GPU. Environment:
   EMBER_CUDA_ARCHITECTURES=80   the GPU architecture to compile for (default 90: the H200)
-  EMBER_ENABLE_CUDA=0           build for the CPU only, even where nvcc is installed
+  EMBER_ENABLE_CUDA=1           compile CUDA even where no GPU is visible
+  EMBER_ENABLE_CUDA=0           build for the CPU only, even where a GPU and nvcc are present
 """
 
 from __future__ import annotations
@@ -50,6 +53,23 @@ def find_nvcc() -> str | None:
     return nvcc
 
 
+def gpu_visible() -> bool:
+    """True when nvidia-smi lists at least one GPU."""
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return False
+    listed = subprocess.run([smi, "-L"], capture_output=True, text=True, check=False)
+    return listed.returncode == 0 and "GPU" in listed.stdout
+
+
+def cuda_wanted() -> bool:
+    """Whether to compile CUDA: EMBER_ENABLE_CUDA=1/0 decides when set, else a visible GPU."""
+    setting = os.environ.get("EMBER_ENABLE_CUDA", "")
+    if setting in ("0", "1"):
+        return setting == "1"
+    return gpu_visible()
+
+
 def scipy_openblas() -> str | None:
     """The folder of the scipy-openblas32 package that ci/requirements.txt installed beside nox:
     core-runtime links its OpenBLAS (see EMBER_SCIPY_OPENBLAS in core-runtime/CMakeLists.txt)."""
@@ -62,9 +82,9 @@ def scipy_openblas() -> str | None:
 
 def cmake_args(cuda: bool = True, build_type: str = "Release") -> list[str]:
     """Options every configure gets: the build type, ninja and ccache when present, the BLAS, and
-    the CUDA compiler with one architecture when nvcc is found (cuda=False builds for the CPU
-    only). One set serves every project, so options a project does not use are not warned
-    about."""
+    the CUDA compiler with one architecture when nvcc is found and CUDA is wanted (cuda_wanted;
+    cuda=False builds for the CPU only). One set serves every project, so options a project does
+    not use are not warned about."""
     args = [f"-DCMAKE_BUILD_TYPE={build_type}", "--no-warn-unused-cli"]
     openblas = scipy_openblas()
     if openblas:
@@ -80,7 +100,7 @@ def cmake_args(cuda: bool = True, build_type: str = "Release") -> list[str]:
     if shutil.which("ninja"):
         args += ["-G", "Ninja"]
     launchers = ["CXX"]
-    nvcc = find_nvcc() if cuda and os.environ.get("EMBER_ENABLE_CUDA", "1") != "0" else None
+    nvcc = find_nvcc() if cuda and cuda_wanted() else None
     if nvcc:
         arch = os.environ.get("EMBER_CUDA_ARCHITECTURES", "90")
         args += [f"-DCMAKE_CUDA_COMPILER={nvcc}", f"-DCMAKE_CUDA_ARCHITECTURES={arch}"]
@@ -111,7 +131,7 @@ def cmake_build(session, source: str, build_dir: Path, *options: str,
 
 
 def install_cpp_packages(session, with_tests: bool) -> None:
-    """core-runtime (shared, CUDA when nvcc is found), then autodiff-engine against it, both
+    """core-runtime (shared, with CUDA when cuda_wanted), then autodiff-engine against it, both
     installed into PREFIX."""
     tests = f"-DEMBER_BUILD_TESTS={'ON' if with_tests else 'OFF'}"
     cmake_build(session, "core-runtime", BUILD / "core", tests, install_to=PREFIX)
