@@ -534,5 +534,24 @@ TEST(BadInputDevices, CreatingOnAMissingDeviceNamesTheOp) {
   expect_missing_device("allocator", [&] { memory_stats(d); });
 }
 
+// Probabilities and dtype advice name the value, the operand's shape and the fix, in C++ terms
+// (the Python bindings turn DType::Float32 into ember.float32).
+TEST(BadInputValues, ProbabilitiesAndDtypeAdviceNameTheValueAndShape) {
+  const Tensor x = zeros({4, 5});
+  for (double p : {1.5, -0.25}) {
+    const std::string m = message_of<ValueError>([&] { dropout(x, p, false); });
+    EXPECT_THAT(m, HasSubstr("dropout"));
+    EXPECT_THAT(m, HasSubstr("p is " + std::string(p > 1 ? "1.5" : "-0.25")));
+    EXPECT_THAT(m, HasSubstr("x is [4, 5] float32"));
+    EXPECT_THAT(m, HasSubstr("[0, 1]"));
+  }
+  const Tensor target = Tensor::from_vector<int64_t>({0, 1, 2, 3}, {4});
+  const std::string ls = message_of<ValueError>(
+      [&] { cross_entropy(x, target, Tensor(), -100, LossReduction::Mean, 1.5); });
+  EXPECT_THAT(ls, HasSubstr("label_smoothing is 1.5 (logits is [4, 5] float32"));
+  const std::string mm = message_of<DTypeError>([&] { linear(zeros({2, 5}, DType::Int64), x); });
+  EXPECT_THAT(mm, HasSubstr("cast x with x.to(DType::Float32)"));
+}
+
 }  // namespace
 }  // namespace ember

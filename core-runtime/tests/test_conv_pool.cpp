@@ -12,6 +12,7 @@ namespace {
 
 using test::expect_close;
 using test::expect_error;
+using test::expect_exact;
 using test::random_tensor;
 
 // ---- shared helpers ---------------------------------------------------------------------------
@@ -39,6 +40,12 @@ std::vector<double> numeric_grad(const std::function<Tensor(const Tensor&)>& f, 
   }
   return grad;
 }
+
+// Puts back the CPU instruction set a test found, however it ends.
+struct RestoreCpuIsa {
+  std::string isa = cpu_isa();
+  ~RestoreCpuIsa() { set_cpu_isa(isa); }
+};
 
 double tolerance(DType t) {
   return t == DType::Float64   ? 1e-10
@@ -186,6 +193,32 @@ TEST_P(Conv2d, ForwardAndBackwardMatchDirectConvolution) {
   }
 }
 
+// The specialised paths of the CPU convolution over a grid of kernel x stride x dilation x
+// padding x groups: a pointwise (1x1, stride 1, unpadded) conv reads x in place; im2col copies
+// stride-1 rows whole and fills padding only at a row's ends; several images share one GEMM when
+// an image has few output columns. Each against the direct convolution, with every instruction
+// set's kernels on the CPU.
+TEST_P(Conv2d, EveryParameterCombinationMatchesDirectConvolution) {
+  std::vector<std::string> isas = {""};  // "": the backend's own kernels
+  if (device().is_cpu()) isas = available_cpu_isas();
+  const RestoreCpuIsa restore;
+  uint32_t seed = 1000;
+  for (const std::string& isa : isas) {
+    if (!isa.empty()) set_cpu_isa(isa);
+    for (int64_t k : {1, 2, 3})
+      for (Size2 stride : {Size2(1), Size2(2), Size2(1, 3)})
+        for (Size2 dilation : {Size2(1), Size2(2, 1)})
+          for (Size2 padding : {Size2(0), Size2(1), Size2(0, 2)})
+            for (int64_t groups : {1, 2}) {
+              SCOPED_TRACE(isa);
+              const ConvCase c{{3, 4, 7, 9}, {6, 4 / groups, k, k},  groups == 1,
+                               stride,       {padding.h, padding.w}, dilation,
+                               groups};
+              check(c, DType::Float64, seed++);
+            }
+  }
+}
+
 TEST_P(Conv2d, HalfTypes) {
   for (DType t : {DType::Float16, DType::BFloat16}) {
     check(conv_cases()[0], t, 1);
@@ -262,6 +295,13 @@ TEST_P(Conv2d, ErrorsNameTheOperands) {
         conv2d(x.select(0, 0), random_tensor({4, 3, 3, 3}, 2, DType::Float32, d));
       },
       {"conv2d", "x is [3, 8, 8] float32", "must be 4-D [N, C, H, W]", "unsqueeze(0)"});
+  // A batch of 16 single-channel images [N, H, W] lacks the channel dim, not the batch dim.
+  expect_error<ShapeError>(
+      [&] {
+        conv2d(random_tensor({16, 8, 8}, 1, DType::Float32, d),
+               random_tensor({4, 1, 3, 3}, 2, DType::Float32, d));
+      },
+      {"conv2d", "x is [16, 8, 8] float32", "single-channel images [N, H, W]", "unsqueeze(1)"});
   expect_error<ShapeError>(
       [&] {
         conv2d(x, random_tensor({4, 3, 3, 3}, 2, DType::Float32, d),
@@ -284,7 +324,19 @@ TEST_P(Conv2d, ErrorsNameTheOperands) {
                            {"conv2d", "padding='same' needs stride 1"});
   expect_error<ValueError>([&] { conv2d(x, w, {}, 1, "full"); }, {"conv2d", "'full'"});
   expect_error<ValueError>([&] { conv2d(x, w, {}, {1, 0}); }, {"conv2d", "stride (1, 0)"});
-  expect_error<ValueError>([&] { conv2d(x, w, {}, 1, -1); }, {"conv2d", "padding (-1, -1)"});
+  expect_error<ValueError>([&] { conv2d(x, w, {}, 1, -1); },
+                           {"conv2d", "padding (-1, -1)", "must be >= 0", "pass 0 for none"});
+  // Every size parameter below 1 is refused, naming it, its value and the fix.
+  expect_error<ValueError>([&] { conv2d(x, w, {}, 0); },
+                           {"conv2d", "stride (0, 0)", "must be >= 1", "pass a positive int"});
+  expect_error<ValueError>(
+      [&] {
+        conv2d(x, w, {}, 1, 0, {2, -1});
+      },
+      {"conv2d", "dilation (2, -1)", "must be >= 1"});
+  expect_error<ValueError>([&] { conv2d(x, w, {}, 1, 0, 1, 0); },
+                           {"conv2d", "groups (0)", "pass 1 for a plain convolution"});
+  expect_error<ValueError>([&] { conv2d(x, w, {}, Size2()); }, {"conv2d", "stride (not given)"});
   expect_error<ShapeError>(
       [&] {
         conv2d_backward_input(random_tensor({2, 4, 5, 5}, 3, DType::Float32, d), w, x.shape());
@@ -330,7 +382,7 @@ struct PoolReference {
 PoolReference reference_pool(const PoolCase& c, const std::vector<double>& x, bool max,
                              bool count_include_pad, const std::vector<double>& gout) {
   const int64_t planes = c.x[0] * c.x[1], H = c.x[2], W = c.x[3];
-  const Size2 s = c.stride.h == 0 ? c.kernel : c.stride;
+  const Size2 s = c.stride.given() ? c.stride : c.kernel;
   const Size2 d = max ? c.dilation : Size2(1);
   const int64_t Ho = pool_out(H, c.kernel.h, s.h, c.padding.h, d.h, c.ceil_mode);
   const int64_t Wo = pool_out(W, c.kernel.w, s.w, c.padding.w, d.w, c.ceil_mode);
@@ -360,7 +412,7 @@ PoolReference reference_pool(const PoolCase& c, const std::vector<double>& x, bo
         if (max) {
           r.values.push_back(best);
           r.indices.push_back(double(best_at));
-          r.grad_x[size_t(pl * H * W + best_at)] += g;
+          if (best_at >= 0) r.grad_x[size_t(pl * H * W + best_at)] += g;  // -1: all padding
           continue;
         }
         const double divisor = double(count_include_pad ? padded : inside);
@@ -392,10 +444,11 @@ const std::vector<PoolCase>& pool_cases() {
 
 std::string describe_pool(const PoolCase& c) {
   return "x " + shape_str(c.x) + " kernel " + std::to_string(c.kernel.h) + "," +
-         std::to_string(c.kernel.w) + " stride " + std::to_string(c.stride.h) + "," +
-         std::to_string(c.stride.w) + " padding " + std::to_string(c.padding.h) + "," +
-         std::to_string(c.padding.w) + " dilation " + std::to_string(c.dilation.h) +
-         (c.ceil_mode ? " ceil" : "");
+         std::to_string(c.kernel.w) + " stride " +
+         (c.stride.given() ? std::to_string(c.stride.h) + "," + std::to_string(c.stride.w)
+                           : "default") +
+         " padding " + std::to_string(c.padding.h) + "," + std::to_string(c.padding.w) +
+         " dilation " + std::to_string(c.dilation.h) + (c.ceil_mode ? " ceil" : "");
 }
 
 class Pool2d : public test::DeviceTest {};
@@ -485,6 +538,76 @@ TEST_P(Pool2d, NonContiguousInput) {
   expect_close(avg_pool2d_backward(g, c.x, 2, 1, 1), rg.grad_x, 1e-12, 1e-12);
 }
 
+// Every (kernel, stride, dilation, padding, ceil_mode) of a grid, on planes of even and odd
+// sizes. It holds each specialised path (2x2 windows at stride 2, with and without ceil_mode's
+// partial windows) and its near misses (2x2 at stride 2 with dilation, padding or another
+// stride), which must take the general path: a fast path that ignores a parameter shows up here.
+std::vector<PoolCase> pool_grid() {
+  std::vector<PoolCase> grid;
+  for (const Shape& shape : {Shape{2, 3, 8, 10}, Shape{1, 2, 7, 9}})
+    for (Size2 k : {Size2(1), Size2(2), Size2(3), Size2(2, 3)})
+      for (Size2 stride : {Size2(), Size2(1), Size2(2), Size2(3), Size2(2, 1)})
+        for (Size2 dilation : {Size2(1), Size2(2), Size2(1, 2)})
+          for (int64_t ph = 0; ph <= k.h / 2; ++ph)
+            for (int64_t pw = 0; pw <= k.w / 2; ++pw)
+              for (bool ceil_mode : {false, true})
+                grid.push_back({shape, k, stride, {ph, pw}, dilation, ceil_mode});
+  return grid;
+}
+
+// x of c.x's shape, contiguous or an NHWC tensor seen as NCHW.
+Tensor pool_input(const PoolCase& c, bool contiguous, uint32_t seed, DType t, Device d) {
+  if (contiguous) return random_tensor(c.x, seed, t, d);
+  return random_tensor({c.x[0], c.x[2], c.x[3], c.x[1]}, seed, t, d).permute({0, 3, 1, 2});
+}
+
+// A grad_out of `shape`: contiguous, or every other column of a wider tensor.
+Tensor pool_grad(Shape shape, bool contiguous, uint32_t seed, DType t, Device d) {
+  if (contiguous) return random_tensor(shape, seed, t, d);
+  shape[3] *= 2;
+  return random_tensor(shape, seed, t, d).slice(3, 0, shape[3], 2);
+}
+
+// The grid forward and backward, max and avg (with and without count_include_pad), contiguous
+// and not, against the window scan; on the CPU with every instruction set's kernels.
+TEST_P(Pool2d, EveryParameterCombinationMatchesWindowScan) {
+  std::vector<std::string> isas = {""};  // "": the backend's own kernels
+  if (device().is_cpu()) isas = available_cpu_isas();
+  const RestoreCpuIsa restore;
+  uint32_t seed = 100;
+  for (const std::string& isa : isas) {
+    if (!isa.empty()) set_cpu_isa(isa);
+    for (const PoolCase& c : pool_grid())
+      for (DType t : {DType::Float64, DType::Float32})
+        for (bool contiguous : {true, false}) {
+          SCOPED_TRACE(isa + " " + describe_pool(c) + " dilation_w " +
+                       std::to_string(c.dilation.w) + " " + dtype_name(t) +
+                       (contiguous ? "" : " non-contiguous"));
+          const Tensor x = pool_input(c, contiguous, seed++, t, device());
+          const std::vector<double> xv = x.to_vector<double>();
+          auto [y, idx] = max_pool2d(x, c.kernel, c.stride, c.padding, c.dilation, c.ceil_mode);
+          const Tensor g = pool_grad(y.shape(), contiguous, seed++, t, device());
+          const PoolReference r = reference_pool(c, xv, true, false, g.to_vector<double>());
+          ASSERT_EQ(y.shape(), r.out_shape);
+          expect_exact(y, r.values);  // a max is one of the inputs
+          expect_exact(idx, r.indices);
+          expect_close(max_pool2d_backward(g, idx, c.x), r.grad_x, tolerance(t), tolerance(t));
+          if (c.dilation.h != 1 || c.dilation.w != 1) continue;  // avg_pool2d has no dilation
+          for (bool include_pad : {true, false}) {
+            SCOPED_TRACE(include_pad ? "count_include_pad" : "");
+            const Tensor a = avg_pool2d(x, c.kernel, c.stride, c.padding, c.ceil_mode, include_pad);
+            const PoolReference ra =
+                reference_pool(c, xv, false, include_pad, g.to_vector<double>());
+            ASSERT_EQ(a.shape(), ra.out_shape);
+            expect_close(a, ra.values, tolerance(t), tolerance(t));
+            expect_close(avg_pool2d_backward(g, c.x, c.kernel, c.stride, c.padding, c.ceil_mode,
+                                             include_pad),
+                         ra.grad_x, tolerance(t), tolerance(t));
+          }
+        }
+  }
+}
+
 TEST_P(Pool2d, BackwardMatchesFiniteDifferences) {
   const PoolCase c{{1, 2, 5, 6}, 3, 2, 1, 1, true};
   Tensor x = random_tensor(c.x, 1, DType::Float64, device());  // distinct values: max is smooth
@@ -564,6 +687,9 @@ TEST_P(Pool2d, AdaptiveAvgPoolMatchesWindowScan) {
     }
 }
 
+// A valid avg_pool2d(x, 2) output, as a grad_out.
+Tensor y_for(const Tensor& x) { return avg_pool2d(x, 2); }
+
 TEST_P(Pool2d, ErrorsNameTheOperands) {
   const Device d = device();
   Tensor x = random_tensor({1, 2, 5, 5}, 1, DType::Float32, d);
@@ -576,6 +702,28 @@ TEST_P(Pool2d, ErrorsNameTheOperands) {
   expect_error<ValueError>([&] { max_pool2d(x, 2, 1, 2); },
                            {"max_pool2d", "padding (2, 2)", "at most half of kernel_size (2, 2)"});
   expect_error<ValueError>([&] { avg_pool2d(x, 2, {1, 0}); }, {"avg_pool2d", "stride (1, 0)"});
+  // An explicit stride of 0 is an error, not "the default" (that is Size2(), not given).
+  expect_error<ValueError>([&] { avg_pool2d(x, 2, 0); },
+                           {"avg_pool2d", "stride (0, 0)", "must be >= 1", "pass a positive int"});
+  expect_error<ValueError>([&] { max_pool2d(x, 2, 0); }, {"max_pool2d", "stride (0, 0)"});
+  expect_error<ValueError>([&] { avg_pool2d_backward(y_for(x), x.shape(), 2, 0); },
+                           {"avg_pool2d_backward", "stride (0, 0)"});
+  expect_error<ValueError>([&] { max_pool2d(x, 2, {}, 0, 0); },
+                           {"max_pool2d", "dilation (0, 0)", "must be >= 1"});
+  expect_error<ValueError>(
+      [&] {
+        max_pool2d(x, 2, {}, 0, {1, -2});
+      },
+      {"max_pool2d", "dilation (1, -2)"});
+  expect_error<ValueError>([&] { avg_pool2d(x, {-1, 2}); }, {"avg_pool2d", "kernel_size (-1, 2)"});
+  expect_error<ValueError>([&] { max_pool2d(x, 3, 1, -1); },
+                           {"max_pool2d", "padding (-1, -1)", "must be >= 0"});
+  expect_error<ValueError>(
+      [&] {
+        avg_pool2d(x, {3, 4}, 1, {1, 3});
+      },
+      {"avg_pool2d", "padding (1, 3)", "at most half of kernel_size (3, 4)",
+       "use padding <= kernel_size // 2 = (1, 2)"});
   expect_error<ValueError>([&] { max_pool2d(x, 0); }, {"max_pool2d", "kernel_size (0, 0)"});
   expect_error<ShapeError>([&] { avg_pool2d(x.select(0, 0), 2); },
                            {"avg_pool2d", "x is [2, 5, 5] float32", "4-D", "unsqueeze(0)"});

@@ -100,6 +100,22 @@ TEST_P(Optimizer, SgdMatchesTorchFormulas) {
   check_sgd(device(), DType::Float64, {0.02, 0.5, 0, 0.1, false, true}, 1e-12);
   check_sgd(device(), DType::Float32, {0.05, 0.9, 0, 1e-2, true, false}, 1e-5);
   check_sgd(device(), DType::BFloat16, {0.05, 0.9, 0, 0, false, false}, 3e-2);
+  // Every combination of the flags: the usual settings (momentum or none, no dampening, decay,
+  // Nesterov or maximize) take a loop of their own on the CPU, which must agree with the rest.
+  for (double momentum : {0.0, 0.9})
+    for (double dampening : {0.0, 0.1})
+      for (double weight_decay : {0.0, 0.01})
+        for (bool nesterov : {false, true})
+          for (bool maximize : {false, true}) {
+            if (nesterov && (momentum == 0 || dampening != 0)) continue;  // torch refuses these
+            SCOPED_TRACE("momentum " + std::to_string(momentum) + " dampening " +
+                         std::to_string(dampening) + " weight_decay " +
+                         std::to_string(weight_decay) + (nesterov ? " nesterov" : "") +
+                         (maximize ? " maximize" : ""));
+            const SgdConfig c{0.05, momentum, dampening, weight_decay, nesterov, maximize};
+            check_sgd(device(), DType::Float64, c, 1e-12);
+            check_sgd(device(), DType::Float32, c, 1e-5);
+          }
 }
 
 // ---------------- Adam / AdamW ----------------

@@ -352,6 +352,28 @@ TEST_P(Reduction, MaxMinValuesAndIndicesFirstOnTies) {
       }
 }
 
+TEST_P(Reduction, ArgExtremesKeepTheFirstOfTiesOnEveryPath) {
+  // Values from {0, 1, 2}: ties everywhere. Rows shorter than the lanes, folded in lanes, cut into
+  // blocks combined pairwise; as rows (unit stride), as columns (the tiled path), and one long row
+  // alone (a single output, its elements split over threads); with NaNs, which win.
+  for (int64_t n : {5, 33, 2053, 4099, 70000})
+    for (bool with_nan : {false, true}) {
+      Values v = test::random_values(2 * n, 60, 0, 3);
+      for (double& e : v) e = std::floor(e);
+      if (with_nan) v[size_t(n / 3)] = v[size_t(n + n / 2)] = v[size_t(n + n - 1)] = kNaN;
+      Tensor rows = Tensor::from_vector(v, {2, n}).to(device(), DType::Float32);
+      for (const Tensor& x : {rows, rows.t().contiguous().t(), rows.select(0, 1)})
+        for (int64_t d = 0; d < x.dim(); ++d) {
+          SCOPED_TRACE(x.str() + (with_nan ? " NaN" : "") + " dim " + std::to_string(d) +
+                       (x.is_contiguous() ? "" : " columns"));
+          const Values first_max = ref_reduce(x, {d}, ref_arg(true));
+          expect_close(argmax(x, d), first_max, 0, 0);
+          expect_close(max(x, d).indices, first_max, 0, 0);
+          expect_close(argmin(x, d), ref_reduce(x, {d}, ref_arg(false)), 0, 0);
+        }
+    }
+}
+
 TEST_P(Reduction, ArgmaxFlattensWithoutDim) {
   for (const Tensor& x : layouts(DType::Float32, device())) {
     SCOPED_TRACE(x.str());

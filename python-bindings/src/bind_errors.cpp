@@ -1,7 +1,12 @@
 // bind_errors.cpp — each C++ error type of error.h becomes its own Python exception class, a
 // subclass of ember.EmberError (a RuntimeError) and of the built-in exception that Python code
-// expects (ValueError, TypeError, IndexError, MemoryError, NotImplementedError), message intact.
+// expects (ValueError, TypeError, IndexError, MemoryError, NotImplementedError). The message
+// keeps its content; the C++ spellings in its advice become the Python ones (python_terms).
 #include <ember/error.h>
+
+#include <cctype>
+#include <regex>
+#include <string>
 
 #include "bindings.h"
 
@@ -20,6 +25,38 @@ PyObject* new_exception(py::module_& m, const char* name, std::vector<PyObject*>
   if (!cls) throw py::error_already_set();
   m.attr(name) = py::reinterpret_borrow<py::object>(cls);
   return cls;
+}
+
+// The C++ spellings that core-runtime's and autodiff-engine's messages use in their advice, and
+// what a Python user writes instead:
+//   .to(DType::Int64) / to(x, DType::Int64) -> .to(ember.int64) / x.to(ember.int64)
+//   retain_graph=true, requires_grad=false  -> retain_graph=True, requires_grad=False
+//   NoGradGuard                             -> ember.no_grad()
+//   a Variable                              -> a tensor
+std::string python_terms(std::string text) {
+  static const std::regex free_to(R"(\bto\((\w+), DType::(\w+)\))");
+  text = std::regex_replace(text, free_to, "$1.to(DType::$2)");
+  static const std::regex dtype(R"(\bDType::(\w+))");
+  std::string out;
+  auto last = text.cbegin();
+  for (std::sregex_iterator it(text.begin(), text.end(), dtype), end; it != end; ++it) {
+    out.append(last, (*it)[0].first);
+    std::string name = (*it)[1].str();
+    for (char& c : name) c = char(std::tolower(static_cast<unsigned char>(c)));
+    out += "ember." + name;
+    last = (*it)[0].second;
+  }
+  out.append(last, text.cend());
+  static const std::regex true_arg(R"((\w=)true\b)"), false_arg(R"((\w=)false\b)");
+  static const std::regex guard(R"(\bNoGradGuard\b)"), variable(R"(\bVariable(s?)\b)");
+  out = std::regex_replace(out, true_arg, "$1True");
+  out = std::regex_replace(out, false_arg, "$1False");
+  out = std::regex_replace(out, guard, "ember.no_grad()");
+  return std::regex_replace(out, variable, "tensor$1");
+}
+
+void set_error(PyObject* cls, const std::exception& e) {
+  PyErr_SetString(cls, python_terms(e.what()).c_str());
 }
 
 }  // namespace
@@ -48,21 +85,21 @@ void bind_errors(py::module_& m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const ember::ShapeError& e) {
-      PyErr_SetString(shape, e.what());
+      set_error(shape, e);
     } catch (const ember::DTypeError& e) {
-      PyErr_SetString(dtype, e.what());
+      set_error(dtype, e);
     } catch (const ember::DeviceError& e) {
-      PyErr_SetString(device, e.what());
+      set_error(device, e);
     } catch (const ember::IndexError& e) {
-      PyErr_SetString(index, e.what());
+      set_error(index, e);
     } catch (const ember::OutOfMemoryError& e) {
-      PyErr_SetString(oom, e.what());
+      set_error(oom, e);
     } catch (const ember::NotSupportedError& e) {
-      PyErr_SetString(unsupported, e.what());
+      set_error(unsupported, e);
     } catch (const ember::ValueError& e) {
-      PyErr_SetString(value, e.what());
+      set_error(value, e);
     } catch (const ember::Error& e) {
-      PyErr_SetString(base, e.what());
+      set_error(base, e);
     }
   });
 }

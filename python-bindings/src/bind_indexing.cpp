@@ -13,6 +13,7 @@
 #include <ember/ops/creation.h>
 #include <ember/ops/elementwise.h>
 #include <ember/ops/masking.h>
+#include <ember/ops/reduction.h>
 
 #include <algorithm>
 
@@ -31,6 +32,8 @@ struct Entry {
   int64_t i = 0;
   py::object slice;
   Tensor array;  // int64 indices (Array)
+  Shape mask;    // on the first coordinate entry of a bool mask: the mask's shape
+  bool from_mask = false;
 };
 
 // The int64 coordinates of the true elements of a bool mask, one tensor per mask dim
@@ -49,8 +52,51 @@ std::vector<Tensor> mask_coordinates(const Tensor& mask) {
                               std::string(py::repr(obj)));
 }
 
-// The index as a list of entries, with ... expanded and masks turned into integer arrays.
-std::vector<Entry> parse(py::handle index, const Tensor& x) {
+// "index 5 is out of range for dim 1 (size 4) of x, which is [3, 4] float32 cpu; valid indices are
+// -4 to 3": the dim of x itself, not of the view left after the indices before it.
+[[noreturn]] void out_of_range(const char* op, int64_t i, int64_t d, const Tensor& x) {
+  const int64_t n = x.size(d);
+  throw ember::IndexError(op, "index " + std::to_string(i) + " is out of range for dim " +
+                                  std::to_string(d) + " (size " + std::to_string(n) +
+                                  ") of x, which is " + x.str() + "; valid indices are " +
+                                  std::to_string(-n) + " to " + std::to_string(n - 1));
+}
+
+// Checks each entry against the dim of x it indexes: ints and integer arrays in [-n, n) (an
+// array's values are read here on the CPU only; CUDA checks them in the kernel, without a wait),
+// a bool mask's shape equal to the dims it covers.
+void check_against(const std::vector<Entry>& entries, const Tensor& x, const char* op) {
+  int64_t d = 0;
+  for (const Entry& e : entries) {
+    if (e.kind == Entry::NewAxis) continue;
+    if (e.kind == Entry::Int && (e.i < -x.size(d) || e.i >= x.size(d))) out_of_range(op, e.i, d, x);
+    if (!e.mask.empty()) {
+      const Shape covered(x.shape().begin() + d, x.shape().begin() + d + int64_t(e.mask.size()));
+      if (covered != e.mask) {
+        const int64_t last = d + int64_t(e.mask.size()) - 1;
+        const std::string dims = last == d
+                                     ? "dim " + std::to_string(d)
+                                     : "dims " + std::to_string(d) + " to " + std::to_string(last);
+        throw ember::IndexError(op, "the boolean mask is " + shape_str(e.mask) + " but the " +
+                                        dims + " it covers of x (" + x.str() + ") are " +
+                                        shape_str(covered) +
+                                        "; a mask must have the shape of the dims it indexes");
+      }
+    }
+    if (e.kind == Entry::Array && !e.from_mask && e.array.device().is_cpu() &&
+        e.array.numel() > 0) {
+      const int64_t low = ember::amin(e.array).item<int64_t>();
+      const int64_t high = ember::amax(e.array).item<int64_t>();
+      if (low < -x.size(d)) out_of_range(op, low, d, x);
+      if (high >= x.size(d)) out_of_range(op, high, d, x);
+    }
+    ++d;
+  }
+}
+
+// The index as a list of entries, with ... expanded and masks turned into integer arrays; `op`
+// names the read or the write in the errors of check_against.
+std::vector<Entry> parse(py::handle index, const Tensor& x, const char* op = "index") {
   std::vector<py::object> items;
   if (PyTuple_Check(index.ptr()))
     for (py::handle h : index) items.push_back(py::reinterpret_borrow<py::object>(h));
@@ -75,7 +121,9 @@ std::vector<Entry> parse(py::handle index, const Tensor& x) {
       if (PyList_Check(it.ptr()) && t.numel() == 0) t = t.to(DType::Int64);
       if (t.dtype() == DType::Bool) {
         if (t.dim() == 0) bad_index(it);
-        for (Tensor& c : mask_coordinates(t)) entries.push_back({Entry::Array, 0, {}, c});
+        const size_t first = entries.size();
+        for (Tensor& c : mask_coordinates(t)) entries.push_back({Entry::Array, 0, {}, c, {}, true});
+        entries[first].mask = t.shape();
         consumed += t.dim();
       } else if (is_integral(t.dtype())) {
         entries.push_back({Entry::Array, 0, {}, t.to(DType::Int64)});
@@ -98,6 +146,7 @@ std::vector<Entry> parse(py::handle index, const Tensor& x) {
                           Entry{Entry::Slice, 0, py::slice(py::none(), py::none(), py::none())});
   const auto at = ellipsis_at >= 0 ? entries.begin() + ellipsis_at : entries.end();
   entries.insert(at, full.begin(), full.end());
+  check_against(entries, x, op);
   return entries;
 }
 
@@ -314,7 +363,7 @@ V values_for(py::handle value, const V& x, const Shape& r) {
 // it goes into x's storage: through a view for a basic index (no copy), else index_put_.
 void write(py::object self, py::handle index, py::handle value) {
   const V& x = py::cast<const V&>(self);
-  const std::vector<Entry> entries = parse(index, x.data());
+  const std::vector<Entry> entries = parse(index, x.data(), "__setitem__");
   if (records_in_place(x, value)) {
     const Target t = target_of(entries, x.data());
     const std::vector<V> coords(t.coords.begin(), t.coords.end());

@@ -34,20 +34,40 @@ V view(const V& x, const Shape& shape) {
   return ad::reshape(x, shape);
 }
 
+// split_size_or_sections: an int (pieces of that size) or a list of section sizes, which must
+// be >= 0 and sum to the dim's size; the message names the list and x's shape.
 std::vector<V> split(const V& x, py::handle sizes, int64_t dim) {
-  if (!PyList_Check(sizes.ptr()) && !PyTuple_Check(sizes.ptr()))
-    return ad::split(x, py::cast<int64_t>(sizes), dim);
+  if (!PyList_Check(sizes.ptr()) && !PyTuple_Check(sizes.ptr())) {
+    const int64_t split_size = py::cast<int64_t>(sizes);
+    if (split_size <= 0)
+      throw ember::ValueError("split", "split_size is " + std::to_string(split_size) + " (x is " +
+                                           x.str() +
+                                           "); pass a positive size, or a list of section sizes");
+    return ad::split(x, split_size, dim);
+  }
+  const int64_t d = ember::wrap_dim(dim, x.dim(), "split", "x is " + x.str());
+  std::vector<int64_t> sections;
+  int64_t total = 0;
+  for (py::handle s : sizes) {
+    sections.push_back(py::cast<int64_t>(s));
+    total += sections.back();
+  }
+  const std::string given = "split sizes " + shape_str(sections) + " along dim " +
+                            std::to_string(d) + " of x (" + x.str() + ", size " +
+                            std::to_string(x.size(d)) + " there)";
+  for (int64_t n : sections)
+    if (n < 0)
+      throw ember::ValueError("split", given + ": " + std::to_string(n) +
+                                           " is negative; every section size must be >= 0");
+  if (total != x.size(d))
+    throw ember::ShapeError("split", given + ": they sum to " + std::to_string(total) +
+                                         "; pass sizes that sum to " + std::to_string(x.size(d)));
   std::vector<V> out;
   int64_t start = 0;
-  for (py::handle s : sizes) {
-    const int64_t n = py::cast<int64_t>(s);
-    out.push_back(ad::slice(x, dim, start, start + n));
+  for (int64_t n : sections) {
+    out.push_back(ad::slice(x, d, start, start + n));
     start += n;
   }
-  if (start != x.size(dim))
-    throw ember::ShapeError("split", "the sections sum to " + std::to_string(start) + " but dim " +
-                                         std::to_string(dim) + " of " + x.str() + " has " +
-                                         std::to_string(x.size(dim)));
   return out;
 }
 

@@ -34,18 +34,29 @@ struct Nested {
   int kind = -1;          // 0 bool, 1 int, 2 float (-1: no value seen yet)
   size_t leaf_depth = 0;  // the depth of the values; every value must sit at it
   bool leaf_seen = false;
+  Shape at;  // the position being walked: data[at[0]][at[1]]...
 };
 
-void ragged(const char* why) {
-  throw ember::ValueError("tensor", std::string("the nested sequence is ragged: ") + why +
-                                        ". Fix: every row of a dim needs the same length");
+// "[1][0]": where in the nested data an element sits.
+std::string position(const Shape& at) {
+  std::string s;
+  for (int64_t i : at) s += "[" + std::to_string(i) + "]";
+  return s.empty() ? "the top level" : "data" + s;
+}
+
+[[noreturn]] void ragged(const Nested& n, const std::string& why) {
+  throw ember::ValueError("tensor", "the nested sequence is ragged: " + why +
+                                        " (the shape so far is " + shape_str(n.shape) +
+                                        "). Fix: every row of a dim needs the same length; pad "
+                                        "the short rows or build one tensor per row");
 }
 
 void walk(py::handle obj, size_t depth, Nested& n) {
   if (is_numpy_scalar(obj)) return walk(obj.attr("item")(), depth, n);
   if (is_scalar(obj)) {
     if (!n.leaf_seen) n.leaf_depth = depth, n.leaf_seen = true;
-    if (depth != n.leaf_depth) ragged("a number sits beside a sequence");
+    if (depth != n.leaf_depth)
+      ragged(n, position(n.at) + " is a number where its neighbours are sequences");
     const int kind = PyBool_Check(obj.ptr()) ? 0 : is_python_float(obj) ? 2 : 1;
     n.kind = std::max(n.kind, kind);
     n.values.push_back(scalar_value(obj));
@@ -68,11 +79,19 @@ void walk(py::handle obj, size_t depth, Nested& n) {
     throw ember::DTypeError("tensor", "cannot make a tensor of a " + type_name(obj) +
                                           "; expected numbers, (nested) lists or tuples of "
                                           "numbers, a NumPy array or a Tensor");
-  if (n.leaf_seen && depth >= n.leaf_depth) ragged("a sequence sits beside a number");
+  if (n.leaf_seen && depth >= n.leaf_depth)
+    ragged(n, position(n.at) + " is a sequence where its neighbours are numbers");
   const int64_t len = int64_t(py::len(obj));
   if (n.shape.size() == depth) n.shape.push_back(len);
-  else if (n.shape[depth] != len) ragged("rows of different lengths");
-  for (py::handle item : py::iter(obj)) walk(item, depth + 1, n);
+  else if (n.shape[depth] != len)
+    ragged(n, position(n.at) + " has length " + std::to_string(len) + " where the rows before it " +
+                  "have length " + std::to_string(n.shape[depth]));
+  n.at.push_back(0);
+  for (py::handle item : py::iter(obj)) {
+    walk(item, depth + 1, n);
+    ++n.at.back();
+  }
+  n.at.pop_back();
   if (len == 0 && !n.leaf_seen) n.leaf_depth = depth + 1, n.leaf_seen = true;
 }
 
@@ -172,7 +191,15 @@ Tensor tensor_from_data(py::handle data, std::optional<DType> dtype, Device devi
     return t.to(device, dtype.value_or(t.dtype())).clone();
   }
   if (is_sequence(data) && py::hasattr(data, "__array_interface__")) {
-    // A NumPy array: copied through the buffer protocol, keeping its dtype.
+    // A NumPy array: copied through the buffer protocol, keeping its dtype. An object array
+    // (ragged rows, or Python objects) has no numbers to copy.
+    if (py::str(data.attr("dtype").attr("kind")).cast<std::string>() == "O")
+      throw ember::DTypeError(
+          "tensor", "the NumPy array is of dtype object, shape " +
+                        std::string(py::str(data.attr("shape"))) +
+                        ": it holds Python objects (often rows of different lengths), not "
+                        "numbers. Fix: make every row the same length and convert it with "
+                        "a.astype(numpy.float32), or pass a list of numbers");
     py::object contiguous =
         py::module_::import("numpy").attr("asarray")(data, py::arg("order") = "C");
     const Tensor t = tensor_from_numpy(contiguous);

@@ -50,6 +50,23 @@ def test_pooling():
     gradcheck(lambda x: ember.avg_pool2d(x, (2, 3)), x[:1, :1])
 
 
+@pytest.mark.parametrize("kernel, stride, dilation",
+                         [(2, None, 2), (2, 2, 2), (3, 1, 2), (2, 1, 3)])
+def test_max_pool2d_with_dilation(kernel, stride, dilation):
+    # Window (i, j) takes x[s*i + d*a, s*j + d*b] for a, b < kernel. 2x2 windows at stride 2 have
+    # a fast path on the CPU, which must not take four neighbours when the taps are dilated.
+    x = RNG.standard_normal((2, 3, 9, 10))
+    s = stride or kernel
+    span = dilation * (kernel - 1) + 1
+    ho, wo = (9 - span) // s + 1, (10 - span) // s + 1
+    taps = [x[:, :, dilation * a:dilation * a + s * (ho - 1) + 1:s,
+              dilation * b:dilation * b + s * (wo - 1) + 1:s]
+            for a in range(kernel) for b in range(kernel)]
+    out = ember.max_pool2d(ember.tensor(x), kernel, stride, dilation=dilation)
+    np.testing.assert_array_equal(out.numpy(), np.max(taps, axis=0))
+    gradcheck(lambda v: ember.max_pool2d(v, kernel, stride, dilation=dilation), x[:1, :1])
+
+
 def test_softmax_and_log_softmax():
     x = RNG.standard_normal((3, 5))
     e = np.exp(x - x.max(1, keepdims=True))

@@ -19,7 +19,7 @@ using Tensors = std::vector<Tensor>;
 using Grads = std::vector<Val>;
 
 std::string pair_str(Size2 s) {
-  return "(" + std::to_string(s.h) + ", " + std::to_string(s.w) + ")";
+  return s.given() ? "(" + std::to_string(s.h) + ", " + std::to_string(s.w) + ")" : "(not given)";
 }
 
 // ---- attributes back to core-runtime's arguments ----
@@ -51,12 +51,11 @@ struct PoolArgs {
   bool ceil_mode;
 };
 
-// max_pool2d's attributes, or avg_pool2d's (which have no dilation).
+// max_pool2d's attributes, or avg_pool2d's (which have no dilation). The builders resolved a
+// stride not given to the kernel size; a stride of 0 here is an error of the caller's.
 PoolArgs pool_args(const char* op, const Attrs& a) {
-  PoolArgs p{size2(op, a, "kernel_size"), size2(op, a, "stride"), size2(op, a, "padding"),
-             a.has("dilation") ? size2(op, a, "dilation") : Size2(1), a.b("ceil_mode")};
-  if (p.stride.h == 0 && p.stride.w == 0) p.stride = p.kernel;  // not given: the kernel size
-  return p;
+  return {size2(op, a, "kernel_size"), size2(op, a, "stride"), size2(op, a, "padding"),
+          a.has("dilation") ? size2(op, a, "dilation") : Size2(1), a.b("ceil_mode")};
 }
 
 // ---- output sizes: the one formula of conv and pooling alike ----
@@ -93,7 +92,8 @@ SidePads side_pads(const char* op, const ConvArgs& c, int64_t span_h, int64_t sp
   if (!p.mode.empty())
     throw ValueError(op, "padding '" + p.mode + "' is not a mode; use numbers, 'same' or 'valid'");
   if (p.size.h < 0 || p.size.w < 0)
-    throw ValueError(op, "padding " + pair_str(p.size) + " must be >= 0");
+    throw ValueError(op, "padding " + pair_str(p.size) +
+                             " must be >= 0 in both dims; pass 0 for none, or 'same'");
   return {p.size.h, p.size.h, p.size.w, p.size.w};
 }
 
@@ -104,9 +104,23 @@ void check_4d(const char* op, const std::string& who, const char* name, const Sh
                              (s.size() == 3 ? " (for one image use unsqueeze(0))" : ""));
 }
 
+// A convolution's input x against weight w: a 3-D x lacks the batch dim when it is one image
+// [C, H, W] (its first dim is the channel count), and the channel dim when it is a batch of
+// single-channel images [N, H, W]. As core-runtime says it.
+void check_conv_input(const char* op, const std::string& who, const Shape& x, const Shape& w,
+                      int64_t groups) {
+  if (x.size() == 3 && w.size() == 4 && x[0] != w[1] * groups && w[1] * groups == 1)
+    throw ShapeError(op, who + "; the input is " + shape_str(x) +
+                             ", expected 4-D [N, C, H, W]; it looks like a batch of "
+                             "single-channel images [N, H, W], add the channel dim with "
+                             "unsqueeze(1)");
+  check_4d(op, who, "the input", x, "[N, C, H, W]");
+}
+
 void check_positive(const char* op, const char* what, Size2 s) {
   if (s.h < 1 || s.w < 1)
-    throw ValueError(op, std::string(what) + " " + pair_str(s) + " must be >= 1 in both dims");
+    throw ValueError(op, std::string(what) + " " + pair_str(s) +
+                             " must be >= 1 in both dims; pass a positive int or (h, w) pair");
 }
 
 // Every tensor input: one device, floating, one dtype.
@@ -123,11 +137,13 @@ void check_float_operands(const char* op, const std::string& who, const Types& i
 // throws what core-runtime would. `who` lists the operands for messages.
 Shape conv_out_shape(const char* op, const std::string& who, const Shape& x, const Shape& w,
                      const ConvArgs& c) {
-  check_4d(op, who, "the input", x, "[N, C, H, W]");
+  check_conv_input(op, who, x, w, c.groups);
   check_4d(op, who, "weight", w, "[O, C / groups, kh, kw]");
   check_positive(op, "stride", c.stride);
   check_positive(op, "dilation", c.dilation);
-  if (c.groups < 1) throw ValueError(op, "groups (" + std::to_string(c.groups) + ") must be >= 1");
+  if (c.groups < 1)
+    throw ValueError(op, "groups (" + std::to_string(c.groups) +
+                             ") must be >= 1; pass 1 for a plain convolution");
   if (w[1] * c.groups != x[1])
     throw ShapeError(op, who + "; the input has " + std::to_string(x[1]) +
                              " channels, but weight " + shape_str(w) + " with groups " +
@@ -253,7 +269,9 @@ Shape pool_out_shape(const char* op, const std::string& who, const Shape& x, con
   if (p.padding.h < 0 || p.padding.w < 0 || 2 * p.padding.h > p.kernel.h ||
       2 * p.padding.w > p.kernel.w)
     throw ValueError(op, "padding " + pair_str(p.padding) +
-                             " must be >= 0 and at most half of kernel_size " + pair_str(p.kernel));
+                             " must be >= 0 and at most half of kernel_size " + pair_str(p.kernel) +
+                             "; use padding <= kernel_size // 2 = " +
+                             pair_str({p.kernel.h / 2, p.kernel.w / 2}));
   const int64_t span_h = p.dilation.h * (p.kernel.h - 1) + 1;
   const int64_t span_w = p.dilation.w * (p.kernel.w - 1) + 1;
   if (span_h > x[2] + 2 * p.padding.h || span_w > x[3] + 2 * p.padding.w)

@@ -13,11 +13,18 @@ using Types = std::vector<TensorType>;
 using Tensors = std::vector<Tensor>;
 using Grads = std::vector<Val>;
 
-// What core-runtime's matmul and linear check of their operands' dtypes: one, and not bool.
-void check_gemm_dtypes(const char* op, const std::string& who, DType a, DType b) {
-  if (a != b)
-    throw DTypeError(op, who + "; both operands must have one dtype, cast one with .to(" +
-                             dtype_name(a) + ") first");
+// What core-runtime's matmul and linear check of their operands' dtypes: one, and not bool. The
+// advice casts the integer operand to the floating one's dtype, else b to a's.
+void check_gemm_dtypes(const char* op, const std::string& who, DType a, DType b,
+                       const char* an = "a", const char* bn = "b") {
+  if (a != b) {
+    static const char* const names[] = {"Bool",  "UInt8",   "Int8",     "Int16",   "Int32",
+                                        "Int64", "Float16", "BFloat16", "Float32", "Float64"};
+    const bool cast_a = !is_floating(a) && is_floating(b);
+    const std::string name = cast_a ? an : bn;
+    throw DTypeError(op, who + "; both operands must have one dtype, cast " + name + " with " +
+                             name + ".to(DType::" + names[int(cast_a ? b : a)] + ") first");
+  }
   if (a == DType::Bool)
     throw DTypeError(op, who + "; bool is not supported, cast with .to(DType::Float32) first");
 }
@@ -97,7 +104,7 @@ Types linear_infer(const Types& in, const Attrs&) {
   const bool has_bias = in.size() == 3;
   const std::string who = "x is " + in[0].str() + ", weight is " + in[1].str() +
                           (has_bias ? ", bias is " + in[2].str() : "");
-  check_gemm_dtypes("linear", who, in[0].dtype, in[1].dtype);
+  check_gemm_dtypes("linear", who, in[0].dtype, in[1].dtype, "x", "weight");
   if (has_bias && in[2].dtype != in[0].dtype)
     throw DTypeError("linear", who + "; bias must have x's dtype, cast it with .to(" +
                                    dtype_name(in[0].dtype) + ")");

@@ -7,6 +7,8 @@
 // loss: grad_loss itself (reduction none), a scalar (sum), or the scalar over the count (mean).
 #include "ember/ops/softmax_loss.h"
 
+#include <sstream>
+
 #include "ember/autodiff/ops.h"
 #include "families.h"
 #include "formula_grad.h"
@@ -143,10 +145,15 @@ Shape check_class_loss(const char* op, const char* xname, const Types& in, const
   return samples;
 }
 
-double checked_label_smoothing(const char* op, const Attrs& a) {
+// `logits` names the input for the message.
+double checked_label_smoothing(const char* op, const Attrs& a, const TensorType& logits) {
   const double eps = a.f("label_smoothing");
-  if (!(eps >= 0 && eps <= 1))
-    throw ValueError(op, "label_smoothing is " + std::to_string(eps) + "; expected [0, 1]");
+  if (!(eps >= 0 && eps <= 1)) {
+    std::ostringstream os;
+    os << "label_smoothing is " << eps << " (logits is " << logits.str()
+       << "); it must be in [0, 1]: 0 for hard targets, e.g. 0.1 to smooth";
+    throw ValueError(op, os.str());
+  }
   return eps;
 }
 
@@ -445,14 +452,16 @@ std::vector<OpDef> softmax_loss_ops() {
        log_softmax_backward_grad},
       {"cross_entropy",
        [](const Types& in, const Attrs& a) -> Types {
-         checked_label_smoothing("cross_entropy", a);
-         return class_loss_infer("cross_entropy", "logits", in, a);
+         Types out = class_loss_infer("cross_entropy", "logits", in, a);
+         checked_label_smoothing("cross_entropy", a, in[0]);
+         return out;
        },
        cross_entropy_run, cross_entropy_grad},
       {"cross_entropy_backward",
        [](const Types& in, const Attrs& a) -> Types {
-         checked_label_smoothing("cross_entropy_backward", a);
-         return class_loss_backward_infer("cross_entropy_backward", "logits", in, a);
+         Types out = class_loss_backward_infer("cross_entropy_backward", "logits", in, a);
+         checked_label_smoothing("cross_entropy_backward", a, in[1]);
+         return out;
        },
        cross_entropy_backward_run, cross_entropy_backward_grad},
       {"nll_loss",

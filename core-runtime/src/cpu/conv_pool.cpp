@@ -354,11 +354,14 @@ void max_window(const T* in, const PoolDims& d, const Pool2dParams& p, int64_t o
   index = best_at;
 }
 
-// 2x2 windows at stride 2 wholly inside the plane (no padding; ceil_mode's partial windows
-// excluded): CNNs' usual pooling. Four in-bounds values per window, no bounds tests.
+// 2x2 windows of adjacent elements (no dilation) at stride 2, wholly inside the plane (no padding;
+// ceil_mode's partial windows excluded): CNNs' usual pooling. Four in-bounds values per window,
+// no bounds tests. Every parameter of max_window's geometry is pinned: one left free would make
+// this path pool other elements than the window's.
 bool is_2x2_stride_2(const PoolDims& d, const Pool2dParams& p) {
-  return p.kernel_h == 2 && p.kernel_w == 2 && p.stride_h == 2 && p.stride_w == 2 && p.pad_h == 0 &&
-         p.pad_w == 0 && 2 * d.Ho <= d.H && 2 * d.Wo <= d.W;
+  return p.kernel_h == 2 && p.kernel_w == 2 && p.stride_h == 2 && p.stride_w == 2 &&
+         p.dilation_h == 1 && p.dilation_w == 1 && p.pad_h == 0 && p.pad_w == 0 &&
+         2 * d.Ho <= d.H && 2 * d.Wo <= d.W;
 }
 
 // One plane in [H, W] -> out, index [Ho, Wo].

@@ -43,6 +43,14 @@ inline void check_same_device(const char* op, std::initializer_list<Named> args)
                                 "with .to(device) first");
 }
 
+// "DType::Float32": a dtype as C++ code names it, for the advice in messages (the Python
+// bindings turn it into "ember.float32").
+inline std::string dtype_cpp(DType t) {
+  static const char* const names[] = {"Bool",  "UInt8",   "Int8",     "Int16",   "Int32",
+                                      "Int64", "Float16", "BFloat16", "Float32", "Float64"};
+  return std::string("DType::") + names[int(t)];
+}
+
 // All operands of one dtype.
 inline void check_same_dtype(const char* op, std::initializer_list<Named> args) {
   const DType t = args.begin()->tensor.dtype();

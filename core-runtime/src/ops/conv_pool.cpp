@@ -14,11 +14,15 @@ namespace ember {
 namespace {
 
 std::string str(int64_t v) { return std::to_string(v); }
-std::string pair_str(Size2 s) { return "(" + str(s.h) + ", " + str(s.w) + ")"; }
+std::string pair_str(Size2 s) {
+  return s.given() ? "(" + str(s.h) + ", " + str(s.w) + ")" : "(not given)";
+}
 
+// kernel_size, stride, dilation, output_size: at least 1 in both dims.
 void check_positive(const char* op, const char* what, Size2 s) {
   if (s.h < 1 || s.w < 1)
-    throw ValueError(op, std::string(what) + " " + pair_str(s) + " must be >= 1 in both dims");
+    throw ValueError(op, std::string(what) + " " + pair_str(s) +
+                             " must be >= 1 in both dims; pass a positive int or (h, w) pair");
 }
 
 // The tensors every op checks alike: defined, one device, one floating dtype.
@@ -35,6 +39,19 @@ void check_4d(const char* op, const std::string& who, const char* name, const Sh
                              (s.size() == 3 ? ", for one image use unsqueeze(0)" : ""));
 }
 
+// A convolution's input x against weight w: a 3-D x lacks the batch dim when it is one image
+// [C, H, W] (its first dim is the channel count), and the channel dim when it is a batch of
+// single-channel images [N, H, W].
+void check_conv_input(const char* op, const std::string& who, const Shape& x, const Shape& w,
+                      int64_t groups) {
+  if (x.size() == 3 && w.size() == 4 && x[0] != w[1] * groups && w[1] * groups == 1)
+    throw ShapeError(op, who +
+                             "; the input must be 4-D [N, C, H, W]; it looks like a batch of "
+                             "single-channel images [N, H, W], add the channel dim with "
+                             "unsqueeze(1)");
+  check_4d(op, who, "the input", x, "[N, C, H, W]");
+}
+
 // ---- convolution ----
 
 struct ConvGeometry {
@@ -48,11 +65,13 @@ struct ConvGeometry {
 ConvGeometry conv_geometry(const char* op, const std::string& who, const Shape& x_shape,
                            const Shape& w_shape, Size2 stride, const Padding2& padding,
                            Size2 dilation, int64_t groups) {
-  check_4d(op, who, "the input", x_shape, "[N, C, H, W]");
+  check_conv_input(op, who, x_shape, w_shape, groups);
   check_4d(op, who, "weight", w_shape, "[O, C / groups, kh, kw]");
   check_positive(op, "stride", stride);
   check_positive(op, "dilation", dilation);
-  if (groups < 1) throw ValueError(op, "groups (" + str(groups) + ") must be >= 1");
+  if (groups < 1)
+    throw ValueError(op,
+                     "groups (" + str(groups) + ") must be >= 1; pass 1 for a plain convolution");
   const int64_t C = x_shape[1], H = x_shape[2], W = x_shape[3];
   const int64_t O = w_shape[0], kh = w_shape[2], kw = w_shape[3];
   if (w_shape[1] * groups != C)
@@ -86,8 +105,9 @@ ConvGeometry conv_geometry(const char* op, const std::string& who, const Shape& 
     pad_bottom = span_h - 1 - p.pad_h;
     pad_right = span_w - 1 - p.pad_w;
   } else if (padding.mode == "valid" || padding.mode.empty()) {
-    if (padding.size.h < 0 || padding.size.w < 0)
-      throw ValueError(op, "padding " + pair_str(padding.size) + " must be >= 0");
+    if (!padding.size.given() || padding.size.h < 0 || padding.size.w < 0)
+      throw ValueError(op, "padding " + pair_str(padding.size) +
+                               " must be >= 0 in both dims; pass 0 for none, or 'same'");
     p.pad_h = pad_bottom = padding.size.h;
     p.pad_w = pad_right = padding.size.w;
   } else {
@@ -136,15 +156,16 @@ PoolGeometry pool_geometry(const char* op, const std::string& who, const Shape& 
                            Size2 kernel, Size2 stride, Size2 padding, Size2 dilation,
                            bool ceil_mode) {
   check_4d(op, who, "the input", x_shape, "[N, C, H, W]");
-  if (stride.h == 0 && stride.w == 0) stride = kernel;  // not given: the kernel size
   check_positive(op, "kernel_size", kernel);
+  if (!stride.given()) stride = kernel;  // not given: the kernel size (an explicit 0 is refused)
   check_positive(op, "stride", stride);
   check_positive(op, "dilation", dilation);
-  if (padding.h < 0 || padding.w < 0 || 2 * padding.h > kernel.h || 2 * padding.w > kernel.w)
+  if (!padding.given() || padding.h < 0 || padding.w < 0 || 2 * padding.h > kernel.h ||
+      2 * padding.w > kernel.w)
     throw ValueError(op, "padding " + pair_str(padding) +
-                             " must be >= 0 and at most half of "
-                             "kernel_size " +
-                             pair_str(kernel));
+                             " must be >= 0 and at most half of kernel_size " + pair_str(kernel) +
+                             "; use padding <= kernel_size // 2 = " +
+                             pair_str({kernel.h / 2, kernel.w / 2}));
   const int64_t H = x_shape[2], W = x_shape[3];
   const int64_t span_h = dilation.h * (kernel.h - 1) + 1, span_w = dilation.w * (kernel.w - 1) + 1;
   if (span_h > H + 2 * padding.h || span_w > W + 2 * padding.w)

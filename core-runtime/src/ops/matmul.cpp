@@ -54,10 +54,15 @@ void batched_gemm(const Tensor& a, const Tensor& b, Tensor& out, bool accumulate
 
 void check_matmul_dtypes(const char* op, const Tensor& a, const Tensor& b, const char* an,
                          const char* bn) {
-  if (a.dtype() != b.dtype())
+  if (a.dtype() != b.dtype()) {
+    // Cast the integer operand to the floating one's dtype (an int64 input to a float weight
+    // wants x.to(Float32), not the weight cast to int64); otherwise b to a's.
+    const bool cast_a = !is_floating(a.dtype()) && is_floating(b.dtype());
+    const std::string name = cast_a ? an : bn;
     throw DTypeError(op, operands({{an, a}, {bn, b}}) +
-                             "; both operands must have one dtype, cast one with .to(" +
-                             dtype_name(a.dtype()) + ") first");
+                             "; both operands must have one dtype, cast " + name + " with " + name +
+                             ".to(" + dtype_cpp(cast_a ? b.dtype() : a.dtype()) + ") first");
+  }
   if (a.dtype() == DType::Bool)
     throw DTypeError(op, operands({{an, a}, {bn, b}}) +
                              "; bool is not supported, cast with .to(DType::Float32) first");

@@ -30,7 +30,7 @@ void check_param(const char* op, const Tensor& x, const Named& p, const Shape& s
     throw DeviceError(op, operands({{"x", x}, p}) + "; move " + p.name + " to x's device");
   if (p.tensor.dtype() != x.dtype())
     throw DTypeError(op, operands({{"x", x}, p}) + "; " + p.name + " must have x's dtype, cast " +
-                             "it with .to(DType::" + dtype_name(x.dtype()) + ")");
+                             "it with .to(" + dtype_cpp(x.dtype()) + ")");
   if (p.tensor.shape() != shape)
     throw ShapeError(op, operands({{"x", x}, p}) + "; expected " + p.name + " of shape " +
                              shape_str(shape) + " (" + what + ")");
@@ -315,9 +315,12 @@ NormGrads run_layer_norm_backward(const Tensor& grad_out, const Tensor& x,
   return r;
 }
 
-void check_probability(const char* op, double p) {
+// `input` names the operand for the message.
+void check_probability(const char* op, double p, const Named& input) {
   if (!(p >= 0 && p <= 1))
-    throw ValueError(op, "p is " + std::to_string(p) + "; the drop probability must be in [0, 1]");
+    throw ValueError(op, "p is " + value_str(p) + " (" + operands({input}) +
+                             "); p is the probability of zeroing an element and must be in "
+                             "[0, 1], e.g. 0.5");
 }
 
 // out = mask ? x / (1 - p) : 0 (p = 1: zero); the kernel writes any strided out.
@@ -333,7 +336,7 @@ DropoutResult run_dropout(const Tensor& x, double p, bool training, Generator* g
   const char* op = "dropout";
   check_defined(op, {{"x", x}});
   check_floating(op, {{"x", x}});
-  check_probability(op, p);
+  check_probability(op, p, {"x", x});
   if (!training || p == 0) {
     if (!outs) return {x, Tensor()};
     Tensor out = output(op, &outs->output, x.shape(), x.dtype(), x.device(), {{"x", x}}, "output");
@@ -355,7 +358,7 @@ DropoutResult run_dropout(const Tensor& x, double p, bool training, Generator* g
 Tensor run_dropout_backward(const Tensor& grad, const Tensor& mask, double p, const Tensor* given) {
   const char* op = "dropout_backward";
   check_defined(op, {{"grad", grad}});
-  check_probability(op, p);
+  check_probability(op, p, {"grad", grad});
   if (!mask.defined() && !given) return grad;
   if (mask.defined()) {
     check_same_device(op, {{"grad", grad}, {"mask", mask}});

@@ -164,9 +164,11 @@ Tensor loss_multiplier(const char* op, const Tensor& grad_loss, const Tensor& sw
   return g.expand(samples);
 }
 
-void check_label_smoothing(const char* op, double eps) {
+void check_label_smoothing(const char* op, double eps, const Tensor& logits) {
   if (!(eps >= 0.0 && eps <= 1.0))
-    throw ValueError(op, "label_smoothing is " + std::to_string(eps) + "; expected [0, 1]");
+    throw ValueError(op, "label_smoothing is " + value_str(eps) + " (" +
+                             operands({{"logits", logits}}) +
+                             "); it must be in [0, 1]: 0 for hard targets, e.g. 0.1 to smooth");
 }
 
 // ---- pointwise losses (mse, l1, bce with logits) ----
@@ -240,7 +242,7 @@ Tensor run_cross_entropy(const Tensor& logits, const Tensor& target, const Tenso
                          int64_t ignore_index, LossReduction reduction, double label_smoothing,
                          const Tensor* given) {
   const char* op = "cross_entropy";
-  check_label_smoothing(op, label_smoothing);
+  check_label_smoothing(op, label_smoothing, logits);
   ClassLayout L = class_layout(op, "logits", logits, target, weight);
   Tensor sw = sample_weights(op, "logits", L, logits, target, ignore_index);
   Tensor out = output(op, given, loss_shape(reduction, target), logits.dtype(), logits.device(),
@@ -257,7 +259,7 @@ Tensor run_cross_entropy_backward(const Tensor& grad_loss, const Tensor& logits,
                                   LossReduction reduction, double label_smoothing,
                                   const Tensor* given) {
   const char* op = "cross_entropy_backward";
-  check_label_smoothing(op, label_smoothing);
+  check_label_smoothing(op, label_smoothing, logits);
   ClassLayout L = class_layout(op, "logits", logits, target, weight);
   check_same_device(op, {{"grad_loss", grad_loss}, {"logits", logits}});
   Tensor sw = sample_weights(op, "logits", L, logits, target, ignore_index);

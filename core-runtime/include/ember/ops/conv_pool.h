@@ -6,6 +6,7 @@
 //   out = floor((in + 2 * pad - dilation * (kernel - 1) - 1) / stride) + 1
 #pragma once
 #include <cstdint>
+#include <limits>
 #include <string>
 
 #include "ember/tensor.h"
@@ -13,12 +14,15 @@
 namespace ember {
 
 // A (height, width) pair; one int means both: `stride = 2` or `stride = {2, 1}`. A
-// default-constructed Size2 (`{}`) means "not given" where an op says so.
+// default-constructed Size2 (`{}`) means "not given" where an op says so; it is no value a
+// caller can pass, so that an explicit `stride = 0` is checked (and refused) like any other.
 struct Size2 {
-  int64_t h = 0, w = 0;
+  static constexpr int64_t kNotGiven = std::numeric_limits<int64_t>::min();
+  int64_t h = kNotGiven, w = kNotGiven;
   Size2() = default;
   Size2(int64_t both) : h(both), w(both) {}  // NOLINT: implicit, so `2` works
   Size2(int64_t h_, int64_t w_) : h(h_), w(w_) {}
+  bool given() const { return h != kNotGiven || w != kNotGiven; }
 };
 
 // Convolution padding: ints (zeros added on each side), or a mode as in PyTorch:
@@ -31,7 +35,7 @@ struct Padding2 {
   Padding2(int both) : size(both) {}      // NOLINT: `padding = 1`
   Padding2(int64_t both) : size(both) {}  // NOLINT
   Padding2(int64_t h, int64_t w) : size(h, w) {}
-  Padding2(const char* mode_) : mode(mode_) {}  // NOLINT: `padding = "same"`
+  Padding2(const char* mode_) : size(0), mode(mode_) {}  // NOLINT: `padding = "same"`
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -35,6 +35,12 @@ class Linear(Module):
                 f"in_features; weight is {list(self.weight.shape)}). Fix: flatten or reshape the "
                 f"input, or build Linear({x.shape[-1] if x.ndim else 1}, {self.out_features})"
             )
+        if not x.dtype.is_floating_point and self.weight.dtype.is_floating_point:
+            wanted = str(self.weight.dtype).replace("ember.", "")
+            raise _core.DTypeError(
+                f"input is {describe(x)} but weight is {wanted}; Linear computes in floating "
+                f"point. Fix: cast the input with x.float() or x.to(ember.{wanted})"
+            )
         return _core.linear(x, self.weight, self.bias)
 
     def extra_repr(self):
@@ -66,19 +72,38 @@ class Conv2d(Module):
         """PyTorch's default initialisation (nn.init.default_init_)."""
         init.default_init_(self.weight, self.bias)
 
+    def _layout_fix(self, x):
+        """What turns x into [N, in_channels, H, W], reasoned from which dim is missing or
+        misplaced; or None when x matches no likely mistake."""
+        c, shape = self.in_channels, list(x.shape)
+        if x.ndim == 3 and shape[0] == c:
+            return "it looks like one image [C, H, W]; add the batch dim with x.unsqueeze(0)"
+        if x.ndim == 3 and c == 1:
+            return (f"it looks like a batch of {shape[0]} single-channel images [N, H, W]; add "
+                    "the channel dim with x.unsqueeze(1)")
+        if x.ndim == 3 and shape[2] == c:
+            return ("it looks like one channels-last image [H, W, C]; use "
+                    "x.permute(2, 0, 1).unsqueeze(0)")
+        if x.ndim == 2 and c == 1:
+            return "it looks like one single-channel image [H, W]; use x.unsqueeze(0).unsqueeze(0)"
+        if x.ndim == 4 and shape[1] != c and shape[3] == c:
+            return (f"it looks channels-last [N, H, W, C] (its last dim is {c}); move the "
+                    "channels with x.permute(0, 3, 1, 2)")
+        return None
+
     def forward(self, x):
         w = list(self.weight.shape)
-        if x.ndim != 4:
-            raise _core.ShapeError(
-                f"input is {describe(x)}; expected 4 dims [N, C, H, W] (weight is {w}). Fix: "
-                + ("add a batch dim with x.unsqueeze(0)" if x.ndim == 3 else "reshape the input")
-            )
-        if x.shape[1] != self.in_channels:
+        if x.ndim != 4 or x.shape[1] != self.in_channels:
             s = "" if self.in_channels == 1 else "s"
+            expected = (f"expected 4 dims [N, {self.in_channels}, H, W]" if x.ndim != 4 else
+                        f"expected {self.in_channels} input channel{s}")
+            expected += f" (weight is {w})"
+            fix = self._layout_fix(x)
+            if fix is None and x.ndim == 4:
+                fix = (f"pass [N, {self.in_channels}, H, W], or build "
+                       f"Conv2d({x.shape[1]}, {self.out_channels}, ...)")
             raise _core.ShapeError(
-                f"input is {describe(x)}; expected {self.in_channels} input channel{s} "
-                f"(weight is {w}). Fix: pass [N, {self.in_channels}, H, W], or build "
-                f"Conv2d({x.shape[1]}, {self.out_channels}, ...)"
+                f"input is {describe(x)}; {expected}. Fix: {fix or 'reshape the input'}"
             )
         return _core.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
                             self.groups)

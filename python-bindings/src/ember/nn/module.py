@@ -23,8 +23,10 @@ def describe(t):
 def _located(error, root, module):
     """The same kind of error, its message prefixed with the module's type and path in root."""
     path = next((name for name, m in root.named_modules() if m is module), None)
-    where = "the model itself" if path == "" else repr(path) if path else "called directly"
-    located = type(error)(f"{type(module).__name__} {where}: {error}")
+    # The module that was called (path ""), whether a layer used on its own or a whole model,
+    # needs no path; a submodule gets its path in root.
+    where = "" if path == "" else f" {path!r}" if path else " (called directly)"
+    located = type(error)(f"{type(module).__name__}{where}: {error}")
     located.module_path = path
     return located.with_traceback(error.__traceback__)
 

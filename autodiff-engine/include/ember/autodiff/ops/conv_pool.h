@@ -48,7 +48,7 @@ template <class V>
 std::pair<V, V> max_pool2d_with_indices(const V& x, Size2 kernel_size, Size2 stride = {},
                                         Size2 padding = 0, Size2 dilation = 1,
                                         bool ceil_mode = false) {
-  if (stride.h == 0 && stride.w == 0) stride = kernel_size;
+  if (!stride.given()) stride = kernel_size;
   auto out = apply(EMBER_OP("max_pool2d"), std::vector<V>{x},
                    {{"kernel_size", pair_attr(kernel_size)},
                     {"stride", pair_attr(stride)},
@@ -70,7 +70,7 @@ if_handle<V> max_pool2d_backward(const V& grad, const V& indices, const Shape& i
 }
 inline Attrs avg_pool_attrs(Size2 kernel_size, Size2 stride, Size2 padding, bool ceil_mode,
                             bool count_include_pad) {
-  if (stride.h == 0 && stride.w == 0) stride = kernel_size;
+  if (!stride.given()) stride = kernel_size;
   return {{"kernel_size", pair_attr(kernel_size)},
           {"stride", pair_attr(stride)},
           {"padding", pair_attr(padding)},

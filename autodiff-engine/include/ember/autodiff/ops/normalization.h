@@ -3,6 +3,7 @@
 // Optional operands are left undefined; attributes has_weight, has_bias, has_running_stats say
 // which were given, so each operand keeps its place among the node's inputs.
 #pragma once
+#include <sstream>
 #include <vector>
 
 #include "ember/autodiff/ops/apply.h"
@@ -80,7 +81,18 @@ if_handle<V> batch_norm(const V& x, const V& weight, const V& bias, const V& run
   return out[0];
 }
 
+// ValueError unless p is a probability, in eval mode too (as PyTorch): a p of 1.5 is a bug
+// whether or not this call drops anything.
+inline void check_dropout_probability(double p, const Shape& x_shape) {
+  if (p >= 0 && p <= 1) return;
+  std::ostringstream os;
+  os << "p is " << p << " for an input of shape " << shape_str(x_shape)
+     << "; p is the probability of zeroing an element and must be in [0, 1], e.g. 0.5";
+  throw ValueError("dropout", os.str());
+}
+
 template <class V> if_handle<V> dropout(const V& x, double p, bool training) {
+  check_dropout_probability(p, x.shape());
   if (!training || p == 0.0) return x;
   return apply(EMBER_OP("dropout"), std::vector<V>{x}, {{"p", p}})[0];
 }
