@@ -11,7 +11,7 @@
 //   a worker that has not woken up yet claims nothing, and the caller takes the rest itself;
 // - an idle worker polls for the next job for a short while (kSpin), then sleeps on a condition
 //   variable; ops that follow one another closely (the kernels of a training step) find it
-//   awake, a busy machine loses at most kSpin of a core per job; a sleeping worker is woken
+//   awake, a busy machine loses at most kSpin of a core after a job; a sleeping worker is woken
 //   only for a job large enough to pay for it (parallel.h's kWakeGrains);
 // - which chunk a thread runs never changes what the chunk computes (the loops split their work
 //   by its size, not by who runs it), so results do not depend on thread timing.
@@ -39,10 +39,12 @@ namespace ember::cpu {
 namespace {
 
 // How long an idle worker polls before it sleeps. Waking a sleeping thread costs the caller a
-// system call and the worker a trip through the scheduler (10-50 us on the 2-core VM); within a
-// training step the next op follows in a few microseconds, so the worker is usually still
-// polling. Kept short because a poll is a core taken from whatever else runs.
-constexpr auto kSpin = std::chrono::microseconds(50);
+// system call and the worker a trip through the scheduler (55-60 us on the 2-core VM at load 20),
+// and only loops of kWakeGrains wake one. In a training step driven from Python the kernels are
+// tens to hundreds of microseconds apart: with 50 us of polling the digits CNN's step ran no
+// faster on two threads than on one (6.0-6.4 ms against 5.6-5.7), with 300 us it matched
+// OpenMP's two threads in the same minutes (3.65 ms; OpenMP 3.67). OpenMP polls ~1 ms.
+constexpr auto kSpin = std::chrono::microseconds(300);
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
