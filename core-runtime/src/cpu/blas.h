@@ -87,9 +87,9 @@ inline void keep_blas_single_threaded() {
   (void)done;
 }
 
-// Below this many multiply-adds a GEMM runs on one thread: 2^20 take 25-50 us on one core,
-// about twice the grain of a parallel loop (parallel.h). (It was 2^18, which split the 64-128-10
-// MLP's GEMMs, of a few microseconds each, into halves that cost more to hand over than to do.)
+// Below this many multiply-adds a GEMM runs on one thread: 2^20 is two grains of a parallel loop
+// at cost::gemm's rate (parallel.h). (It was 2^18, which split the 64-128-10 MLP's GEMMs, of a
+// few microseconds each, into halves that cost more to hand over than to do.)
 constexpr int64_t kThreadedGemm = int64_t(1) << 20;
 
 template <class T>

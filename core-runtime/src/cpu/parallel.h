@@ -32,7 +32,8 @@ constexpr int64_t kCheap = 1;
 // exp, log, tanh, sigmoid, gelu, erf, sin, cos and their backwards: std::exp measured 6x an add;
 // the libm calls (sin, erf) cost more, the vectorised exp (vector_exp.h) less.
 constexpr int64_t kTranscendental = 8;
-// A GEMM of m x n x k multiply-adds: OpenBLAS does 16 or more of them in an add's time.
+// A GEMM of m x n x k multiply-adds: OpenBLAS's kernels do 16 or more in an add's time (an
+// estimate from its peak rate on AVX-512, not measured here).
 constexpr int64_t gemm(int64_t m, int64_t n, int64_t k) {
   return std::max<int64_t>(m * n * k / 16, 1);
 }
