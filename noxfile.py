@@ -202,7 +202,7 @@ def tests(session):
 
     # The C++ example is an outside consumer of the installed core-runtime: once against the
     # shared library built above, once against a static one (which checks that EmberCore's
-    # config finds the static library's own dependencies: OpenMP, BLAS, CUDA).
+    # config finds the static library's own dependencies: Threads, BLAS, CUDA).
     # Each example checks its own results and exits non-zero on a mismatch. Both kinds of library
     # compile every file with the same command (core-runtime's CMakeLists.txt), so the static
     # build is served from ccache.
@@ -259,7 +259,7 @@ def cross_aarch64(session):
     out = BUILD / "cross-aarch64"
     out.mkdir(parents=True, exist_ok=True)
     version = (core / "VERSION").read_text().strip()
-    flags = ["-std=c++17", "-O2", "-fopenmp", "-Wall", "-Wextra", "-Wno-unused-parameter",
+    flags = ["-std=c++17", "-O2", "-pthread", "-Wall", "-Wextra", "-Wno-unused-parameter",
              "-Werror", "-Werror=undef", "-fno-trapping-math", "-ffp-contract=off",
              f"-I{core / 'include'}", f"-I{core / 'src'}",
              f'-DEMBER_CORE_VERSION_STRING="{version}"']

@@ -61,7 +61,7 @@ def parse_args(argv, known):
                    help="time each case this many times, Ember and references in turn; report "
                         "the median of the rounds and their spread")
     p.add_argument("--threads", type=int,
-                   help="hold Ember (OpenMP) and the references (OpenBLAS, torch) to this many "
+                   help="hold Ember (its pool) and the references (OpenBLAS, torch) to this many "
                         "threads; the gate uses 1")
     p.add_argument("--build-dir", type=Path, help="default: benchmarks/out/build-DEVICE")
     p.add_argument("--ember-prefix", help="an installed core-runtime (cmake --install prefix)")

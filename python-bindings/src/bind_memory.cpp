@@ -1,8 +1,9 @@
 // bind_memory.cpp — devices and memory: the caching allocator's statistics and cap per device,
-// synchronize, and the CUDA queries (ember.cuda builds on these).
+// synchronize, the CUDA queries (ember.cuda builds on these) and the CPU's thread count.
 #include <ember/allocator.h>
 #include <ember/cuda.h>
 #include <ember/device.h>
+#include <ember/threads.h>
 
 #include "bindings.h"
 
@@ -57,6 +58,12 @@ void bind_memory(py::module_& m) {
   m.def("cuda_is_available", &ember::cuda_is_available, "Whether tensors can go on a GPU here.");
   m.def("set_cuda_sync_mode", &ember::set_cuda_sync_mode, py::arg("on"),
         "Waits for every kernel after launch, so a fault names the op that launched it (slow).");
+  m.def("set_num_threads", &ember::set_num_threads, py::arg("n"),
+        "Runs the CPU ops (and their matrix products) on n threads from the next op on; 1 runs "
+        "them on the calling thread. Raises ValueError for n < 1.");
+  m.def("get_num_threads", &ember::get_num_threads,
+        "The threads the CPU ops run on: set_num_threads's, else EMBER_NUM_THREADS, else "
+        "OMP_NUM_THREADS, else the cores this process may run on.");
 }
 
 }  // namespace ember::python

@@ -73,11 +73,12 @@ void gemm_one_thread(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k
 }
 
 // One thread pool for everything. OpenBLAS (pthreads build) threads a large GEMM with a pool of
-// its own whose threads spin while they wait, as OpenMP's do; two spinning pools on the same
-// cores take turns stealing them from each other (a small CNN's training step ran 4x slower on 2
-// cores). So OpenBLAS is kept single-threaded, and a GEMM called outside a parallel region is
-// split here over OpenMP's threads instead: C's rows (or, when it has few, its columns) in equal
-// bands, one single-threaded GEMM each. With another BLAS the first part does nothing.
+// its own whose threads spin while they wait; two pools on the same cores take turns stealing
+// them from each other (a small CNN's training step ran 4x slower on 2 cores), and OpenBLAS's
+// spinning would take a busy machine's cores as OpenMP's did (thread_pool.cpp). So OpenBLAS is
+// kept single-threaded, and a GEMM called outside a parallel loop is split here over Ember's pool
+// instead, to ember::get_num_threads() threads: C's rows (or, when it has few, its columns) in
+// equal bands, one single-threaded GEMM each. With another BLAS the first part does nothing.
 inline void keep_blas_single_threaded() {
   static const bool done = [] {
     if (EMBER_BLAS(openblas_set_num_threads)) EMBER_BLAS(openblas_set_num_threads)(1);
@@ -86,29 +87,26 @@ inline void keep_blas_single_threaded() {
   (void)done;
 }
 
-// Below this many multiply-adds a GEMM runs on one thread.
-constexpr int64_t kThreadedGemm = int64_t(1) << 18;
+// Below this many multiply-adds a GEMM runs on one thread: 2^20 is two grains of a parallel loop
+// at cost::gemm's rate (parallel.h). (It was 2^18, which split the 64-128-10 MLP's GEMMs, of a
+// few microseconds each, into halves that cost more to hand over than to do.)
+constexpr int64_t kThreadedGemm = int64_t(1) << 20;
 
 template <class T>
 void gemm_row_major(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a,
                     int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
   keep_blas_single_threaded();
   int64_t threads = 1;
-#ifdef _OPENMP
-  if (!omp_in_parallel() && m * n * k >= kThreadedGemm) threads = num_threads();
-#endif
+  if (!in_parallel_region() && m * n * k >= kThreadedGemm) threads = num_threads();
   const bool by_rows = m >= n;
   threads = std::min(threads, by_rows ? m : n);
   if (threads <= 1) {
     gemm_one_thread(trans_a, trans_b, m, n, k, a, lda, b, ldb, beta, c, ldc);
     return;
   }
-  blas_int(std::max({lda, ldb, ldc}));  // throws here, not inside the parallel region
+  blas_int(std::max({lda, ldb, ldc}));  // throws here, not inside the parallel loop
   const int64_t total = by_rows ? m : n;
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(int(threads)) schedule(static)
-#endif
-  for (int64_t t = 0; t < threads; ++t) {
+  auto band = [&](int64_t t) {
     const int64_t begin = total * t / threads, end = total * (t + 1) / threads;
     if (by_rows)  // rows [begin, end) of C and of op(A)
       gemm_one_thread(trans_a, trans_b, end - begin, n, k, trans_a ? a + begin : a + begin * lda,
@@ -116,7 +114,11 @@ void gemm_row_major(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
     else  // columns [begin, end) of C and of op(B)
       gemm_one_thread(trans_a, trans_b, m, end - begin, k, a, lda,
                       trans_b ? b + begin * ldb : b + begin, ldb, beta, c + begin, ldc);
-  }
+  };
+  // One band per thread (a band's GEMM packs its operands once).
+  parallel_for(threads, cost::gemm(m, n, k) / threads, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) band(t);
+  });
 }
 
 }  // namespace ember::cpu::EMBER_CPU_ISA

@@ -97,6 +97,33 @@ inline auto vectorised(math::SoftplusBackward<float> f) {
 
 // ---- the kernels ------------------------------------------------------------------------------
 
+// The work of one element (parallel.h): the ops that evaluate exp, log, tanh, erf, sin or cos
+// per element cost several adds, so smaller tensors of them are worth a second thread.
+static int64_t unary_cost(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::Exp:
+    case UnaryOp::Log:
+    case UnaryOp::Log1p:
+    case UnaryOp::Sin:
+    case UnaryOp::Cos:
+    case UnaryOp::Tanh:
+    case UnaryOp::Sigmoid:
+    case UnaryOp::Elu:
+    case UnaryOp::Gelu:
+    case UnaryOp::GeluTanh:
+    case UnaryOp::Silu:
+    case UnaryOp::Softplus:
+    case UnaryOp::Erf:
+      return cost::kTranscendental;
+    default:
+      return cost::kCheap;
+  }
+}
+static int64_t backward_cost(BackwardOp op) {
+  return op == BackwardOp::Relu || op == BackwardOp::LeakyRelu ? cost::kCheap
+                                                               : cost::kTranscendental;
+}
+
 // x, out: [*] of one dtype (bool for bitwise_not only).
 static void unary(UnaryOp op, const Tensor& x, Tensor& out, double p0, double p1) {
   dispatch_all(out.dtype(), unary_op_name(op), [&](auto tag) {
@@ -104,9 +131,9 @@ static void unary(UnaryOp op, const Tensor& x, Tensor& out, double p0, double p1
     using C = compute_t<T>;
     math::visit_unary<C>(op, p0, p1, [&](auto formula) {
       cpu_map<T, T>(
-          out, {x}, [f = vectorised(formula)](T v) __attribute__((always_inline)) {
-            return T(f(C(v)));
-          });
+          out,
+          {x}, [f = vectorised(formula)](T v) __attribute__((always_inline)) { return T(f(C(v))); },
+          unary_cost(op));
     });
   });
 }
@@ -141,9 +168,10 @@ static void backward(BackwardOp op, const Tensor& grad, const Tensor& x, Tensor&
     using C = compute_t<T>;
     math::visit_backward<C>(op, p0, p1, [&](auto formula) {
       cpu_map<T, T, T>(
-          out, {grad, x}, [f = vectorised(formula)](T g, T v) __attribute__((always_inline)) {
-            return T(f(C(g), C(v)));
-          });
+          out, {grad, x},
+          [f = vectorised(formula)](T g, T v)
+              __attribute__((always_inline)) { return T(f(C(g), C(v))); },
+          backward_cost(op));
     });
   });
 }

@@ -26,9 +26,6 @@
 #include <type_traits>
 #include <utility>
 #include <vector>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "cpu/isa.h"
 

@@ -61,20 +61,22 @@ template <size_t N> bool all_contiguous(const std::array<const Tensor*, N>& ops)
   return true;
 }
 
-// One run of n elements from `base`, split between threads.
+// One run of n elements from `base`, split between threads; `cost` per element (parallel.h).
 template <size_t N, class Run>
 void one_run(const std::array<char*, N>& base, const std::array<int64_t, N>& stride, int64_t n,
-             Run& run) {
-  parallel_for(n, 1, [&](int64_t b, int64_t e) {
+             int64_t cost, Run& run) {
+  parallel_for(n, cost, [&](int64_t b, int64_t e) {
     std::array<char*, N> p;
     for (size_t k = 0; k < N; ++k) p[k] = base[k] + b * stride[k];
     run(p, stride, e - b);
   });
 }
 
-// Calls run(ptrs, inner_strides_bytes, n) for every innermost run of `ops` (all of one shape).
+// Calls run(ptrs, inner_strides_bytes, n) for every innermost run of `ops` (all of one shape);
+// `cost` is the work of one element (parallel.h's cost::).
 template <size_t N, class Run>
-void strided_for_each(const std::array<const Tensor*, N>& ops, Run&& run) {
+void strided_for_each(const std::array<const Tensor*, N>& ops, Run&& run,
+                      int64_t cost = cost::kCheap) {
   const Shape& shape = ops[0]->shape();
   const int64_t numel = shape_numel(shape);
   if (numel == 0) return;
@@ -85,7 +87,7 @@ void strided_for_each(const std::array<const Tensor*, N>& ops, Run&& run) {
       base[k] = static_cast<char*>(ops[k]->data_ptr());
       itemsize[k] = int64_t(ops[k]->itemsize());
     }
-    one_run(base, itemsize, numel, run);
+    one_run(base, itemsize, numel, cost, run);
     return;
   }
   StridedLayout<N> L = coalesce(shape, ops);
@@ -101,10 +103,10 @@ void strided_for_each(const std::array<const Tensor*, N>& ops, Run&& run) {
   for (int64_t d = 0; d + 1 < ndim; ++d) outer *= L.shape[size_t(d)];
 
   if (outer == 1) {
-    one_run(base, inner_stride, inner, run);
+    one_run(base, inner_stride, inner, cost, run);
     return;
   }
-  parallel_for(outer, inner, [&](int64_t b, int64_t e) {
+  parallel_for(outer, inner * cost, [&](int64_t b, int64_t e) {
     for (int64_t o = b; o < e; ++o) {
       std::array<char*, N> p = base;
       int64_t rest = o;
@@ -140,15 +142,17 @@ inline void run_map(const std::array<char*, sizeof...(In) + 1>& p,
 // `in` holds references: an elementwise call copies no Tensor handle.
 template <class Out, class... In, class F>
 void cpu_map(Tensor& out, const std::array<std::reference_wrapper<const Tensor>, sizeof...(In)>& in,
-             F&& fn) {
+             F&& fn, int64_t cost = cost::kCheap) {
   constexpr size_t N = sizeof...(In) + 1;
   std::array<const Tensor*, N> ops;
   ops[0] = &out;
   for (size_t k = 0; k < sizeof...(In); ++k) ops[k + 1] = &in[k].get();
-  strided_for_each<N>(ops, [&](const std::array<char*, N>& p, const std::array<int64_t, N>& s,
-                               int64_t n) {
-    run_map<Out, In...>(p, s, n, fn, std::index_sequence_for<In...>{});
-  });
+  strided_for_each<N>(
+      ops,
+      [&](const std::array<char*, N>& p, const std::array<int64_t, N>& s, int64_t n) {
+        run_map<Out, In...>(p, s, n, fn, std::index_sequence_for<In...>{});
+      },
+      cost);
 }
 
 }  // namespace ember::cpu::EMBER_CPU_ISA

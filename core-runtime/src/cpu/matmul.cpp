@@ -36,7 +36,7 @@ void blas_batched(const Tensor& a, const Tensor& b, Tensor& out, const GemmFlags
   // spread over threads with one single-threaded GEMM each; otherwise the GEMMs run one after
   // another, each split over the threads (gemm_row_major).
   if (m * n * k < kThreadedGemm || batch >= 4 * num_threads()) {
-    parallel_for(batch, m * n * k, [&](int64_t begin, int64_t end) {
+    parallel_for(batch, cost::gemm(m, n, k), [&](int64_t begin, int64_t end) {
       for (int64_t p = begin; p < end; ++p) one(p);
     });
   } else {

@@ -140,6 +140,9 @@ void reduce_tile(const T* base, const DimWalk& w, int64_t o0, int64_t width, con
   for (int64_t k = 0; k < width; ++k) write(o0 + k, r.combine(total[k], part[k]));
 }
 
+// Below this many outputs a long reduction splits each output's elements over threads.
+constexpr int64_t kFewOutputs = 8;
+
 // x: [kept..., reduced...], the last nreduce dims reduced; write(o, acc) for each kept index o.
 template <class T, class R, class Write>
 void cpu_reduce(const Tensor& x, int64_t nreduce, const R& r, Write&& write) {
@@ -151,9 +154,10 @@ void cpu_reduce(const Tensor& x, int64_t nreduce, const R& r, Write&& write) {
   if (outer == 0) return;
   const T* base = x.data<T>();
 
-  if (outer < num_threads() && n >= 2 * kParallelGrain) {
-    // Few outputs, many elements: chunks of one output's elements go to threads. The chunk count
-    // depends on n only, so the rounding does not change with the number of threads.
+  if (outer < kFewOutputs && n >= 2 * kParallelGrain) {
+    // Few outputs, many elements: chunks of one output's elements go to threads. Neither this
+    // choice nor the chunk count depends on the number of threads, so the rounding does not
+    // change with it (the sum of a vector is the same bits on 1 thread and on 16).
     const int64_t chunks = std::min<int64_t>(n / kParallelGrain, 64);
     std::vector<Acc> part(size_t(chunks), r.init());
     for (int64_t o = 0; o < outer; ++o) {

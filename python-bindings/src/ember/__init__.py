@@ -42,6 +42,7 @@ from ember._core import (  # noqa: A004 (as torch)
     float64,
     from_dlpack,
     from_numpy,
+    get_num_threads,
     get_rng_state,
     half,
     int,
@@ -57,6 +58,7 @@ from ember._core import (  # noqa: A004 (as torch)
     memory_stats,
     reset_peak_memory_stats,
     set_memory_limit,
+    set_num_threads,
     set_rng_state,
     short,
     uint8,
@@ -77,6 +79,6 @@ __all__ = [
     "memory_reserved", "memory_stats", "no_grad", "reset_peak_memory_stats", "set_grad_enabled",
     "set_memory_limit", "short", "uint8", "versions", *_op_names,
     "CheckpointError", "data", "debug", "get_rng_state", "load", "nn", "optim", "save",
-    "set_rng_state",
+    "set_rng_state", "get_num_threads", "set_num_threads",
 ]
 del _core

@@ -1148,6 +1148,10 @@ def gelu(input: Tensor, approximate: str = 'none') -> Tensor:
     """
     x Phi(x); approximate 'none' (erf) or 'tanh'.
     """
+def get_num_threads() -> builtins.int:
+    """
+    The threads the CPU ops run on: set_num_threads's, else EMBER_NUM_THREADS, else OMP_NUM_THREADS, else the cores this process may run on.
+    """
 def get_rng_state() -> dict:
     """
     The default random generator's state, {'seed': int, 'offset': int} (a plain copy).
@@ -1447,6 +1451,10 @@ def set_grad_enabled(mode: builtins.bool) -> None:
 def set_memory_limit(limit: typing.Any, device: _DeviceLike = 'cpu') -> None:
     """
     Caps the device's memory in use: bytes, or text such as '2GiB'; None or 0 removes it. An allocation past it raises ember.OutOfMemoryError.
+    """
+def set_num_threads(n: typing.SupportsInt | typing.SupportsIndex) -> None:
+    """
+    Runs the CPU ops (and their matrix products) on n threads from the next op on; 1 runs them on the calling thread. Raises ValueError for n < 1.
     """
 def set_rng_state(state: dict) -> None:
     """
