@@ -350,9 +350,13 @@ Types adaptive_avg_pool2d_backward_infer(const Types& in, const Attrs& a) {
   return {TensorType{x, in[0].dtype, in[0].device}};
 }
 
-// (y, indices) = max_pool2d(x);  dx = dy added at the indices: max_pool2d_backward(dy, indices)
+// (y, indices) = max_pool2d(x);  dx = dy added at the indices: max_pool2d_backward(dy, indices).
+// The indices are found again from x rather than saved: int64, they would hold twice a float32
+// activation until backward, while x is usually a ReLU's output, which its rule saves anyway.
 Grads max_pool2d_grad(const GradContext& c) {
-  return {max_pool2d_backward(c.dy(0), c.y(1), c.x().shape())};
+  const Shape x = c.x().shape();  // a copy: adding nodes may move the graph's values
+  const Val indices = apply(EMBER_OP("max_pool2d"), std::vector<Val>{c.x()}, c.attrs)[1];
+  return {max_pool2d_backward(c.dy(0), indices, x)};
 }
 
 // gx = g added at the indices;  d/dg = gg read at the indices: gather over each H*W plane
