@@ -116,3 +116,56 @@ def test_cuda_memory_limit():
             ember.zeros(1 << 20, device="cuda")
     finally:
         ember.cuda.set_memory_limit(None)
+
+
+def test_memory_snapshot_and_summary_show_segments_blocks_and_ops():
+    t = ember.ones(1 << 16)  # 256 KiB by `ones`, in a 2 MiB segment of the small pool
+    segments = ember.memory_snapshot()
+    blocks = [b for s in segments for b in s["blocks"]]
+    mine = [b for b in blocks if b["address"] == t.data_ptr()]
+    assert mine == [{"address": t.data_ptr(), "size": t.nbytes, "requested": t.nbytes,
+                     "state": "allocated", "op": "ones"}]
+    for s in segments:
+        assert s["device"] == "cpu" and s["pool"] in ("small", "large")
+        assert s["size"] == sum(b["size"] for b in s["blocks"])
+    stats = ember.memory_stats()
+    assert stats["reserved"] == sum(s["size"] for s in segments)
+    assert stats["in_use"] == sum(b["size"] for b in blocks if b["state"] == "allocated")
+    assert stats["largest_free_block"] == max(
+        (b["size"] for b in blocks if b["state"] == "free"), default=0)
+    summary = ember.memory_summary()
+    assert "allocated" in summary and "reserved" in summary and "ones" in summary
+
+
+def test_digits_cnn_step_peaks_at_its_saved_values_and_largest_transient():
+    """The digits CNN (examples' models.small_cnn) at batch 64: what its backward holds at its
+    peak, counted by hand. The forward saves conv1's output (batch-norm's backward reads it) and
+    ReLU1's (its own backward and max-pool's read it), each [N, 16, 26, 26], and smaller maps
+    of the second block; the largest moment is ReLU1's backward, when the gradient arriving from
+    the max-pool and the one ReLU1 makes, both [N, 16, 26, 26] too, are alive beside those two;
+    the parameters' gradients (each a block rounded to 512 B) are all that may be beside them."""
+    from ember import nn
+    n = 64
+    ember.manual_seed(0)
+    model = nn.Sequential(
+        nn.Conv2d(1, 16, 3), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(16, 32, 3), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(800, 10))
+    optimizer = ember.optim.SGD(model.parameters(), lr=0.03, momentum=0.9)
+    x, labels = ember.rand(n, 1, 28, 28), ember.randint(0, 10, (n,))
+
+    def forward_backward():
+        nn.CrossEntropyLoss()(model(x), labels).backward()
+
+    for _ in range(2):  # the momentum exists and the backward graph is built
+        optimizer.zero_grad()
+        forward_backward()
+        optimizer.step()
+    optimizer.zero_grad()
+    start = ember.memory_allocated()
+    ember.reset_peak_memory_stats()
+    forward_backward()
+    peak = ember.max_memory_allocated() - start
+    map_26 = n * 16 * 26 * 26 * 4  # one float32 [N, 16, 26, 26]
+    gradients = sum(-(-p.numel() * 4 // 512) * 512 for p in model.parameters())
+    assert 4 * map_26 <= peak <= 4 * map_26 + gradients

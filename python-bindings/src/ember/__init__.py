@@ -77,7 +77,8 @@ __all__ = [
     "float64", "from_dlpack", "from_numpy", "half", "int", "int8", "int16", "int32", "int64",
     "is_grad_enabled", "long", "manual_seed", "max_memory_allocated", "memory_allocated",
     "memory_reserved", "memory_snapshot", "memory_stats", "memory_summary", "no_grad",
-    "reset_peak_memory_stats", "set_grad_enabled", "set_memory_limit", "short", "uint8", "versions", *_op_names,
+    "reset_peak_memory_stats", "set_grad_enabled", "set_memory_limit", "short", "uint8",
+    "versions", *_op_names,
     "CheckpointError", "data", "debug", "get_rng_state", "load", "nn", "optim", "save",
     "set_rng_state",
 ]
