@@ -204,16 +204,17 @@ Types conv2d_backward_weight_infer(const Types& in, const Attrs& a) {
 }
 
 // y = conv2d(x, w) + b;  dx = conv2d_backward_input(dy, w), dw = conv2d_backward_weight(dy, x),
-// db = dy summed over N, Ho, Wo
+// db = dy summed over N, Ho, Wo. dw comes first: x is freed after it, and dx is not yet alive
+// beside dw's scratch columns (the larger of the two).
 Grads conv2d_grad(const GradContext& c) {
   const ConvArgs a = conv_args("conv2d", c.attrs);
   Grads grads(c.inputs.size());
-  if (c.needs_grad[0])
-    grads[0] = conv2d_backward_input(c.dy(), c.x(1), c.x(0).shape(), a.stride, a.padding,
-                                     a.dilation, a.groups);
   if (c.needs_grad[1])
     grads[1] = conv2d_backward_weight(c.dy(), c.x(0), c.x(1).shape(), a.stride, a.padding,
                                       a.dilation, a.groups);
+  if (c.needs_grad[0])
+    grads[0] = conv2d_backward_input(c.dy(), c.x(1), c.x(0).shape(), a.stride, a.padding,
+                                     a.dilation, a.groups);
   if (grads.size() == 3 && c.needs_grad[2]) grads[2] = sum(c.dy(), {0, 2, 3});
   return grads;
 }
@@ -350,13 +351,9 @@ Types adaptive_avg_pool2d_backward_infer(const Types& in, const Attrs& a) {
   return {TensorType{x, in[0].dtype, in[0].device}};
 }
 
-// (y, indices) = max_pool2d(x);  dx = dy added at the indices: max_pool2d_backward(dy, indices).
-// The indices are found again from x rather than saved: int64, they would hold twice a float32
-// activation until backward, while x is usually a ReLU's output, which its rule saves anyway.
+// (y, indices) = max_pool2d(x);  dx = dy added at the indices: max_pool2d_backward(dy, indices)
 Grads max_pool2d_grad(const GradContext& c) {
-  const Shape x = c.x().shape();  // a copy: adding nodes may move the graph's values
-  const Val indices = apply(EMBER_OP("max_pool2d"), std::vector<Val>{c.x()}, c.attrs)[1];
-  return {max_pool2d_backward(c.dy(0), indices, x)};
+  return {max_pool2d_backward(c.dy(0), c.y(1), c.x().shape())};
 }
 
 // gx = g added at the indices;  d/dg = gg read at the indices: gather over each H*W plane
