@@ -16,13 +16,46 @@ void bind_memory(py::module_& m) {
       [](Device d) {
         MemoryStats s = ember::memory_stats(d);
         return py::dict(py::arg("in_use") = s.in_use, py::arg("peak") = s.peak,
-                        py::arg("reserved") = s.reserved, py::arg("allocations") = s.allocations,
+                        py::arg("reserved") = s.reserved,
+                        py::arg("peak_reserved") = s.peak_reserved,
+                        py::arg("allocations") = s.allocations,
                         py::arg("system_allocations") = s.system_allocations,
-                        py::arg("limit") = s.limit);
+                        py::arg("limit") = s.limit, py::arg("segments") = s.segments,
+                        py::arg("free_blocks") = s.free_blocks,
+                        py::arg("largest_free_block") = s.largest_free_block);
       },
       device,
-      "The caching allocator's statistics for a device, in bytes: in_use, peak, reserved, "
-      "allocations, system_allocations, limit (0: none).");
+      "The caching allocator's statistics for a device, in bytes: in_use (held by tensors), "
+      "peak, reserved (segments obtained from the system), peak_reserved, allocations, "
+      "system_allocations, limit (0: none), segments, free_blocks (cached pieces of "
+      "reserved - in_use) and largest_free_block.");
+  m.def(
+      "memory_summary", [](Device d) { return ember::memory_summary(d); }, device,
+      "A short table of the device's memory: allocated, reserved, their peaks, what is cached, "
+      "the largest free block, the segments, and the ops whose tensors hold the most bytes.");
+  m.def(
+      "memory_snapshot",
+      [](Device d) {
+        py::list segments;
+        for (const SegmentInfo& seg : ember::memory_snapshot(d)) {
+          py::list blocks;
+          for (const BlockInfo& b : seg.blocks)
+            blocks.append(py::dict(py::arg("address") = b.address, py::arg("size") = b.size,
+                                   py::arg("requested") = b.requested,
+                                   py::arg("state") = b.allocated ? "allocated" : "free",
+                                   py::arg("op") = b.op));
+          segments.append(py::dict(py::arg("device") = seg.device.str(),
+                                   py::arg("address") = seg.address, py::arg("size") = seg.size,
+                                   py::arg("pool") = seg.small ? "small" : "large",
+                                   py::arg("blocks") = blocks));
+        }
+        return segments;
+      },
+      device,
+      "Every segment of the device's caching allocator, in address order: a dict with device, "
+      "address, size, pool ('small': requests up to 1 MiB, or 'large') and blocks, each a dict "
+      "with address, size, requested, state ('allocated' or 'free') and op (the op that "
+      "allocated it; '' when free).");
   m.def(
       "memory_allocated", [](Device d) { return ember::memory_stats(d).in_use; }, device,
       "Bytes held by tensors on the device now.");

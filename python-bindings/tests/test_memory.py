@@ -116,3 +116,62 @@ def test_cuda_memory_limit():
             ember.zeros(1 << 20, device="cuda")
     finally:
         ember.cuda.set_memory_limit(None)
+
+
+def test_memory_snapshot_and_summary_show_segments_blocks_and_ops():
+    t = ember.ones(1 << 16)  # 256 KiB by `ones`, in a 2 MiB segment of the small pool
+    segments = ember.memory_snapshot()
+    blocks = [b for s in segments for b in s["blocks"]]
+    mine = [b for b in blocks if b["address"] == t.data_ptr()]
+    assert mine == [{"address": t.data_ptr(), "size": t.nbytes, "requested": t.nbytes,
+                     "state": "allocated", "op": "ones"}]
+    for s in segments:
+        assert s["device"] == "cpu" and s["pool"] in ("small", "large")
+        assert s["size"] == sum(b["size"] for b in s["blocks"])
+    stats = ember.memory_stats()
+    assert stats["reserved"] == sum(s["size"] for s in segments)
+    assert stats["in_use"] == sum(b["size"] for b in blocks if b["state"] == "allocated")
+    assert stats["largest_free_block"] == max(
+        (b["size"] for b in blocks if b["state"] == "free"), default=0)
+    summary = ember.memory_summary()
+    assert "allocated" in summary and "reserved" in summary and "ones" in summary
+
+
+def test_digits_cnn_step_peaks_at_its_saved_values_and_largest_transient():
+    """The digits CNN (examples' models.small_cnn) at batch 64: what its backward holds at its
+    peak, counted by hand. The forward saves only what gradient rules read: conv1's output
+    (batch-norm reads it) and ReLU1's (its own rule and max-pool's read it), A bytes each; the
+    first max-pool's output (conv2 reads it, B) and its int64 indices (2 B); conv2's and ReLU2's
+    outputs (C each); the logits (cross-entropy reads them). Batch-norm's outputs and the second
+    max-pool's are dropped as the forward moves on. The peak is ReLU2's backward, where the
+    gradient arriving from the second max-pool and the one ReLU2 makes (C each) join them, the
+    second pool's indices just freed; beside them only parameters' gradients (each a block rounded
+    to 512 B) may be alive."""
+    from ember import nn
+    n = 64
+    ember.manual_seed(0)
+    model = nn.Sequential(
+        nn.Conv2d(1, 16, 3), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(16, 32, 3), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(800, 10))
+    optimizer = ember.optim.SGD(model.parameters(), lr=0.03, momentum=0.9)
+    x, labels = ember.rand(n, 1, 28, 28), ember.randint(0, 10, (n,))
+
+    def forward_backward():
+        nn.CrossEntropyLoss()(model(x), labels).backward()
+
+    for _ in range(2):  # the momentum exists and the backward graph is built
+        optimizer.zero_grad()
+        forward_backward()
+        optimizer.step()
+    optimizer.zero_grad()
+    start = ember.memory_allocated()
+    ember.reset_peak_memory_stats()
+    forward_backward()
+    peak = ember.max_memory_allocated() - start
+    a, b, c = (n * 16 * 26 * 26 * 4, n * 16 * 13 * 13 * 4, n * 32 * 11 * 11 * 4)  # float32 maps
+    logits = n * 10 * 4
+    held = 2 * a + 3 * b + 2 * c + logits  # saved by the forward, alive at the peak
+    transient = 2 * c
+    gradients = sum(-(-p.numel() * 4 // 512) * 512 for p in model.parameters())
+    assert held + transient <= peak <= held + transient + gradients

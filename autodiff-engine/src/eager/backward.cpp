@@ -9,6 +9,7 @@
 #include <memory>
 #include <sstream>
 #include <unordered_map>
+#include <utility>
 
 #include "ember/autodiff/executor.h"
 #include "ember/autodiff/grad.h"
@@ -145,14 +146,14 @@ std::unique_ptr<BackwardGraph> build(const History& h) {
     std::vector<Val> ins;
     for (int32_t slot : s.ops[k].inputs) ins.push_back(g.val(bg->slot_value[size_t(slot)]));
     std::vector<Val> outs = g.add(*s.ops[k].op, ins, s.ops[k].attrs);
-    const auto& recorded = h.records[k]->outputs;
+    const auto& recorded = h.records[k]->output_types;
     for (size_t o = 0; o < outs.size(); ++o) {
       // The op's shape rule must agree with what its kernel produced.
-      if (o >= recorded.size() || outs[o].type() != type_of(recorded[o]))
+      if (o >= recorded.size() || outs[o].type() != recorded[o])
         throw Error("backward", "the shape rule of " + s.ops[k].op->name + " gives output " +
                                     std::to_string(o) + " as " + outs[o].type().str() +
                                     " but the op produced " +
-                                    (o < recorded.size() ? describe(recorded[o]) : "nothing"));
+                                    (o < recorded.size() ? recorded[o].str() : "nothing"));
       bg->slot_value.push_back(outs[o].id);
     }
   }
@@ -205,18 +206,29 @@ std::pair<size_t, size_t> locate(const History& h, int32_t slot) {
   return {r, size_t(slot - h.first_slot[r])};
 }
 
-// The tensor a slot holds: a leaf's data or a record's saved output.
-Tensor slot_tensor(const History& h, int32_t slot) {
+// The tensor a slot holds: a leaf's data or a record's saved output (undefined when no rule
+// reads it). `take`: the record lets go of it, so that the backward frees it after its last use.
+Tensor slot_tensor(const History& h, int32_t slot, bool take = false) {
   if (slot < int32_t(h.leaves.size())) return h.leaves[size_t(slot)]->data;
   const auto [r, o] = locate(h, slot);
-  return h.records[r]->outputs[o];
+  Tensor& saved = h.records[r]->outputs[o];
+  return take ? std::exchange(saved, Tensor()) : saved;
+}
+
+// A value the backward reads that was not saved: saved_values missed what a rule reads.
+[[noreturn]] void throw_unsaved(const History& h, int32_t slot) {
+  const auto [r, o] = locate(h, slot);
+  throw Error("backward", "output " + std::to_string(o) + " of " + h.records[r]->op->name +
+                              " is read by the backward but was not saved at the forward");
 }
 
 void check_versions(const History& h, const BackwardGraph& bg) {
   for (size_t r = 0; r < h.records.size(); ++r) {
     const Record& rec = *h.records[r];
     auto check = [&](int32_t slot, const Tensor& t, int64_t then, const char* role) {
-      if (!bg.read[size_t(bg.slot_value[size_t(slot)])] || t.version() == then) return;
+      if (!bg.read[size_t(bg.slot_value[size_t(slot)])]) return;
+      if (!t.defined()) throw_unsaved(h, slot);
+      if (t.version() == then) return;
       std::ostringstream os;
       os << "a tensor saved for the gradient of " << rec.op->name << " (" << role << ", "
          << describe(t) << ") was changed in place after the op ran (version " << then << " then, "
@@ -226,7 +238,7 @@ void check_versions(const History& h, const BackwardGraph& bg) {
     };
     const auto& ops = h.structure.ops[r];
     for (size_t i = 0; i < rec.inputs.size(); ++i)
-      check(ops.inputs[i], rec.inputs[i]->data, rec.input_versions[i],
+      check(ops.inputs[i], slot_tensor(h, ops.inputs[i]), rec.input_versions[i],
             ("input " + std::to_string(i)).c_str());
     for (size_t o = 0; o < rec.outputs.size(); ++o)
       check(h.first_slot[r] + int32_t(o), rec.outputs[o], rec.output_versions[o],
@@ -271,8 +283,11 @@ Variable run_hooks(const VariableImpl& v, Variable grad) {
 }
 
 // Runs the backward nodes and returns the gradient of each wanted slot (undefined: unused).
+// Without retain_graph the records hand their saved values to the run, which frees each after
+// the last node that reads it.
 std::vector<Variable> run_backward(const History& h, const BackwardGraph& bg,
-                                   const std::vector<Variable>& grad_outputs, bool create_graph) {
+                                   const std::vector<Variable>& grad_outputs, bool retain_graph,
+                                   bool create_graph) {
   check_versions(h, bg);
   const Graph& g = bg.graph;
   const auto hooked = hooked_gradients(h, bg);
@@ -281,7 +296,7 @@ std::vector<Variable> run_backward(const History& h, const BackwardGraph& bg,
     std::vector<Tensor> env(size_t(g.num_values()));
     for (size_t slot = 0; slot < bg.slot_value.size(); ++slot)
       if (bg.read[size_t(bg.slot_value[slot])])
-        env[size_t(bg.slot_value[slot])] = slot_tensor(h, int32_t(slot));
+        env[size_t(bg.slot_value[slot])] = slot_tensor(h, int32_t(slot), !retain_graph);
     for (size_t i = 0; i < bg.seed_values.size(); ++i)
       if (bg.seed_values[i] >= 0) env[size_t(bg.seed_values[i])] = grad_outputs[i].data();
     RunOptions options;
@@ -375,6 +390,12 @@ void check_roots(const std::vector<Variable>& outputs, const std::vector<Variabl
 
 History prepare(const std::vector<Variable>& outputs, const std::vector<Variable>& grad_outputs) {
   History h = walk(outputs);
+  // A root's seed of ones is made from the root itself, which no rule of its own op may read.
+  for (const Variable& y : outputs) {
+    const VariableImpl& v = *y.impl();
+    if (v.record && !v.record->outputs[size_t(v.output)].defined())
+      v.record->outputs[size_t(v.output)] = v.data;
+  }
   for (size_t i = 0; i < outputs.size(); ++i)
     h.structure.root_has_grad.push_back(i < grad_outputs.size() && grad_outputs[i].defined());
   return h;
@@ -404,7 +425,7 @@ void Variable::backward(const Variable& grad_output, bool retain_graph, bool cre
   History h = prepare(outputs, grad_outputs);
   want_accumulated(h);
   const BackwardGraph& bg = backward_graph(h);
-  std::vector<Variable> grads = run_backward(h, bg, grad_outputs, create_graph);
+  std::vector<Variable> grads = run_backward(h, bg, grad_outputs, retain_graph, create_graph);
   for (size_t w = 0; w < grads.size(); ++w) {
     if (!grads[w].defined()) continue;
     Variable target = slot_variable(h, h.structure.wanted[w]);
@@ -445,7 +466,7 @@ std::vector<Variable> grad(const std::vector<Variable>& outputs,
   h.structure.wanted.erase(std::remove(h.structure.wanted.begin(), h.structure.wanted.end(), -1),
                            h.structure.wanted.end());
   const BackwardGraph& bg = backward_graph(h);
-  std::vector<Variable> found = run_backward(h, bg, grad_outputs, create_graph);
+  std::vector<Variable> found = run_backward(h, bg, grad_outputs, retain_graph, create_graph);
   std::vector<Variable> result;
   size_t next = 0;
   for (int32_t slot : asked) {

@@ -8,14 +8,18 @@
 
 namespace ember::autodiff {
 
-// One recorded op: enough to rebuild its node of the forward graph and to bind the tensors its
-// gradient rule reads. The inputs are held (their history with them); the outputs only as
-// tensors, since a Variable holds its record and a record holding its Variables would be a cycle.
+// One recorded op: enough to rebuild its node of the forward graph and to bind the tensors
+// gradient rules read. The inputs are held for their history: a leaf as itself, a recorded value
+// as a stand-in with its record but no data, so that a value is kept only when a rule reads it.
+// The outputs only as tensors, since a Variable holds its record and a record holding its
+// Variables would be a cycle: an output is saved (defined) when its own op's rule or a later
+// op's rule reads it (a later op's record saves its inputs here, in their producer's record).
 struct Record {
   const OpDef* op = nullptr;
   Attrs attrs;
   std::vector<std::shared_ptr<VariableImpl>> inputs;
-  std::vector<Tensor> outputs;
+  std::vector<TensorType> output_types;
+  std::vector<Tensor> outputs;  // saved values; undefined where no rule reads one
   std::vector<std::weak_ptr<VariableImpl>> output_vars;  // for hooks and retain_grad
   // Storage versions when recorded: a saved tensor changed in place since is an error.
   std::vector<int64_t> input_versions, output_versions;
@@ -32,5 +36,12 @@ struct VariableImpl {
   std::vector<std::pair<int64_t, GradHook>> hooks;  // (id, hook) in registration order
   int64_t next_hook_id = 0;
 };
+
+// Per input and per output of an op: whether its gradient rule reads the value (saved.cpp).
+struct SavedValues {
+  std::vector<char> inputs, outputs;
+};
+SavedValues saved_values(const OpDef& op, const Attrs& attrs, const std::vector<Tensor>& inputs,
+                         const std::vector<char>& requires_grad);
 
 }  // namespace ember::autodiff

@@ -126,14 +126,34 @@ std::vector<Variable> apply(const OpDef& op, const std::vector<Variable>& inputs
   if (record) {
     rec = std::make_shared<Record>();
     rec->op = &op;
+    std::vector<char> requires_grad;
+    for (const Variable& v : inputs)
+      if (v.defined()) requires_grad.push_back(v.requires_grad());
+    const SavedValues saved = saved_values(op, attrs, tensors, requires_grad);
     rec->attrs = std::move(attrs);
+    size_t i = 0;
     for (const Variable& v : inputs) {
       if (!v.defined()) continue;
-      rec->inputs.push_back(v.impl_ptr());
       rec->input_versions.push_back(v.data().version());
+      const std::shared_ptr<VariableImpl>& in = v.impl_ptr();
+      if (!in->record) {
+        rec->inputs.push_back(in);
+      } else {  // a recorded value: saved in its producer's record when read, held nowhere else
+        if (saved.inputs[i]) in->record->outputs[size_t(in->output)] = in->data;
+        auto stand_in = std::make_shared<VariableImpl>();
+        stand_in->requires_grad = true;
+        stand_in->record = in->record;
+        stand_in->output = in->output;
+        rec->inputs.push_back(std::move(stand_in));
+      }
+      ++i;
     }
-    for (const Tensor& t : outs) rec->output_versions.push_back(t.version());
-    rec->outputs = outs;
+    rec->outputs.resize(outs.size());
+    for (size_t k = 0; k < outs.size(); ++k) {
+      rec->output_versions.push_back(outs[k].version());
+      rec->output_types.push_back(type_of(outs[k]));
+      if (saved.outputs[k]) rec->outputs[k] = outs[k];
+    }
   }
   std::vector<Variable> result;
   result.reserve(outs.size());

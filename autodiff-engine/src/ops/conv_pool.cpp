@@ -220,16 +220,17 @@ Types conv2d_backward_weight_infer(const Types& in, const Attrs& a) {
 }
 
 // y = conv2d(x, w) + b;  dx = conv2d_backward_input(dy, w), dw = conv2d_backward_weight(dy, x),
-// db = dy summed over N, Ho, Wo
+// db = dy summed over N, Ho, Wo. dw comes first: x is freed after it, and dx is not yet alive
+// beside dw's scratch columns (the larger of the two).
 Grads conv2d_grad(const GradContext& c) {
   const ConvArgs a = conv_args("conv2d", c.attrs);
   Grads grads(c.inputs.size());
-  if (c.needs_grad[0])
-    grads[0] = conv2d_backward_input(c.dy(), c.x(1), c.x(0).shape(), a.stride, a.padding,
-                                     a.dilation, a.groups);
   if (c.needs_grad[1])
     grads[1] = conv2d_backward_weight(c.dy(), c.x(0), c.x(1).shape(), a.stride, a.padding,
                                       a.dilation, a.groups);
+  if (c.needs_grad[0])
+    grads[0] = conv2d_backward_input(c.dy(), c.x(1), c.x(0).shape(), a.stride, a.padding,
+                                     a.dilation, a.groups);
   if (grads.size() == 3 && c.needs_grad[2]) grads[2] = sum(c.dy(), {0, 2, 3});
   return grads;
 }

@@ -68,8 +68,9 @@ Grads cos_grad(const GradContext& c) { return {neg(c.dy() * sin(c.x()))}; }
 Grads tanh_grad(const GradContext& c) { return {tanh_backward(c.dy(), c.y())}; }
 // y = sigmoid x;  dx = dy y (1 - y)
 Grads sigmoid_grad(const GradContext& c) { return {sigmoid_backward(c.dy(), c.y())}; }
-// y = max(x, 0);  dx = dy where x > 0
-Grads relu_grad(const GradContext& c) { return {relu_backward(c.dy(), c.x())}; }
+// y = max(x, 0);  dx = dy where x > 0, i.e. where y > 0: the output is what is saved, which the
+// next op often reads too (a max-pool), while the input (a batch-norm's output) can go
+Grads relu_grad(const GradContext& c) { return {relu_backward(c.dy(), c.y())}; }
 // y = x sigmoid(x);  dx = dy s (1 + x (1 - s))
 Grads silu_grad(const GradContext& c) { return {silu_backward(c.dy(), c.x())}; }
 // y = x > 0 ? x : slope x;  dx = dy (x > 0 ? 1 : slope)

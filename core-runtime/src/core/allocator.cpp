@@ -1,6 +1,7 @@
 // allocator.cpp — the caching allocator (one per device) and the memory cap.
 #include "ember/allocator.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <cmath>
@@ -117,13 +118,13 @@ CachingAllocator::~CachingAllocator() {
 }
 
 size_t CachingAllocator::round_size(size_t nbytes) {
-  // Small requests round to 512 B; large ones to 1/8 of their power of two, so a cached block is
-  // reused for requests within ~12% of its size without wasting more than that.
-  if (nbytes <= 512) return 512;
-  size_t pow2 = 1;
-  while (pow2 < nbytes) pow2 <<= 1;
-  size_t step = std::max<size_t>(512, pow2 / 8);
-  return (nbytes + step - 1) / step * step;
+  return std::max(kMinBlock, (nbytes + kMinBlock - 1) / kMinBlock * kMinBlock);
+}
+
+size_t CachingAllocator::segment_size(size_t size) {
+  if (size <= kSmallRequest) return kSmallSegment;
+  if (size < kMinLargeAlone) return kLargeSegment;
+  return (size + kRoundLarge - 1) / kRoundLarge * kRoundLarge;
 }
 
 void* CachingAllocator::allocate(size_t nbytes, const char* op) {
@@ -137,48 +138,95 @@ void* CachingAllocator::allocate(size_t nbytes, const char* op) {
                                    ". Reduce the batch size, free tensors, or raise the cap "
                                    "(EMBER_MEMORY_LIMIT / set_memory_limit)");
   };
-  // No device holds 2^62 bytes; refusing more up front also keeps round_size and the byte counts
+  // No device holds 2^62 bytes; refusing more up front also keeps the sizes and the byte counts
   // below far from overflowing.
   if (nbytes > kLargestRequest) return fail("more than any device holds");
   raw_->check_can_allocate(nbytes, op);
-  size_t size = round_size(nbytes);
+  const size_t size = round_size(nbytes);
   if (stats_.limit && stats_.in_use + int64_t(size) > stats_.limit) return fail("over the cap");
 
   collect_awaiting_locked(false);
   void* const stream = raw_->current_stream();
-  void* ptr = nullptr;
-  // Best fit among the stream's cached blocks, but never a block more than twice the request
-  // (that would strand memory); blocks are not split, which keeps the allocator short and
-  // readable.
-  auto it = free_blocks_.lower_bound({stream, size});
-  const bool cached =
-      it != free_blocks_.end() && it->first.first == stream && it->first.second <= 2 * size;
-  if (cached) {
-    ptr = it->second;
-    size = it->first.second;
-    free_blocks_.erase(it);
-  } else {
-    ptr = raw_->allocate(size);
+  const bool small = size <= kSmallRequest;
+  void* ptr = take_cached_locked(size, small, stream);
+  const bool cached = ptr != nullptr;
+  if (!ptr) {
+    ptr = new_segment_locked(size, small, stream);
     if (!ptr) {  // the system is full: return the cache and retry once
       release_cached_locked();
-      ptr = raw_->allocate(size);
+      ptr = new_segment_locked(size, small, stream);
     }
     if (!ptr) return fail("the device is out of memory");
-    blocks_[ptr] = Block{size, stream, {}, 0, {}};
-    stats_.reserved += int64_t(size);
-    ++stats_.system_allocations;
   }
-  stats_.in_use += int64_t(size);
+  auto it = blocks_.find(ptr);
+  split_locked(it, size);
+  Block& b = it->second;
+  if (stats_.limit && stats_.in_use + int64_t(b.size) > stats_.limit) {
+    cache_locked(ptr);  // an oversize block, handed out whole, would pass the cap
+    return fail("over the cap");
+  }
+  b.allocated = true;
+  b.requested = nbytes;
+  b.op = op;
+  stats_.in_use += int64_t(b.size);
   stats_.peak = std::max(stats_.peak, stats_.in_use);
   ++stats_.allocations;
-  if (allocation_logging()) {
-    Block& b = blocks_.at(ptr);
-    b.requested = nbytes;
-    b.op = op;
+  if (allocation_logging())
     std::fprintf(stderr, "[ember alloc] alloc %zu B (block %zu B, %s) on %s at %p by %s\n", nbytes,
-                 size, cached ? "cached" : "from the system", name_.c_str(), ptr, op);
-  }
+                 b.size, cached ? "cached" : "from the system", name_.c_str(), ptr, op);
   return ptr;
+}
+
+// The smallest cached block of the stream's pool that holds `size` bytes (removed from the
+// cache), or null. A block above kMaxSplitSize serves only a request within kLargeSegment of its
+// size: cut for a smaller one, its rest would be stranded. Larger blocks would be worse still.
+void* CachingAllocator::take_cached_locked(size_t size, bool small, void* stream) {
+  std::set<FreeKey>& free = pool(small);
+  auto it = free.lower_bound(FreeKey{stream, size, nullptr});
+  if (it == free.end() || std::get<0>(*it) != stream) return nullptr;
+  const size_t found = std::get<1>(*it);
+  if (found > kMaxSplitSize && (size <= kMaxSplitSize || found - size >= kLargeSegment))
+    return nullptr;
+  void* ptr = std::get<2>(*it);
+  free.erase(it);
+  return ptr;
+}
+
+// A new segment from the system for a block of `size` bytes, as one free block (not cached yet);
+// null when the system is out of memory.
+void* CachingAllocator::new_segment_locked(size_t size, bool small, void* stream) {
+  size_t bytes = segment_size(size);
+  // Under a cap, the reserve grows by no more than the request once it would pass the cap.
+  if (stats_.limit && stats_.reserved + int64_t(bytes) > stats_.limit) bytes = size;
+  void* ptr = raw_->allocate(bytes);
+  if (!ptr) return nullptr;
+  Block& b = blocks_[ptr];
+  b.size = bytes;
+  b.segment = ptr;
+  b.stream = stream;
+  b.small = small;
+  stats_.reserved += int64_t(bytes);
+  stats_.peak_reserved = std::max(stats_.peak_reserved, stats_.reserved);
+  ++stats_.segments;
+  ++stats_.system_allocations;
+  return ptr;
+}
+
+// Cuts the free block at `it` to `size` bytes, caching the rest as a block of its own: always
+// when the rest can hold a request (>= 512 B), so that a block counts only the bytes its tensor
+// asked for (rounded), except an oversize block (see take_cached_locked), handed out whole.
+void CachingAllocator::split_locked(Blocks::iterator it, size_t size) {
+  Block& b = it->second;
+  const size_t rest = b.size - size;
+  if (rest < kMinBlock || size > kMaxSplitSize) return;
+  void* tail = static_cast<char*>(it->first) + size;
+  Block& t = blocks_[tail];  // std::map: `b` stays valid
+  t.size = rest;
+  t.segment = b.segment;
+  t.stream = b.stream;
+  t.small = b.small;
+  b.size = size;
+  pool(t.small).emplace(t.stream, t.size, tail);
 }
 
 void CachingAllocator::deallocate(void* ptr) {
@@ -186,15 +234,9 @@ void CachingAllocator::deallocate(void* ptr) {
   std::lock_guard<std::mutex> lock(mutex_);
   Block& b = blocks_.at(ptr);
   stats_.in_use -= int64_t(b.size);
-  if (allocation_logging()) {
-    if (b.op.empty())  // allocated while allocations were not logged
-      std::fprintf(stderr, "[ember alloc] free block %zu B on %s at %p, allocated unlogged\n",
-                   b.size, name_.c_str(), ptr);
-    else
-      std::fprintf(stderr, "[ember alloc] free %zu B (block %zu B) on %s at %p, allocated by %s\n",
-                   b.requested, b.size, name_.c_str(), ptr, b.op.c_str());
-  }
-  b.op.clear();  // so that a later free never names an earlier allocation's op
+  if (allocation_logging())
+    std::fprintf(stderr, "[ember alloc] free %zu B (block %zu B) on %s at %p, allocated by %s\n",
+                 b.requested, b.size, name_.c_str(), ptr, b.op.c_str());
   if (b.other_streams.empty()) {
     cache_locked(ptr);
     return;
@@ -206,8 +248,7 @@ void CachingAllocator::deallocate(void* ptr) {
   awaiting_.push_back(std::move(a));
 }
 
-std::map<void*, CachingAllocator::Block>::const_iterator CachingAllocator::find_locked(
-    const void* ptr) const {
+CachingAllocator::Blocks::const_iterator CachingAllocator::find_locked(const void* ptr) const {
   auto it = blocks_.upper_bound(const_cast<void*>(ptr));  // the first block after ptr
   if (it == blocks_.begin()) return blocks_.end();
   --it;
@@ -233,9 +274,33 @@ void CachingAllocator::record_stream(const void* ptr, void* stream) {
   b.other_streams.push_back(stream);
 }
 
+// Returns a block to the cache, merged with its free neighbours in the segment: the cache then
+// holds one block per free stretch, which serves the largest request it can.
 void CachingAllocator::cache_locked(void* ptr) {
-  const Block& b = blocks_.at(ptr);
-  free_blocks_.emplace(FreeKey{b.stream, b.size}, ptr);
+  auto it = blocks_.find(ptr);
+  it->second.allocated = false;
+  it->second.op.clear();
+  it->second.requested = 0;
+  auto mergeable = [&](Blocks::iterator n) {
+    return n != blocks_.end() && !n->second.allocated && n->second.segment == it->second.segment;
+  };
+  auto uncache = [&](Blocks::iterator n) {
+    pool(n->second.small).erase(FreeKey{n->second.stream, n->second.size, n->first});
+  };
+  if (auto next = std::next(it); mergeable(next)) {
+    uncache(next);
+    it->second.size += next->second.size;
+    blocks_.erase(next);
+  }
+  if (it != blocks_.begin()) {
+    if (auto prev = std::prev(it); mergeable(prev)) {
+      uncache(prev);
+      prev->second.size += it->second.size;
+      blocks_.erase(it);
+      it = prev;
+    }
+  }
+  pool(it->second.small).emplace(it->second.stream, it->second.size, it->first);
 }
 
 // Moves the awaiting blocks whose events have all completed (all of them, waiting, with `wait`)
@@ -263,24 +328,60 @@ void CachingAllocator::collect_awaiting_locked(bool wait) {
   }
 }
 
+// Returns every segment that is one free block to the system; segments with a block in use stay.
 void CachingAllocator::release_cached_locked() {
   collect_awaiting_locked(true);
-  for (auto& [key, ptr] : free_blocks_) {
-    raw_->deallocate(ptr);
-    blocks_.erase(ptr);
-    stats_.reserved -= int64_t(key.second);
+  for (std::set<FreeKey>* free : {&small_free_, &large_free_}) {
+    for (auto f = free->begin(); f != free->end();) {
+      auto it = blocks_.find(std::get<2>(*f));
+      auto next = std::next(it);
+      const bool whole = it->first == it->second.segment &&
+                         (next == blocks_.end() || next->second.segment != it->second.segment);
+      if (!whole) {
+        ++f;
+        continue;
+      }
+      raw_->deallocate(it->first);
+      stats_.reserved -= int64_t(it->second.size);
+      --stats_.segments;
+      blocks_.erase(it);
+      f = free->erase(f);
+    }
   }
-  free_blocks_.clear();
 }
 
 MemoryStats CachingAllocator::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return stats_;
+  MemoryStats s = stats_;
+  s.free_blocks = int64_t(small_free_.size() + large_free_.size());
+  for (const std::set<FreeKey>* free : {&small_free_, &large_free_})
+    for (const FreeKey& f : *free)
+      s.largest_free_block = std::max(s.largest_free_block, int64_t(std::get<1>(f)));
+  return s;
+}
+
+std::vector<SegmentInfo> CachingAllocator::snapshot() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<SegmentInfo> out;
+  for (const auto& [ptr, b] : blocks_) {
+    if (ptr == b.segment) {
+      out.emplace_back();
+      out.back().device = device_;
+      out.back().address = reinterpret_cast<uintptr_t>(ptr);
+      out.back().small = b.small;
+    }
+    SegmentInfo& seg = out.back();  // blocks_ is in address order: a segment's blocks follow it
+    seg.size += b.size;
+    seg.blocks.push_back(
+        BlockInfo{reinterpret_cast<uintptr_t>(ptr), b.size, b.requested, b.allocated, b.op});
+  }
+  return out;
 }
 
 void CachingAllocator::reset_peak() {
   std::lock_guard<std::mutex> lock(mutex_);
   stats_.peak = stats_.in_use;
+  stats_.peak_reserved = stats_.reserved;
 }
 
 void CachingAllocator::set_limit(int64_t bytes) {
@@ -301,5 +402,35 @@ MemoryStats memory_stats(Device device) { return allocator_for(device).stats(); 
 void reset_peak_memory(Device device) { allocator_for(device).reset_peak(); }
 void set_memory_limit(int64_t bytes, Device device) { allocator_for(device).set_limit(bytes); }
 void empty_cache(Device device) { allocator_for(device).empty_cache(); }
+std::vector<SegmentInfo> memory_snapshot(Device device) { return allocator_for(device).snapshot(); }
+
+std::string memory_summary(Device device) {
+  const MemoryStats s = memory_stats(device);
+  std::map<std::string, int64_t> by_op;  // the bytes of the blocks each op holds now
+  for (const SegmentInfo& seg : memory_snapshot(device))
+    for (const BlockInfo& b : seg.blocks)
+      if (b.allocated) by_op[b.op] += int64_t(b.size);
+  std::vector<std::pair<int64_t, std::string>> top;
+  for (const auto& [op, bytes] : by_op) top.emplace_back(bytes, op);
+  std::sort(top.rbegin(), top.rend());
+  char line[128];
+  std::string out = "memory summary of " + device.str() + "\n";
+  auto row = [&](const char* what, const std::string& now, const std::string& peak) {
+    std::snprintf(line, sizeof line, "  %-30s %12s %12s\n", what, now.c_str(), peak.c_str());
+    out += line;
+  };
+  row("", "now", "peak");
+  row("allocated (tensors)", human_bytes(s.in_use), human_bytes(s.peak));
+  row("reserved (segments)", human_bytes(s.reserved), human_bytes(s.peak_reserved));
+  row("cached (reserved - allocated)", human_bytes(s.reserved - s.in_use), "");
+  row("largest free block", human_bytes(s.largest_free_block), "");
+  row("segments / free blocks", std::to_string(s.segments) + " / " + std::to_string(s.free_blocks),
+      "");
+  row("cap", s.limit ? human_bytes(s.limit) : "none", "");
+  out += "  allocated by op now:\n";
+  for (size_t i = 0; i < top.size() && i < 8; ++i)
+    row(top[i].second.c_str(), human_bytes(top[i].first), "");
+  return out;
+}
 
 }  // namespace ember

@@ -84,11 +84,17 @@ template <class T> class PerSlot {
 // The forward's GEMM takes the columns of several images at once, about kGemmColumns of them: BLAS
 // runs [Og, K] @ [K, a few thousand] at nearly twice the rate of one image's hundred-odd columns
 // (a 13 x 13 output), whose packing and edge tiles it repeats per call.
-constexpr int64_t kGemmColumns = 2048;
+// A few hundred columns get most of that rate, while the scratch buffers (the columns of each
+// thread's images) stay small beside the activations a training step holds at its peak.
+constexpr int64_t kGemmColumns = 512;
 
-// Images per forward GEMM: 1 for a pointwise conv, which reads x in place.
+// Images per forward GEMM: 1 for a pointwise conv, which reads x in place. No more than a slot of
+// over_images gets, so that its scratch buffers are no larger than it uses.
 int64_t images_per_gemm(const ConvDims& d, bool pointwise) {
-  return pointwise ? 1 : std::clamp<int64_t>(kGemmColumns / std::max<int64_t>(d.P(), 1), 1, d.N);
+  const int64_t per_slot = (d.N + image_threads(d) - 1) / image_threads(d);
+  return pointwise ? 1
+                   : std::clamp<int64_t>(kGemmColumns / std::max<int64_t>(d.P(), 1), 1,
+                                         std::max<int64_t>(per_slot, 1));
 }
 
 // Images [n0, n0 + count), group g: out_g [Og, P] per image = weight_g [Og, K] @ cols + bias,

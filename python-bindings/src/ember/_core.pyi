@@ -1308,9 +1308,17 @@ def memory_reserved(device: _DeviceLike = 'cpu') -> builtins.int:
     """
     Bytes obtained from the system (in use + cached).
     """
+def memory_snapshot(device: _DeviceLike = 'cpu') -> list:
+    """
+    Every segment of the device's caching allocator, in address order: a dict with device, address, size, pool ('small': requests up to 1 MiB, or 'large') and blocks, each a dict with address, size, requested, state ('allocated' or 'free') and op (the op that allocated it; '' when free).
+    """
 def memory_stats(device: _DeviceLike = 'cpu') -> dict:
     """
-    The caching allocator's statistics for a device, in bytes: in_use, peak, reserved, allocations, system_allocations, limit (0: none).
+    The caching allocator's statistics for a device, in bytes: in_use (held by tensors), peak, reserved (segments obtained from the system), peak_reserved, allocations, system_allocations, limit (0: none), segments, free_blocks (cached pieces of reserved - in_use) and largest_free_block.
+    """
+def memory_summary(device: _DeviceLike = 'cpu') -> str:
+    """
+    A short table of the device's memory: allocated, reserved, their peaks, what is cached, the largest free block, the segments, and the ops whose tensors hold the most bytes.
     """
 def min(input: Tensor, dim: typing.Any = None, keepdim: builtins.bool = False) -> typing.Any:
     """

@@ -30,6 +30,16 @@ def memory_stats(device="cuda:0") -> dict:
     return _core.memory_stats(_device(device))
 
 
+def memory_summary(device="cuda:0") -> str:
+    """A short table of the GPU's memory (see ember.memory_summary)."""
+    return _core.memory_summary(_device(device))
+
+
+def memory_snapshot(device="cuda:0") -> list:
+    """Every segment of the GPU's allocator and its blocks (see ember.memory_snapshot)."""
+    return _core.memory_snapshot(_device(device))
+
+
 def memory_allocated(device="cuda:0") -> int:
     """Bytes held by tensors on the GPU now."""
     return _core.memory_allocated(_device(device))
