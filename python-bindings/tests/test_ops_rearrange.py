@@ -378,3 +378,49 @@ def test_interpolate_nearest_and_bilinear():
         F.interpolate(ember.zeros(1, 2, 3), size=4)
     with pytest.raises(ember.ValueError, match="interpolate.*exactly one"):
         F.interpolate(x)
+
+
+# ---- edge shapes: empty, 0-d, size 1 ----
+
+
+def test_empty_and_0d_inputs_and_their_gradients():
+    empty = np.zeros((0, 3))
+    for fn in (lambda x: ember.cumsum(x, 0), lambda x: ember.cumprod(x, 1),
+               lambda x: ember.sort(x, 0).values, lambda x: ember.tril(x),
+               lambda x: ember.roll(x, 1, 1), lambda x: x.repeat(2, 1),
+               lambda x: x.masked_select(x > 0), lambda x: ember.nan_to_num(x).reciprocal()):
+        t = ember.tensor(empty, requires_grad=True)
+        y = fn(t)
+        assert y.numel() == 0
+        y.sum().backward()
+        assert t.grad.shape == (0, 3)
+    scalar = np.array(0.7)
+    for fn in (lambda x: ember.cumprod(x, 0), lambda x: ember.cumsum(x, -1),
+               lambda x: ember.topk(x, 1).values, lambda x: ember.roll(x, 3),
+               lambda x: x.repeat(3), lambda x: x.masked_select(ember.tensor(True)),
+               ember.square, ember.reciprocal):
+        gradcheck(fn, scalar)
+    gradcheck(lambda x: ember.cumprod(x, 0), np.array([0.0]))
+    x = ember.zeros(2, 3)
+    assert x.scatter(0, ember.zeros(0, 3, dtype=ember.int64), 1.0).tolist() == x.tolist()
+    assert ember.unique(ember.tensor([4, 4, 4]), return_counts=True)[1].tolist() == [3]
+
+
+def test_bool_and_integer_inputs():
+    b = ember.tensor([True, False, True])
+    assert ember.sort(b, descending=True).values.tolist() == [True, True, False]
+    assert ember.cumsum(b, 0).tolist() == [1, 1, 2]
+    assert ember.unique(b).tolist() == [False, True]
+    i = ember.tensor([[3, 1], [2, 5]])
+    assert ember.tril(i).tolist() == [[3, 0], [2, 5]]
+    assert i.masked_select(i > 2).tolist() == [3, 5]
+    assert i.scatter(1, ember.tensor([[1], [0]]), 9).tolist() == [[3, 9], [9, 5]]
+    assert ember.nan_to_num(i).tolist() == [[3, 1], [2, 5]]
+
+
+def test_graph_of_a_sort_prints_its_ops():
+    x = ember.tensor([3.0, 1.0, 2.0], requires_grad=True)
+    y = ember.cumsum(ember.sort(x, descending=True).values, 0)
+    text = str(y.graph())
+    assert "sort(%0) {dim=-1, descending=1, stable=0}" in text
+    assert "scatter_add" in text and "cumsum" in text
