@@ -294,6 +294,8 @@ def test_scatter_reduce_add_in_place_and_errors():
         ember.tensor(a).scatter(1, ember.tensor([[-1]]), 1.0)
     with pytest.raises(ember.DTypeError, match="scatter"):
         ember.tensor(a).scatter(1, ember.tensor([[0]]), ember.tensor([[1]]))
+    with pytest.raises(ember.ShapeError, match=r"scatter.*index must have x's number of dims"):
+        ember.tensor(a).scatter(1, ember.tensor([0]), 1.0)
     with pytest.raises(ember.NotSupportedError, match="multiply"):
         ember.tensor(a).scatter(1, index, 2.0, reduce="multiply")
     # scatter_ on a non-leaf that requires grad is recorded: the gradient flows through.

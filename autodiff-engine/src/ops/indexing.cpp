@@ -248,10 +248,12 @@ Val scatter_src_grad(Val dy, int64_t dim, Val index, const Shape& src_shape) {
 }
 
 // scatter: x [*], index [*'] (x's number of dims, index.size(d) <= x.size(d) but along dim),
-// and src [*''] (every dim >= index's) or a value; returns x's type.
-Types scatter_infer(const char* op, const Types& in, const Attrs& a) {
-  infer::arity(op, in, std::string(op) == "scatter" ? 3 : 2);
-  if (in.size() == 3) check_same_dtype(op, in[0], in[2]);
+// and src [*''] (every dim >= index's; absent for scatter_value) -> x's type. Errors name
+// "scatter", the function both ops come from.
+Types scatter_infer(const Types& in, const Attrs& a, bool has_src) {
+  const char* op = "scatter";
+  infer::arity(op, in, has_src ? 3 : 2);
+  if (has_src) check_same_dtype(op, in[0], in[2]);
   check_index_fits(op, in, a.i("dim"));
   return {in[0]};
 }
@@ -493,17 +495,16 @@ std::vector<OpDef> indexing_ops() {
       // x [*], index [*'], src [*''] -> x with src written at index along dim;
       // dx = scatter(dy, index, 0), dsrc = gather(dy, dim, index) (zero where index does not
       // reach)
-      {"scatter", [](const Types& in, const Attrs& a) { return scatter_infer("scatter", in, a); },
+      {"scatter", [](const Types& in, const Attrs& a) { return scatter_infer(in, a, true); },
        [](const Tensors& in, const Attrs& a) -> Tensors {
-         scatter_infer("scatter", types_of(in), a);  // eager mode runs no shape rule
+         scatter_infer(types_of(in), a, true);  // eager mode runs no shape rule
          return {scatter_run("scatter", in[0], a.i("dim"), in[1], scatter_source(in[2], in[1]))};
        },
        scatter_grad},
       // x [*], index [*'] -> x with value at index along dim;  dx = scatter(dy, index, 0)
-      {"scatter_value",
-       [](const Types& in, const Attrs& a) { return scatter_infer("scatter_value", in, a); },
+      {"scatter_value", [](const Types& in, const Attrs& a) { return scatter_infer(in, a, false); },
        [](const Tensors& in, const Attrs& a) -> Tensors {
-         scatter_infer("scatter_value", types_of(in), a);
+         scatter_infer(types_of(in), a, false);
          const Tensor value = ember::scalar_tensor(a.f("value"), in[0].dtype(), in[0].device());
          return {scatter_run("scatter", in[0], a.i("dim"), in[1], value)};
        },
