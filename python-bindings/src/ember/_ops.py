@@ -1,6 +1,7 @@
 """Every op of ember._core as ember.<name>: creation, elementwise, reduction, movement, matmul,
-convolution, pooling, normalization, softmax and losses, with their backward ops. ember.nn's
-functional layer re-exports from here."""
+convolution, pooling, normalization, softmax and losses, with their backward ops, then rounding,
+sorting, running sums and products, rearranging and counting. ember.nn's functional layer
+re-exports from here."""
 
 from ember import _core
 
