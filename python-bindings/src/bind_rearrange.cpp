@@ -125,8 +125,9 @@ Tensor bincount(const V& input, std::optional<V> weights, int64_t minlength) {
                       : weights->dtype() == DType::Float32 ? DType::Float32
                                                            : DType::Float64;
   Tensor out = ember::zeros({size}, dtype, x.device());
-  const Tensor src =
-      weights ? weights->data().to(dtype) : ember::ones({x.numel()}, dtype, x.device());
+  // Without weights each element adds 1: one 1 broadcast (stride 0), not n of them in memory.
+  const Tensor src = weights ? weights->data().to(dtype)
+                             : ember::scalar_tensor(1.0, dtype, x.device()).expand({x.numel()});
   if (x.numel() > 0) ember::scatter_add_(out, 0, x.to(DType::Int64), src);
   return out;
 }
