@@ -30,6 +30,7 @@ PYBIND11_MODULE(_core, m) {
   ep::bind_creation(m);
   ep::bind_ops(m, cls);
   ep::bind_movement(m, cls);
+  ep::bind_rearrange(m, cls);
   ep::bind_nn_ops(m, cls);
   ep::bind_operators(cls);
   ep::bind_indexing(m, cls);

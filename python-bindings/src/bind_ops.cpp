@@ -160,7 +160,26 @@ void bind_ops(py::module_& m, TensorClass& cls) {
   EMBER_UNARY(relu, "max(x, 0).")
   EMBER_UNARY(silu, "x sigmoid(x).")
   EMBER_UNARY(logical_not, "not x, as bool.")
+  EMBER_UNARY(reciprocal, "1 / x.")
+  EMBER_UNARY(floor, "Rounded down (zero gradient).")
+  EMBER_UNARY(ceil, "Rounded up (zero gradient).")
+  EMBER_UNARY(trunc, "Rounded toward zero (zero gradient).")
+  EMBER_UNARY(square, "x * x.")
+  EMBER_UNARY(isnan, "Whether x is NaN, as bool.")
+  EMBER_UNARY(isinf, "Whether x is +inf or -inf, as bool.")
+  EMBER_UNARY(isfinite, "Whether x is neither NaN nor infinite, as bool.")
 #undef EMBER_UNARY
+  def_op(
+      m, cls, "round", [](const V& x, int64_t decimals) { return ad::round(x, decimals); },
+      "Rounded half to even, to `decimals` places (zero gradient).", py::kw_only(),
+      py::arg("decimals") = 0);
+  def_op(
+      m, cls, "nan_to_num",
+      [](const V& x, double nan, std::optional<double> posinf, std::optional<double> neginf) {
+        return ad::nan_to_num(x, nan, posinf, neginf);
+      },
+      "NaN, +inf and -inf replaced (None: the dtype's largest / lowest finite value).",
+      py::arg("nan") = 0.0, py::arg("posinf") = py::none(), py::arg("neginf") = py::none());
   def_op(
       m, cls, "negative", [](const V& x) { return ad::neg(x); }, "-x.");
   def_op(

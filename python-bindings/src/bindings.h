@@ -73,6 +73,7 @@ void bind_tensor(py::module_& m, TensorClass& cls);
 void bind_creation(py::module_& m);
 void bind_ops(py::module_& m, TensorClass& cls);
 void bind_movement(py::module_& m, TensorClass& cls);
+void bind_rearrange(py::module_& m, TensorClass& cls);
 void bind_nn_ops(py::module_& m, TensorClass& cls);
 void bind_operators(TensorClass& cls);
 void bind_indexing(py::module_& m, TensorClass& cls);

@@ -68,6 +68,12 @@ Grads cos_grad(const GradContext& c) { return {neg(c.dy() * sin(c.x()))}; }
 Grads tanh_grad(const GradContext& c) { return {tanh_backward(c.dy(), c.y())}; }
 // y = sigmoid x;  dx = dy y (1 - y)
 Grads sigmoid_grad(const GradContext& c) { return {sigmoid_backward(c.dy(), c.y())}; }
+// y = 1 / x;  dx = -dy y^2
+Grads reciprocal_grad(const GradContext& c) { return {neg(c.dy() * c.y() * c.y())}; }
+// floor, ceil, round, trunc: piecewise constant;  dx = 0 (as PyTorch: a gradient, of zeros)
+Grads rounding_grad(const GradContext& c) { return {zeros_like(c.dy())}; }
+// y = x where finite, else the replacement;  dx = dy where x is finite, else 0
+Grads nan_to_num_grad(const GradContext& c) { return {where_else_zero(isfinite(c.x()), c.dy())}; }
 // y = max(x, 0);  dx = dy where x > 0, i.e. where y > 0: the output is what is saved, which the
 // next op often reads too (a max-pool), while the input (a batch-norm's output) can go
 Grads relu_grad(const GradContext& c) { return {relu_backward(c.dy(), c.y())}; }
@@ -407,6 +413,22 @@ std::vector<OpDef> elementwise_ops() {
       EMBER_UNARY(sigmoid, Floating, sigmoid_grad),
       EMBER_UNARY(relu, Numeric, relu_grad),
       EMBER_UNARY(silu, Floating, silu_grad),
+      EMBER_UNARY(reciprocal, Floating, reciprocal_grad),
+      EMBER_UNARY(floor, Numeric, rounding_grad),
+      EMBER_UNARY(ceil, Numeric, rounding_grad),
+      EMBER_UNARY(round, Numeric, rounding_grad),
+      EMBER_UNARY(trunc, Numeric, rounding_grad),
+      EMBER_UNARY(isnan, Bool, nullptr),
+      EMBER_UNARY(isinf, Bool, nullptr),
+      EMBER_UNARY(isfinite, Bool, nullptr),
+      {"nan_to_num", infer::same_as_first,
+       [](const Tensors& in, const Attrs& a) -> Tensors {
+         std::optional<double> posinf, neginf;
+         if (a.has("posinf")) posinf = a.f("posinf");
+         if (a.has("neginf")) neginf = a.f("neginf");
+         return {ember::nan_to_num(in[0], a.f("nan"), posinf, neginf)};
+       },
+       nan_to_num_grad},
       EMBER_UNARY(logical_not, Bool, nullptr),
       // y = a copy of x in new memory (contiguous);  dx = dy
       {"clone",

@@ -1,9 +1,9 @@
 // indexing.cpp — padding, and ops that read or write at positions an index tensor gives:
 // index_select / index_add, gather / scatter_add, embedding / embedding_backward, one_hot (as
 // core-runtime's ember/ops/indexing.h), and index_put (ember/ops/masking.h), what Python's
-// x[idx] = v becomes. Each pair is a linear map and its adjoint, so each one's gradient is the
-// other. Index tensors (int64, or int32 as core-runtime accepts) get no gradient: their rules
-// return an undefined Val for them.
+// x[idx] = v becomes; scatter (a tensor or a value written at index) is an index_put. Each pair is
+// a linear map and its adjoint, so each one's gradient is the other. Index tensors (int64, or int32
+// as core-runtime accepts) get no gradient: their rules return an undefined Val for them.
 #include "ember/ops/indexing.h"
 
 #include <algorithm>
@@ -12,6 +12,7 @@
 #include "ember/autodiff/ops.h"
 #include "ember/ops/creation.h"
 #include "ember/ops/masking.h"
+#include "ember/ops/reduction.h"
 #include "families.h"
 #include "infer.h"
 
@@ -246,6 +247,71 @@ Val scatter_src_grad(Val dy, int64_t dim, Val index, const Shape& src_shape) {
   return pad(g, pads);
 }
 
+// scatter: x [*], index [*'] (x's number of dims, index.size(d) <= x.size(d) but along dim),
+// and src [*''] (every dim >= index's; absent for scatter_value) -> x's type. Errors name
+// "scatter", the function both ops come from.
+Types scatter_infer(const Types& in, const Attrs& a, bool has_src) {
+  const char* op = "scatter";
+  infer::arity(op, in, has_src ? 3 : 2);
+  if (has_src) check_same_dtype(op, in[0], in[2]);
+  check_index_fits(op, in, a.i("dim"));
+  return {in[0]};
+}
+
+// Core-runtime has scatter_add but no plain scatter: x with values written at index, as
+// index_put at one coordinate tensor per dim of x (index itself along dim, the position along
+// every other dim). values: index's shape, or 0-d. Like index_put on the CPU, of repeated
+// positions the last in row-major order wins. Checking the index's range reads its extremes,
+// which synchronises on CUDA.
+Tensor scatter_run(const char* op, const Tensor& x, int64_t dim, const Tensor& index,
+                   const Tensor& values) {
+  check_index_fits(op, {type_of(x), type_of(index)}, dim);
+  const int64_t d = wrap_dim(dim, x.dim(), op);
+  if (index.numel() == 0) return x.clone();
+  const int64_t lo = ember::amin(index).to(DType::Int64).item<int64_t>();
+  const int64_t hi = ember::amax(index).to(DType::Int64).item<int64_t>();
+  if (lo < 0 || hi >= x.size(d))
+    throw IndexError(op, "index " + std::to_string(lo < 0 ? lo : hi) + " is out of range for dim " +
+                             std::to_string(d) + " of size " + std::to_string(x.size(d)) +
+                             " (x is " + type_of(x).str() + "); expected 0 <= index < " +
+                             std::to_string(x.size(d)));
+  IndexList coords;
+  for (int64_t k = 0; k < x.dim(); ++k) {
+    if (k == d) {
+      coords.push_back(index.to(DType::Int64));
+      continue;
+    }
+    Shape along(size_t(x.dim()), 1);
+    along[size_t(k)] = index.size(k);
+    coords.push_back(ember::arange(double(index.size(k)), DType::Int64, x.device()).view(along));
+  }
+  return ember::index_put(x, coords, values);
+}
+
+Types types_of(const Tensors& in) {
+  Types out;
+  for (const Tensor& t : in) out.push_back(type_of(t));
+  return out;
+}
+
+// src cut to index's shape: the part of src that scatter reads.
+Tensor scatter_source(const Tensor& src, const Tensor& index) {
+  Tensor out = src;
+  for (int64_t k = 0; k < src.dim(); ++k) out = out.slice(k, 0, index.size(k));
+  return out;
+}
+
+// y = x with src (or value) at index;  dx = dy with 0 where scatter wrote, dsrc = gather(dy)
+// where index reaches (every copy of a repeated position gets it, as in PyTorch).
+Grads scatter_grad(const GradContext& c) {
+  const int64_t d = c.attrs.i("dim");
+  Grads grads(c.inputs.size());
+  if (c.needs_grad[0]) grads[0] = scatter(c.dy(), d, c.x(1), 0.0);
+  if (c.inputs.size() == 3 && c.needs_grad[2])
+    grads[2] = scatter_src_grad(c.dy(), d, c.x(1), c.x(2).shape());
+  return grads;
+}
+
 Types embedding_infer(const Types& in, const Attrs&) {
   infer::arity("embedding", in, 2);
   infer::same_device("embedding", in);
@@ -426,6 +492,23 @@ std::vector<OpDef> indexing_ops() {
          return {c.dy(), Val(),
                  c.needs_grad[2] ? scatter_src_grad(c.dy(), d, c.x(1), c.x(2).shape()) : Val()};
        }},
+      // x [*], index [*'], src [*''] -> x with src written at index along dim;
+      // dx = scatter(dy, index, 0), dsrc = gather(dy, dim, index) (zero where index does not
+      // reach)
+      {"scatter", [](const Types& in, const Attrs& a) { return scatter_infer(in, a, true); },
+       [](const Tensors& in, const Attrs& a) -> Tensors {
+         scatter_infer(types_of(in), a, true);  // eager mode runs no shape rule
+         return {scatter_run("scatter", in[0], a.i("dim"), in[1], scatter_source(in[2], in[1]))};
+       },
+       scatter_grad},
+      // x [*], index [*'] -> x with value at index along dim;  dx = scatter(dy, index, 0)
+      {"scatter_value", [](const Types& in, const Attrs& a) { return scatter_infer(in, a, false); },
+       [](const Tensors& in, const Attrs& a) -> Tensors {
+         scatter_infer(types_of(in), a, false);
+         const Tensor value = ember::scalar_tensor(a.f("value"), in[0].dtype(), in[0].device());
+         return {scatter_run("scatter", in[0], a.i("dim"), in[1], value)};
+       },
+       scatter_grad},
       // weight [V, D], indices [*] -> [*, D];  dweight = embedding_backward(dy, indices, V)
       {"embedding", embedding_infer,
        [](const Tensors& in, const Attrs&) -> Tensors { return {ember::embedding(in[0], in[1])}; },

@@ -270,12 +270,20 @@ class Tensor(metaclass=_pybind11_type):
         """
         int64 index of the minimum along dim (of the flattened x without dim).
         """
+    def argsort(self, dim: typing.SupportsInt | typing.SupportsIndex = -1, descending: builtins.bool = False, stable: builtins.bool = False) -> Tensor:
+        """
+        The int64 indices that sort x along dim.
+        """
     def backward(self, gradient: Tensor | None = None, retain_graph: builtins.bool = False, create_graph: builtins.bool = False) -> None:
         """
         Accumulates d(self)/d(leaf) into the .grad of every leaf that requires grad; gradient weighs a self of more than one element.
         """
     def bfloat16(self) -> Tensor:
         ...
+    def bincount(self, weights: Tensor | None = None, minlength: typing.SupportsInt | typing.SupportsIndex = 0) -> Tensor:
+        """
+        How often each value 0..max occurs in the 1-D int tensor (or the sum of its weights).
+        """
     def bmm(self, other: Tensor) -> Tensor:
         """
         A batched matrix product (matmul).
@@ -288,6 +296,10 @@ class Tensor(metaclass=_pybind11_type):
         """
     def byte(self) -> Tensor:
         ...
+    def ceil(self) -> Tensor:
+        """
+        Rounded up (zero gradient).
+        """
     def chunk(self, chunks: typing.SupportsInt | typing.SupportsIndex, dim: typing.SupportsInt | typing.SupportsIndex = 0) -> list[Tensor]:
         """
         About equal pieces along dim.
@@ -324,6 +336,14 @@ class Tensor(metaclass=_pybind11_type):
         ...
     def cuda(self, device: typing.SupportsInt | typing.SupportsIndex = 0, non_blocking: builtins.bool = False) -> Tensor:
         ...
+    def cumprod(self, dim: typing.SupportsInt | typing.SupportsIndex, *, dtype: _DTypeLike | None = None) -> Tensor:
+        """
+        Running products along dim (integers and bool give int64).
+        """
+    def cumsum(self, dim: typing.SupportsInt | typing.SupportsIndex, *, dtype: _DTypeLike | None = None) -> Tensor:
+        """
+        Running sums along dim (integers and bool give int64).
+        """
     def data_ptr(self) -> builtins.int:
         ...
     def detach(self) -> Tensor:
@@ -378,6 +398,10 @@ class Tensor(metaclass=_pybind11_type):
         """
     def float(self) -> Tensor:
         ...
+    def floor(self) -> Tensor:
+        """
+        Rounded down (zero gradient).
+        """
     def gather(self, dim: typing.SupportsInt | typing.SupportsIndex, index: Tensor) -> Tensor:
         """
         out[i][j] = x[index[i][j]][j] (dim 0), x[i][index[i][j]] (dim 1), ...
@@ -426,6 +450,18 @@ class Tensor(metaclass=_pybind11_type):
         """
         Whether the tensor is in pinned host memory (pin_memory).
         """
+    def isfinite(self) -> Tensor:
+        """
+        Whether x is neither NaN nor infinite, as bool.
+        """
+    def isinf(self) -> Tensor:
+        """
+        Whether x is +inf or -inf, as bool.
+        """
+    def isnan(self) -> Tensor:
+        """
+        Whether x is NaN, as bool.
+        """
     def item(self) -> typing.Any:
         """
         The value of a one-element tensor as a Python number.
@@ -469,6 +505,22 @@ class Tensor(metaclass=_pybind11_type):
     def floor_divide(self, other: typing.Any) -> Tensor:
         """
         Elementwise, with NumPy broadcasting; either side may be a number.
+        """
+    def masked_fill_(self, mask: Tensor, value: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
+        """
+        masked_fill in place; returns self.
+        """
+    def masked_select(self, mask: Tensor) -> Tensor:
+        """
+        The elements of x where mask (broadcast with x) is true, as a 1-D tensor.
+        """
+    def nan_to_num(self, nan: typing.SupportsFloat | typing.SupportsIndex = 0.0, posinf: typing.SupportsFloat | typing.SupportsIndex | None = None, neginf: typing.SupportsFloat | typing.SupportsIndex | None = None) -> Tensor:
+        """
+        NaN, +inf and -inf replaced (None: the dtype's largest / lowest finite value).
+        """
+    def reciprocal(self) -> Tensor:
+        """
+        1 / x.
         """
     def remainder(self, other: typing.Any) -> Tensor:
         """
@@ -600,6 +652,10 @@ class Tensor(metaclass=_pybind11_type):
         """
         max(x, 0).
         """
+    def repeat(self, *args) -> Tensor:
+        """
+        x repeated sizes[i] times along each dim (more sizes than x has dims: new leading dims).
+        """
     def requires_grad_(self, requires_grad: builtins.bool = True) -> Tensor:
         """
         Sets requires_grad; returns self.
@@ -614,9 +670,25 @@ class Tensor(metaclass=_pybind11_type):
         """
         Keeps .grad on a non-leaf after backward.
         """
+    def roll(self, shifts: typing.Any, dims: typing.Any = None) -> Tensor:
+        """
+        Elements shifted along dims, wrapping around (dims None: x rolled flat).
+        """
+    def round(self, *, decimals: typing.SupportsInt | typing.SupportsIndex = 0) -> Tensor:
+        """
+        Rounded half to even, to `decimals` places (zero gradient).
+        """
     def rsqrt(self) -> Tensor:
         """
         1 / sqrt(x).
+        """
+    def scatter(self, dim: typing.SupportsInt | typing.SupportsIndex, index: Tensor, src: typing.Any = None, *, value: typing.Any = None, reduce: builtins.str | None = None) -> Tensor:
+        """
+        A copy of x with src (a tensor, or a number) written at index along dim; reduce='add' adds instead.
+        """
+    def scatter_(self, dim: typing.SupportsInt | typing.SupportsIndex, index: Tensor, src: typing.Any = None, *, value: typing.Any = None, reduce: builtins.str | None = None) -> Tensor:
+        """
+        scatter in place; returns self.
         """
     def scatter_add(self, dim: typing.SupportsInt | typing.SupportsIndex, index: Tensor, src: Tensor) -> Tensor:
         """
@@ -656,6 +728,10 @@ class Tensor(metaclass=_pybind11_type):
         """
         log(1 + e^(beta x)) / beta.
         """
+    def sort(self, dim: typing.SupportsInt | typing.SupportsIndex = -1, descending: builtins.bool = False, *, stable: builtins.bool = False) -> typing.Any:
+        """
+        (values, indices) sorted along dim (stable; NaN sorts as the largest value).
+        """
     def split(self, split_size_or_sections: typing.Any, dim: typing.SupportsInt | typing.SupportsIndex = 0) -> list[Tensor]:
         """
         Pieces of split_size along dim (the last may be smaller), or of the given sizes.
@@ -663,6 +739,10 @@ class Tensor(metaclass=_pybind11_type):
     def sqrt(self) -> Tensor:
         """
         The square root.
+        """
+    def square(self) -> Tensor:
+        """
+        x * x.
         """
     def squeeze(self, dim: typing.Any = None) -> Tensor:
         """
@@ -702,6 +782,10 @@ class Tensor(metaclass=_pybind11_type):
         """
         The hyperbolic tangent.
         """
+    def tile(self, *args) -> Tensor:
+        """
+        x repeated dims[i] times along each dim (fewer dims than x has: leading 1s).
+        """
     def to(self, *args, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None, non_blocking: builtins.bool = False) -> Tensor:
         """
         This tensor on another device and/or with another dtype (itself when both match); differentiable. non_blocking: from pinned memory to a GPU, queued without waiting.
@@ -710,9 +794,25 @@ class Tensor(metaclass=_pybind11_type):
         """
         The values as nested Python lists (a number for a 0-d tensor).
         """
+    def topk(self, k: typing.SupportsInt | typing.SupportsIndex, dim: typing.SupportsInt | typing.SupportsIndex = -1, largest: builtins.bool = True, sorted: builtins.bool = True) -> typing.Any:
+        """
+        (values, indices) of the k largest (smallest) elements along dim, in sorted order.
+        """
     def transpose(self, dim0: typing.SupportsInt | typing.SupportsIndex, dim1: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
         """
         Swaps two dims (a view).
+        """
+    def tril(self, diagonal: typing.SupportsInt | typing.SupportsIndex = 0) -> Tensor:
+        """
+        Zero above diagonal k of the last two dims.
+        """
+    def triu(self, diagonal: typing.SupportsInt | typing.SupportsIndex = 0) -> Tensor:
+        """
+        Zero below diagonal k of the last two dims.
+        """
+    def trunc(self) -> Tensor:
+        """
+        Rounded toward zero (zero gradient).
         """
     def type(self, dtype: _DTypeLike) -> Tensor:
         ...
@@ -723,6 +823,10 @@ class Tensor(metaclass=_pybind11_type):
     def uniform_(self, a: typing.SupportsFloat | typing.SupportsIndex = 0.0, b: typing.SupportsFloat | typing.SupportsIndex = 1.0) -> Tensor:
         """
         Fills with uniform values on [a, b).
+        """
+    def unique(self, sorted: builtins.bool = True, return_inverse: builtins.bool = False, return_counts: builtins.bool = False, dim: typing.Any = None) -> typing.Any:
+        """
+        The sorted distinct elements; with return_inverse/return_counts also where each element went and how often each value occurs. Only dim=None.
         """
     def unsqueeze(self, dim: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
         """
@@ -980,6 +1084,10 @@ def argmin(input: Tensor, dim: typing.SupportsInt | typing.SupportsIndex | None 
     """
     int64 index of the minimum along dim (of the flattened x without dim).
     """
+def argsort(input: Tensor, dim: typing.SupportsInt | typing.SupportsIndex = -1, descending: builtins.bool = False, stable: builtins.bool = False) -> Tensor:
+    """
+    The int64 indices that sort x along dim.
+    """
 def avg_pool2d(input: Tensor, kernel_size: typing.Any, stride: typing.Any = None, padding: typing.Any = 0, ceil_mode: builtins.bool = False, count_include_pad: builtins.bool = True) -> Tensor:
     """
     Window means; stride defaults to kernel_size.
@@ -1002,6 +1110,10 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
     """
 def binary_cross_entropy_with_logits_backward(grad: Tensor, input: Tensor, target: Tensor, pos_weight: Tensor | None = None, reduction: str = 'mean') -> Tensor:
     ...
+def bincount(input: Tensor, weights: Tensor | None = None, minlength: typing.SupportsInt | typing.SupportsIndex = 0) -> Tensor:
+    """
+    How often each value 0..max occurs in the 1-D int tensor (or the sum of its weights).
+    """
 def bmm(input: Tensor, other: Tensor) -> Tensor:
     """
     A batched matrix product (matmul).
@@ -1013,6 +1125,10 @@ def broadcast_to(input: Tensor, shape: collections.abc.Sequence[typing.SupportsI
 def cat(tensors: typing.Any, dim: typing.SupportsInt | typing.SupportsIndex = 0) -> Tensor:
     """
     Joins tensors along an existing dim.
+    """
+def ceil(input: Tensor) -> Tensor:
+    """
+    Rounded up (zero gradient).
     """
 def chunk(input: Tensor, chunks: typing.SupportsInt | typing.SupportsIndex, dim: typing.SupportsInt | typing.SupportsIndex = 0) -> list[Tensor]:
     """
@@ -1068,6 +1184,14 @@ def cuda_is_available() -> builtins.bool:
     """
     Whether tensors can go on a GPU here.
     """
+def cumprod(input: Tensor, dim: typing.SupportsInt | typing.SupportsIndex, *, dtype: _DTypeLike | None = None) -> Tensor:
+    """
+    Running products along dim (integers and bool give int64).
+    """
+def cumsum(input: Tensor, dim: typing.SupportsInt | typing.SupportsIndex, *, dtype: _DTypeLike | None = None) -> Tensor:
+    """
+    Running sums along dim (integers and bool give int64).
+    """
 def div(input: typing.Any, other: typing.Any) -> Tensor:
     """
     Elementwise, with NumPy broadcasting; either side may be a number.
@@ -1119,6 +1243,10 @@ def flatten(input: Tensor, start_dim: typing.SupportsInt | typing.SupportsIndex 
 def flip(input: Tensor, dims: typing.Any) -> Tensor:
     """
     The order of the elements along dims reversed.
+    """
+def floor(input: Tensor) -> Tensor:
+    """
+    Rounded down (zero gradient).
     """
 def from_dlpack(obj: typing.Any) -> Tensor:
     """
@@ -1176,9 +1304,25 @@ def index_select(input: Tensor, dim: typing.SupportsInt | typing.SupportsIndex, 
     """
     The slices index[0], index[1], ... along dim.
     """
+def interpolate(input: Tensor, size: typing.Any = None, scale_factor: typing.Any = None, mode: builtins.str = 'nearest', align_corners: builtins.bool | None = None) -> Tensor:
+    """
+    Resizes [N, C, H, W] to size or by scale_factor; mode 'nearest' or 'bilinear'.
+    """
 def is_grad_enabled() -> builtins.bool:
     """
     Whether ops on tensors are recorded.
+    """
+def isfinite(input: Tensor) -> Tensor:
+    """
+    Whether x is neither NaN nor infinite, as bool.
+    """
+def isinf(input: Tensor) -> Tensor:
+    """
+    Whether x is +inf or -inf, as bool.
+    """
+def isnan(input: Tensor) -> Tensor:
+    """
+    Whether x is NaN, as bool.
     """
 def l1_loss(input: Tensor, target: Tensor, reduction: str = 'mean') -> Tensor:
     """
@@ -1241,6 +1385,18 @@ def logical_xor(input: typing.Any, other: typing.Any) -> Tensor:
 def floor_divide(input: typing.Any, other: typing.Any) -> Tensor:
     """
     Elementwise, with NumPy broadcasting; either side may be a number.
+    """
+def masked_select(input: Tensor, mask: Tensor) -> Tensor:
+    """
+    The elements of x where mask (broadcast with x) is true, as a 1-D tensor.
+    """
+def nan_to_num(input: Tensor, nan: typing.SupportsFloat | typing.SupportsIndex = 0.0, posinf: typing.SupportsFloat | typing.SupportsIndex | None = None, neginf: typing.SupportsFloat | typing.SupportsIndex | None = None) -> Tensor:
+    """
+    NaN, +inf and -inf replaced (None: the dtype's largest / lowest finite value).
+    """
+def reciprocal(input: Tensor) -> Tensor:
+    """
+    1 / x.
     """
 def remainder(input: typing.Any, other: typing.Any) -> Tensor:
     """
@@ -1436,9 +1592,21 @@ def reshape(input: Tensor, *args) -> Tensor:
     """
     The same elements in another shape (one size may be -1); a view when strides allow.
     """
+def roll(input: Tensor, shifts: typing.Any, dims: typing.Any = None) -> Tensor:
+    """
+    Elements shifted along dims, wrapping around (dims None: x rolled flat).
+    """
+def round(input: Tensor, *, decimals: typing.SupportsInt | typing.SupportsIndex = 0) -> Tensor:
+    """
+    Rounded half to even, to `decimals` places (zero gradient).
+    """
 def rsqrt(input: Tensor) -> Tensor:
     """
     1 / sqrt(x).
+    """
+def scatter(input: Tensor, dim: typing.SupportsInt | typing.SupportsIndex, index: Tensor, src: typing.Any = None, *, value: typing.Any = None, reduce: builtins.str | None = None) -> Tensor:
+    """
+    A copy of x with src (a tensor, or a number) written at index along dim; reduce='add' adds instead.
     """
 def scatter_add(input: Tensor, dim: typing.SupportsInt | typing.SupportsIndex, index: Tensor, src: Tensor) -> Tensor:
     """
@@ -1498,6 +1666,10 @@ def softplus(input: Tensor, beta: typing.SupportsFloat | typing.SupportsIndex = 
     """
     log(1 + e^(beta x)) / beta.
     """
+def sort(input: Tensor, dim: typing.SupportsInt | typing.SupportsIndex = -1, descending: builtins.bool = False, *, stable: builtins.bool = False) -> typing.Any:
+    """
+    (values, indices) sorted along dim (stable; NaN sorts as the largest value).
+    """
 def split(input: Tensor, split_size_or_sections: typing.Any, dim: typing.SupportsInt | typing.SupportsIndex = 0) -> list[Tensor]:
     """
     Pieces of split_size along dim (the last may be smaller), or of the given sizes.
@@ -1505,6 +1677,10 @@ def split(input: Tensor, split_size_or_sections: typing.Any, dim: typing.Support
 def sqrt(input: Tensor) -> Tensor:
     """
     The square root.
+    """
+def square(input: Tensor) -> Tensor:
+    """
+    x * x.
     """
 def squeeze(input: Tensor, dim: typing.Any = None) -> Tensor:
     """
@@ -1552,13 +1728,37 @@ def tensor(data: typing.Any, *, dtype: _DTypeLike | None = None, device: _Device
     """
     A new tensor holding a copy of data: a number, nested lists/tuples of numbers, a NumPy array or a Tensor. Without dtype, Python floats give float32, ints int64, bools bool, and a NumPy array keeps its dtype.
     """
+def tile(input: Tensor, dims: typing.Any) -> Tensor:
+    """
+    x repeated dims[i] times along each dim (fewer dims than x has: leading 1s).
+    """
+def topk(input: Tensor, k: typing.SupportsInt | typing.SupportsIndex, dim: typing.SupportsInt | typing.SupportsIndex = -1, largest: builtins.bool = True, sorted: builtins.bool = True) -> typing.Any:
+    """
+    (values, indices) of the k largest (smallest) elements along dim, in sorted order.
+    """
 def transpose(input: Tensor, dim0: typing.SupportsInt | typing.SupportsIndex, dim1: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
     """
     Swaps two dims (a view).
     """
+def tril(input: Tensor, diagonal: typing.SupportsInt | typing.SupportsIndex = 0) -> Tensor:
+    """
+    Zero above diagonal k of the last two dims.
+    """
+def triu(input: Tensor, diagonal: typing.SupportsInt | typing.SupportsIndex = 0) -> Tensor:
+    """
+    Zero below diagonal k of the last two dims.
+    """
+def trunc(input: Tensor) -> Tensor:
+    """
+    Rounded toward zero (zero gradient).
+    """
 def unbind(input: Tensor, dim: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple:
     """
     The slices along dim, each without it.
+    """
+def unique(input: Tensor, sorted: builtins.bool = True, return_inverse: builtins.bool = False, return_counts: builtins.bool = False, dim: typing.Any = None) -> typing.Any:
+    """
+    The sorted distinct elements; with return_inverse/return_counts also where each element went and how often each value occurs. Only dim=None.
     """
 def unsqueeze(input: Tensor, dim: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
     """

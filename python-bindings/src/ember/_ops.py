@@ -1,6 +1,7 @@
 """Every op of ember._core as ember.<name>: creation, elementwise, reduction, movement, matmul,
-convolution, pooling, normalization, softmax and losses, with their backward ops. ember.nn's
-functional layer re-exports from here."""
+convolution, pooling, normalization, softmax and losses, with their backward ops, then rounding,
+sorting, running sums and products, rearranging and counting. ember.nn's functional layer
+re-exports from here."""
 
 from ember import _core
 
@@ -24,6 +25,8 @@ softmax log_softmax softmax_backward log_softmax_backward cross_entropy cross_en
 nll_loss nll_loss_backward mse_loss mse_loss_backward l1_loss l1_loss_backward
 binary_cross_entropy_with_logits binary_cross_entropy_with_logits_backward
 synchronize
+reciprocal floor ceil round trunc square isnan isinf isfinite nan_to_num
+sort argsort topk cumsum cumprod tril triu roll tile masked_select scatter bincount unique
 """.split()
 
 globals().update({name: getattr(_core, name) for name in _NAMES})

@@ -7,5 +7,6 @@
 #include "ember/autodiff/ops/matmul.h"
 #include "ember/autodiff/ops/movement.h"
 #include "ember/autodiff/ops/normalization.h"
+#include "ember/autodiff/ops/rearrange.h"
 #include "ember/autodiff/ops/reduction.h"
 #include "ember/autodiff/ops/softmax_loss.h"

@@ -13,6 +13,7 @@ from ember._core import (
     elu,
     embedding,
     gelu,
+    interpolate,
     l1_loss,
     layer_norm,
     leaky_relu,
@@ -34,8 +35,8 @@ from ember._core import (
 __all__ = [
     "adaptive_avg_pool2d", "avg_pool2d", "batch_norm", "binary_cross_entropy_with_logits",
     "conv2d", "cross_entropy", "dropout", "elu", "embedding", "flatten", "gelu", "l1_loss",
-    "layer_norm", "leaky_relu", "linear", "log_softmax", "max_pool2d", "mse_loss", "nll_loss",
-    "one_hot", "pad", "relu", "sigmoid", "silu", "softmax", "softplus", "tanh",
+    "interpolate", "layer_norm", "leaky_relu", "linear", "log_softmax", "max_pool2d", "mse_loss",
+    "nll_loss", "one_hot", "pad", "relu", "sigmoid", "silu", "softmax", "softplus", "tanh",
 ]
 
 

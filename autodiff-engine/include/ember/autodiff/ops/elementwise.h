@@ -3,6 +3,7 @@
 // arguments of its core-runtime function (ember/ops/elementwise.h); the op it adds has that name
 // too, with the arguments as attributes. Unary ops map x [*] -> [*]; binary ops broadcast.
 #pragma once
+#include <cmath>
 #include <optional>
 #include <string>
 
@@ -27,10 +28,37 @@ EMBER_AD_UNARY(tanh)
 EMBER_AD_UNARY(sigmoid)
 EMBER_AD_UNARY(relu)
 EMBER_AD_UNARY(silu)
+EMBER_AD_UNARY(reciprocal)  // 1 / x
+// Rounding keeps x's dtype; the gradient is zero (as PyTorch's), not absent.
+EMBER_AD_UNARY(floor)
+EMBER_AD_UNARY(ceil)
+EMBER_AD_UNARY(trunc)
+EMBER_AD_UNARY(isnan)  // -> bool, no gradient (also isinf, isfinite)
+EMBER_AD_UNARY(isinf)
+EMBER_AD_UNARY(isfinite)
 EMBER_AD_UNARY(logical_not)  // -> bool, no gradient
 EMBER_AD_UNARY(detach)       // x itself, and the gradient stops here
 EMBER_AD_UNARY(clone)        // a copy in new memory; the gradient passes
 #undef EMBER_AD_UNARY
+
+// Half to even; decimals != 0 rounds x 10^decimals and scales back, as PyTorch does.
+template <class V> if_handle<V> round(const V& x, int64_t decimals = 0) {
+  if (decimals == 0) return apply1<V>(EMBER_OP("round"), {x});
+  const double scale = std::pow(10.0, double(decimals));
+  return div(apply1<V>(EMBER_OP("round"), {mul(x, scale)}), scale);
+}
+// x x, through mul (so its gradient is 2 x dy).
+template <class V> if_handle<V> square(const V& x) { return mul(x, x); }
+// x with NaN, +inf and -inf replaced (absent posinf/neginf: the dtype's largest/lowest finite
+// value); the gradient passes where x is finite, else 0.
+template <class V>
+if_handle<V> nan_to_num(const V& x, double nan = 0.0, std::optional<double> posinf = {},
+                        std::optional<double> neginf = {}) {
+  Attrs attrs{{"nan", nan}};
+  if (posinf) attrs.set("posinf", *posinf);
+  if (neginf) attrs.set("neginf", *neginf);
+  return apply1<V>(EMBER_OP("nan_to_num"), {x}, std::move(attrs));
+}
 
 template <class V> if_handle<V> leaky_relu(const V& x, double negative_slope = 0.01) {
   return apply1<V>(EMBER_OP("leaky_relu"), {x}, {{"negative_slope", negative_slope}});

@@ -133,6 +133,14 @@ template <class V> if_handle<V> gather(const V& x, int64_t dim, const V& index) 
 template <class V> if_handle<V> scatter_add(const V& x, int64_t dim, const V& index, const V& src) {
   return apply1<V>(EMBER_OP("scatter_add"), {x, index, src}, {{"dim", dim}});
 }
+// x with src[i, j, ...] written at index[i, j, ...] along dim (src cut to index's shape), or
+// with value there (op "scatter_value"), as torch.scatter; differentiable in x and src.
+template <class V> if_handle<V> scatter(const V& x, int64_t dim, const V& index, const V& src) {
+  return apply1<V>(EMBER_OP("scatter"), {x, index, src}, {{"dim", dim}});
+}
+template <class V> if_handle<V> scatter(const V& x, int64_t dim, const V& index, double value) {
+  return apply1<V>(EMBER_OP("scatter_value"), {x, index}, {{"dim", dim}, {"value", value}});
+}
 // weight [num, dim], indices int [*] -> [*, dim]
 template <class V> if_handle<V> embedding(const V& weight, const V& indices) {
   return apply1<V>(EMBER_OP("embedding"), {weight, indices});
