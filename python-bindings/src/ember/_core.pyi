@@ -15,6 +15,7 @@ import numpy
 import typing_extensions
 
 from ember.autograd import Graph
+from ember.random import Generator
 
 # The metaclass pybind11 gives every class it binds (pybind11_builtins.pybind11_type, which is not
 # importable): declared so that stubtest sees the classes below as the runtime has them.
@@ -394,6 +395,30 @@ class Tensor(metaclass=_pybind11_type):
         """
         The recorded forward graph that made this tensor and its backward graph (a Graph).
         """
+    def new_empty(self, *size: typing.Any, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None, requires_grad: builtins.bool = False) -> Tensor:
+        """
+        An uninitialised tensor, of this tensor's dtype and device by default.
+        """
+    def new_full(self, size: typing.Any, fill_value: typing.Any, *, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None, requires_grad: builtins.bool = False) -> Tensor:
+        """
+        A tensor of size filled with fill_value, of this tensor's dtype and device by default.
+        """
+    def new_ones(self, *size: typing.Any, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None, requires_grad: builtins.bool = False) -> Tensor:
+        """
+        Ones of the given size, of this tensor's dtype and device by default.
+        """
+    def new_tensor(self, data: typing.Any, *, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None, requires_grad: builtins.bool = False) -> Tensor:
+        """
+        A copy of data (never sharing memory, no history), of this tensor's dtype and device by default.
+        """
+    def new_zeros(self, *size: typing.Any, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None, requires_grad: builtins.bool = False) -> Tensor:
+        """
+        Zeros of the given size, of this tensor's dtype and device by default.
+        """
+    def ravel(self) -> Tensor:
+        """
+        The elements as one dim: a view when the layout allows, else a copy (reshape(-1)).
+        """
     def gt(self, other: typing.Any) -> Tensor:
         """
         Elementwise, with NumPy broadcasting; either side may be a number.
@@ -512,9 +537,9 @@ class Tensor(metaclass=_pybind11_type):
         """
         Elementwise, with NumPy broadcasting; either side may be a number.
         """
-    def mean(self, dim: typing.Any = None, keepdim: builtins.bool = False) -> Tensor:
+    def mean(self, dim: typing.Any = None, keepdim: builtins.bool = False, *, dtype: _DTypeLike | None = None, axis: typing.Any = None) -> Tensor:
         """
-        The mean over dim.
+        The mean over dim (or axis), of x cast to dtype when given.
         """
     def min(self, dim: typing.Any = None, keepdim: builtins.bool = False) -> typing.Any:
         """
@@ -560,9 +585,9 @@ class Tensor(metaclass=_pybind11_type):
         """
         The vector p-norm over dim.
         """
-    def normal_(self, mean: typing.SupportsFloat | typing.SupportsIndex = 0.0, std: typing.SupportsFloat | typing.SupportsIndex = 1.0) -> Tensor:
+    def normal_(self, mean: typing.SupportsFloat | typing.SupportsIndex = 0.0, std: typing.SupportsFloat | typing.SupportsIndex = 1.0, *, generator: Generator | None = None) -> Tensor:
         """
-        Fills with normal values.
+        Fills with normal values (from generator when given); returns self.
         """
     def numel(self) -> builtins.int:
         """
@@ -686,9 +711,9 @@ class Tensor(metaclass=_pybind11_type):
         """
         In place: self = self op other; returns self.
         """
-    def sum(self, dim: typing.Any = None, keepdim: builtins.bool = False) -> Tensor:
+    def sum(self, dim: typing.Any = None, keepdim: builtins.bool = False, *, dtype: _DTypeLike | None = None, axis: typing.Any = None) -> Tensor:
         """
-        The sum over dim.
+        The sum over dim (or axis), of x cast to dtype when given.
         """
     def swapaxes(self, axis0: typing.SupportsInt | typing.SupportsIndex, axis1: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
         """
@@ -720,9 +745,9 @@ class Tensor(metaclass=_pybind11_type):
         """
         The slices along dim, each without it.
         """
-    def uniform_(self, a: typing.SupportsFloat | typing.SupportsIndex = 0.0, b: typing.SupportsFloat | typing.SupportsIndex = 1.0) -> Tensor:
+    def uniform_(self, a: typing.SupportsFloat | typing.SupportsIndex = 0.0, b: typing.SupportsFloat | typing.SupportsIndex = 1.0, *, generator: Generator | None = None) -> Tensor:
         """
-        Fills with uniform values on [a, b).
+        Fills with uniform values on [a, b) (from generator when given); returns self.
         """
     def unsqueeze(self, dim: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
         """
@@ -746,6 +771,11 @@ class Tensor(metaclass=_pybind11_type):
     def T(self) -> Tensor:
         """
         The tensor with its dims reversed.
+        """
+    @property
+    def mT(self) -> Tensor:
+        """
+        The last two dims swapped (a batch of matrices transposed).
         """
     @property
     def data(self) -> Tensor:
@@ -1292,9 +1322,9 @@ def maximum(input: typing.Any, other: typing.Any) -> Tensor:
     """
     Elementwise, with NumPy broadcasting; either side may be a number.
     """
-def mean(input: Tensor, dim: typing.Any = None, keepdim: builtins.bool = False) -> Tensor:
+def mean(input: Tensor, dim: typing.Any = None, keepdim: builtins.bool = False, *, dtype: _DTypeLike | None = None, axis: typing.Any = None) -> Tensor:
     """
-    The mean over dim.
+    The mean over dim (or axis), of x cast to dtype when given.
     """
 def memory_allocated(device: _DeviceLike = 'cpu') -> builtins.int:
     """
@@ -1506,9 +1536,9 @@ def sub(input: typing.Any, other: typing.Any) -> Tensor:
     """
     Elementwise, with NumPy broadcasting; either side may be a number.
     """
-def sum(input: Tensor, dim: typing.Any = None, keepdim: builtins.bool = False) -> Tensor:
+def sum(input: Tensor, dim: typing.Any = None, keepdim: builtins.bool = False, *, dtype: _DTypeLike | None = None, axis: typing.Any = None) -> Tensor:
     """
-    The sum over dim.
+    The sum over dim (or axis), of x cast to dtype when given.
     """
 def sum_to(input: Tensor, shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> Tensor:
     """

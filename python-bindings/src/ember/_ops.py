@@ -1,17 +1,19 @@
 """Every op of ember._core as ember.<name>: creation, elementwise, reduction, movement, matmul,
 convolution, pooling, normalization, softmax and losses, with their backward ops. ember.nn's
-functional layer re-exports from here."""
+functional layer re-exports from here. (where and the random creation functions rand, randn,
+randint, randperm come as ember.<name> from ember._composites and ember.random, which add
+PyTorch's one-argument where and generator= around them.)"""
 
 from ember import _core
 
 _NAMES = """
-tensor zeros ones empty full arange linspace eye rand randn randint randperm
+tensor zeros ones empty full arange linspace eye
 zeros_like ones_like empty_like full_like rand_like randn_like
 neg negative abs sign exp log log1p sqrt rsqrt sin cos tanh sigmoid relu silu logical_not
 leaky_relu elu gelu softplus relu_backward silu_backward sigmoid_backward tanh_backward
 add sub mul div pow maximum minimum eq ne lt le gt ge logical_and logical_or logical_xor
 floor_divide remainder bitwise_and bitwise_or bitwise_xor
-where clamp clip masked_fill
+clamp clip masked_fill
 sum mean prod amax amin logsumexp all any var std norm max min argmax argmin sum_to
 matmul mm bmm linear
 reshape transpose swapaxes t permute select narrow squeeze unsqueeze flatten contiguous flip
