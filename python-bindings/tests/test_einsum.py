@@ -95,3 +95,8 @@ def test_einsum_gradients(equation, shapes):
 def test_einsum_errors_name_the_problem(equation, shapes, error, words):
     with pytest.raises(error, match=words):
         ember.einsum(equation, *[ember.zeros(s) for s in shapes])
+
+
+def test_einsum_names_an_operand_that_is_not_a_tensor():
+    with pytest.raises(ember.DTypeError, match="operand 1 is a list"):
+        ember.einsum("i,i", ember.zeros(2), [1.0, 2.0])

@@ -34,7 +34,8 @@ class finfo:  # noqa: N801 (named as in PyTorch)
         else:
             info = np.finfo(np.dtype(d.name))
             self.bits, self.eps, self.max = info.bits, float(info.eps), float(info.max)
-            self.resolution, self.tiny = float(info.resolution), float(info.smallest_normal)
+            # 10^-precision as a Python float (NumPy's is of the dtype: float16's is 0.0010004).
+            self.resolution, self.tiny = 10.0**-info.precision, float(info.smallest_normal)
         self.min, self.smallest_normal = -self.max, self.tiny
 
     def __repr__(self):

@@ -55,6 +55,16 @@ def _sum_out(x, labels, keep):
     return x.sum(tuple(gone)), [lab for lab in labels if lab in keep]
 
 
+def _permuted(x, order):
+    return x if order == list(range(x.ndim)) else x.permute(order)
+
+
+def _shaped(x, shape, broadcast=False):
+    if list(x.shape) == list(shape):  # the common case: no op to record
+        return x
+    return x.broadcast_to(shape) if broadcast else x.reshape(shape)
+
+
 def _contract(a, la, b, lb, keep, sizes):
     """The product of two operands summed over their shared labels not in keep, as one batched
     matmul: a [batch, a_only, shared] @ b [batch, shared, b_only]."""
@@ -62,18 +72,18 @@ def _contract(a, la, b, lb, keep, sizes):
     shared = [lab for lab in la if lab in lb and lab not in keep]
     a_only = [lab for lab in la if lab not in lb]
     b_only = [lab for lab in lb if lab not in la]
-    ax = a.permute([la.index(lab) for lab in batch + a_only + shared])
-    bx = b.permute([lb.index(lab) for lab in batch + shared + b_only])
+    ax = _permuted(a, [la.index(lab) for lab in batch + a_only + shared])
+    bx = _permuted(b, [lb.index(lab) for lab in batch + shared + b_only])
     # The batch and summed dims broadcast (a size-1 dim against the other operand's size).
     common = [sizes[lab] for lab in batch]
     summed = [sizes[lab] for lab in shared]
     a_sizes = list(ax.shape[len(batch):len(batch) + len(a_only)])
     b_sizes = list(bx.shape[len(batch) + len(shared):])
-    ax = ax.broadcast_to(common + a_sizes + summed)
-    bx = bx.broadcast_to(common + summed + b_sizes)
+    ax = _shaped(ax, common + a_sizes + summed, broadcast=True)
+    bx = _shaped(bx, common + summed + b_sizes, broadcast=True)
     nb, ns = math.prod(common), math.prod(summed)
-    out = ax.reshape(nb, math.prod(a_sizes), ns) @ bx.reshape(nb, ns, math.prod(b_sizes))
-    return out.reshape(common + a_sizes + b_sizes), batch + a_only + b_only
+    out = _shaped(ax, [nb, math.prod(a_sizes), ns]) @ _shaped(bx, [nb, ns, math.prod(b_sizes)])
+    return _shaped(out, common + a_sizes + b_sizes), batch + a_only + b_only
 
 
 def einsum(equation, *operands):
@@ -86,6 +96,11 @@ def einsum(equation, *operands):
     """
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
+    for k, x in enumerate(operands):
+        if not isinstance(x, _core.Tensor):
+            raise _core.DTypeError(
+                f"einsum('{equation}'): operand {k} is a {type(x).__name__}; expected an "
+                "ember.Tensor. Fix: wrap it with ember.tensor(...)")
     eq = equation.replace(" ", "")
     inputs, arrow, output = eq.partition("->")
     terms = inputs.split(",")
@@ -126,6 +141,6 @@ def einsum(equation, *operands):
         later = {lab for _, o in xs[k + 1:] for lab in o}
         x, ls = _contract(x, ls, y, ly, set(out) | later, sizes)
     x, ls = _sum_out(x, ls, set(out))
-    x = x.permute([ls.index(lab) for lab in out]) if out else x
-    return x.broadcast_to([sizes[lab] for lab in out])
+    x = _permuted(x, [ls.index(lab) for lab in out])
+    return _shaped(x, [sizes[lab] for lab in out], broadcast=True)
 
