@@ -1,6 +1,8 @@
 """ember.Generator: its own stream (same seed, same numbers), the default stream untouched, its
 state saved and restored, and generator= on every random function that takes one."""
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -90,3 +92,21 @@ def test_data_loader_shuffles_with_a_generator():
     assert sorted(a.tolist()) == list(range(10))
     g = ember.Generator().manual_seed(1)
     assert not np.array_equal(epoch(g), epoch(g))  # each epoch draws a new order
+
+
+def test_generators_in_threads_draw_their_own_streams():
+    want = {seed: [ember.rand(64, generator=g).numpy() for _ in range(20)]
+            for seed, g in ((s, ember.Generator().manual_seed(s)) for s in range(4))}
+    got = {}
+
+    def work(seed):
+        g = ember.Generator().manual_seed(seed)
+        got[seed] = [ember.rand(64, generator=g).numpy() for _ in range(20)]
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for seed in range(4):
+        np.testing.assert_array_equal(np.stack(got[seed]), np.stack(want[seed]))

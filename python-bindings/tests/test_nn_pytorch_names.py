@@ -54,8 +54,11 @@ def test_conv1d_same_valid_unbatched_and_gradients():
     np.testing.assert_allclose(single.numpy(), conv1d_ref(x[:1], w, None)[0], rtol=1e-10)
     gradcheck(lambda x, w, b: F.conv1d(x, w, b, stride=2, padding=1, groups=1),
               x[:1, :, :6], w[:2] / 2, RNG.standard_normal(2))
-    gradcheck(lambda x, w: F.conv1d(x.mT.mT, w, groups=3), x[:1, :, :5],
+    # A non-contiguous input: [N, L, C] transposed to [N, C, L].
+    gradcheck(lambda x, w: F.conv1d(x.mT, w, groups=3), np.swapaxes(x[:1, :, :5], 1, 2),
               RNG.standard_normal((3, 1, 2)))
+    assert F.conv1d(ember.tensor(x), ember.tensor(w[:, :, :1])).shape == (2, 5, 7)
+    assert F.conv1d(ember.tensor(x[:, :, :4]), ember.tensor(w)).shape == (2, 5, 1)
     with pytest.raises(ember.ShapeError, match=r"conv1d: input is \[2, 3, 1, 7\]"):
         F.conv1d(ember.zeros(2, 3, 1, 7), ember.zeros(5, 3, 4))
 
@@ -112,6 +115,16 @@ def test_group_norm_matches_numpy(shape, groups):
                                atol=1e-10)
 
 
+def test_group_norm_of_strided_and_empty_inputs():
+    x = RNG.standard_normal((5, 4, 2))
+    w, b = np.ones(4), np.zeros(4)
+    strided = ember.tensor(np.swapaxes(x, 1, 2).copy()).mT  # [5, 4, 2], not contiguous
+    assert not strided.is_contiguous()
+    np.testing.assert_allclose(F.group_norm(strided, 2).numpy(), group_norm_ref(x, 2, w, b, 1e-5),
+                               rtol=1e-8, atol=1e-10)
+    assert F.group_norm(ember.zeros(0, 4, 3), 2).shape == (0, 4, 3)
+
+
 def test_group_norm_gradients_and_module():
     gradcheck(lambda x, w, b: F.group_norm(x, 2, w, b), RNG.standard_normal((2, 4, 3)),
               RNG.standard_normal(4), RNG.standard_normal(4), atol=1e-5)
@@ -138,6 +151,9 @@ def test_normalize_matches_numpy_and_its_gradient():
         np.testing.assert_allclose(F.normalize(ember.tensor(x), p=p, dim=dim).numpy(),
                                    x / np.maximum(norm, 1e-12), rtol=1e-12)
         gradcheck(lambda t, p=p, dim=dim: F.normalize(t, p, dim), x)
+    strided = ember.tensor(x).T
+    np.testing.assert_allclose(F.normalize(strided, dim=0).numpy(),
+                               x.T / np.linalg.norm(x.T, axis=0, keepdims=True), rtol=1e-12)
     zeros = F.normalize(ember.zeros(2, 3))  # divided by eps, not by 0
     assert zeros.tolist() == [[0.0] * 3] * 2
 
