@@ -58,7 +58,11 @@ def test_a_generator_matches_the_default_generator_seeded_alike():
 def test_state_round_trip_and_seeds():
     g = ember.Generator()
     assert g.initial_seed() == 67280421310721  # PyTorch's default seed
-    assert g.manual_seed(2**64 + 3) is g and g.initial_seed() == 3
+    assert g.manual_seed(3) is g and g.initial_seed() == 3
+    assert g.manual_seed(-1).initial_seed() == 2**64 - 1  # two's complement, as PyTorch's
+    with pytest.raises(ember.ValueError, match="2\\*\\*64"):
+        g.manual_seed(2**64)
+    g.manual_seed(3)
     ember.rand(2, generator=g)
     state = g.get_state()
     a = ember.rand(4, generator=g).numpy()

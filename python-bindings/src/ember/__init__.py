@@ -22,6 +22,7 @@ from ember._core import (  # noqa: A004 (as torch)
     DeviceError,
     DTypeError,
     EmberError,
+    Generator,
     IndexError,
     NotSupportedError,
     OutOfMemoryError,
@@ -69,7 +70,6 @@ from ember._einsum import einsum
 from ember._ops import *  # noqa: F403  (every op as ember.<name>)
 from ember._ops import __all__ as _op_names
 from ember.autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
-from ember.random import Generator, rand, randint, randn, randperm
 from ember.serialization import CheckpointError, load, save
 
 __all__ = [
@@ -84,7 +84,6 @@ __all__ = [
     "CheckpointError", "data", "debug", "get_rng_state", "load", "nn", "optim", "save",
     "set_rng_state",
     "Generator", "accelerator", "allclose", "as_tensor", "einsum", "finfo", "iinfo",
-    "inference_mode", "isclose", "meshgrid", "rand", "randint", "randn", "randperm", "ravel",
-    "where",
+    "inference_mode", "isclose", "meshgrid", "ravel", "where",
 ]
 del _core

@@ -15,7 +15,6 @@ import numpy
 import typing_extensions
 
 from ember.autograd import Graph
-from ember.random import Generator
 
 # The metaclass pybind11 gives every class it binds (pybind11_builtins.pybind11_type, which is not
 # importable): declared so that stubtest sees the classes below as the runtime has them.
@@ -109,6 +108,39 @@ class device(metaclass=_pybind11_type):
     @property
     def type(self) -> str:
         ...
+class Generator(metaclass=_pybind11_type):
+    """
+    A random stream of its own (a Philox seed and offset), for generator= of the random functions: the same seed gives the same numbers, and drawing from it leaves the default generator (ember.manual_seed's) untouched.
+    """
+    def __init__(self, device: _DeviceLike = 'cpu') -> None:
+        ...
+    def __repr__(self) -> str:
+        ...
+    def get_state(self) -> dict:
+        """
+        The state, {'seed': int, 'offset': int} (as ember.get_rng_state: a copy).
+        """
+    def initial_seed(self) -> builtins.int:
+        """
+        The seed the stream started from.
+        """
+    def manual_seed(self, seed: typing.Any) -> typing_extensions.Self:
+        """
+        Reseeds the stream (offset back to 0); returns self.
+        """
+    def seed(self) -> builtins.int:
+        """
+        Reseeds from the operating system's entropy; returns the new seed.
+        """
+    def set_state(self, new_state: typing.Any) -> typing_extensions.Self:
+        """
+        Restores a state from get_state(); returns self.
+        """
+    @property
+    def device(self) -> device:
+        """
+        The device it was made for.
+        """
 class Tensor(metaclass=_pybind11_type):
     """
     An n-dimensional array on a device that can record its history for autograd (an eager autodiff Variable).
@@ -954,19 +986,19 @@ def _clip_grad_value_(parameters: collections.abc.Sequence[Tensor], clip_value: 
     ...
 def _constant_(tensor: Tensor, val: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
     ...
-def _kaiming_normal_(tensor: Tensor, a: typing.SupportsFloat | typing.SupportsIndex, mode: str, nonlinearity: str) -> Tensor:
+def _kaiming_normal_(tensor: Tensor, a: typing.SupportsFloat | typing.SupportsIndex, mode: str, nonlinearity: str, generator: Generator | None = None) -> Tensor:
     ...
-def _kaiming_uniform_(tensor: Tensor, a: typing.SupportsFloat | typing.SupportsIndex, mode: str, nonlinearity: str) -> Tensor:
+def _kaiming_uniform_(tensor: Tensor, a: typing.SupportsFloat | typing.SupportsIndex, mode: str, nonlinearity: str, generator: Generator | None = None) -> Tensor:
     ...
-def _normal_(tensor: Tensor, mean: typing.SupportsFloat | typing.SupportsIndex, std: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
+def _normal_(tensor: Tensor, mean: typing.SupportsFloat | typing.SupportsIndex, std: typing.SupportsFloat | typing.SupportsIndex, generator: Generator | None = None) -> Tensor:
     ...
-def _orthogonal_(tensor: Tensor, gain: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
+def _orthogonal_(tensor: Tensor, gain: typing.SupportsFloat | typing.SupportsIndex, generator: Generator | None = None) -> Tensor:
     ...
-def _uniform_(tensor: Tensor, a: typing.SupportsFloat | typing.SupportsIndex, b: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
+def _uniform_(tensor: Tensor, a: typing.SupportsFloat | typing.SupportsIndex, b: typing.SupportsFloat | typing.SupportsIndex, generator: Generator | None = None) -> Tensor:
     ...
-def _xavier_normal_(tensor: Tensor, gain: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
+def _xavier_normal_(tensor: Tensor, gain: typing.SupportsFloat | typing.SupportsIndex, generator: Generator | None = None) -> Tensor:
     ...
-def _xavier_uniform_(tensor: Tensor, gain: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
+def _xavier_uniform_(tensor: Tensor, gain: typing.SupportsFloat | typing.SupportsIndex, generator: Generator | None = None) -> Tensor:
     ...
 def abs(input: Tensor) -> Tensor:
     """
@@ -1416,27 +1448,27 @@ def prod(input: Tensor, dim: typing.Any = None, keepdim: builtins.bool = False) 
     """
     The product over dim.
     """
-def rand(*args, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None, requires_grad: builtins.bool = False) -> Tensor:
+def rand(*args, generator: Generator | None = None, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None, requires_grad: builtins.bool = False) -> Tensor:
     """
-    Uniform random values on [0, 1) (seeded by ember.manual_seed).
+    Uniform random values on [0, 1) (from generator, else the default generator that ember.manual_seed seeds).
     """
 def rand_like(input: Tensor, *, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None, requires_grad: builtins.bool = False) -> Tensor:
     """
     Uniform random values on [0, 1), shaped like input.
     """
-def randint(low: typing.SupportsInt | typing.SupportsIndex, high: typing.Any, size: typing.Any = None, *, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None) -> Tensor:
+def randint(low: typing.SupportsInt | typing.SupportsIndex, high: typing.Any, size: typing.Any = None, *, generator: Generator | None = None, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None) -> Tensor:
     """
     Random integers on [low, high): randint(low, high, size) or randint(high, size).
     """
-def randn(*args, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None, requires_grad: builtins.bool = False) -> Tensor:
+def randn(*args, generator: Generator | None = None, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None, requires_grad: builtins.bool = False) -> Tensor:
     """
-    Standard normal random values (seeded by ember.manual_seed).
+    Standard normal random values (from generator, else the default generator).
     """
 def randn_like(input: Tensor, *, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None, requires_grad: builtins.bool = False) -> Tensor:
     """
     Standard normal random values, shaped like input.
     """
-def randperm(n: typing.SupportsInt | typing.SupportsIndex, *, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None) -> Tensor:
+def randperm(n: typing.SupportsInt | typing.SupportsIndex, *, generator: Generator | None = None, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None) -> Tensor:
     """
     A random permutation of 0 .. n-1.
     """

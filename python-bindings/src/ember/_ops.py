@@ -1,13 +1,12 @@
 """Every op of ember._core as ember.<name>: creation, elementwise, reduction, movement, matmul,
 convolution, pooling, normalization, softmax and losses, with their backward ops. ember.nn's
-functional layer re-exports from here. (where and the random creation functions rand, randn,
-randint, randperm come as ember.<name> from ember._composites and ember.random, which add
-PyTorch's one-argument where and generator= around them.)"""
+functional layer re-exports from here. (ember.where comes from ember._composites, which adds
+PyTorch's one-argument form.)"""
 
 from ember import _core
 
 _NAMES = """
-tensor zeros ones empty full arange linspace eye
+tensor zeros ones empty full arange linspace eye rand randn randint randperm
 zeros_like ones_like empty_like full_like rand_like randn_like
 neg negative abs sign exp log log1p sqrt rsqrt sin cos tanh sigmoid relu silu logical_not
 leaky_relu elu gelu softplus relu_backward silu_backward sigmoid_backward tanh_backward

@@ -13,6 +13,10 @@ from ember._core import (
     arange as arange,
     linspace as linspace,
     eye as eye,
+    rand as rand,
+    randn as randn,
+    randint as randint,
+    randperm as randperm,
     zeros_like as zeros_like,
     ones_like as ones_like,
     empty_like as empty_like,
@@ -150,8 +154,8 @@ from ember._core import (
 )
 
 __all__ = [
-    "tensor", "zeros", "ones", "empty", "full", "arange", "linspace", "eye",
-    "zeros_like", "ones_like", "empty_like", "full_like", "rand_like",
+    "tensor", "zeros", "ones", "empty", "full", "arange", "linspace", "eye", "rand", "randn",
+    "randint", "randperm", "zeros_like", "ones_like", "empty_like", "full_like", "rand_like",
     "randn_like", "neg", "negative", "abs", "sign", "exp", "log", "log1p", "sqrt", "rsqrt", "sin",
     "cos", "tanh", "sigmoid", "relu", "silu", "logical_not", "leaky_relu", "elu", "gelu",
     "softplus", "relu_backward", "silu_backward", "sigmoid_backward", "tanh_backward", "add", "sub",

@@ -7,7 +7,6 @@ import warnings
 import numpy as np
 
 from ember import _core
-from ember.random import Generator, randperm
 
 _warned_about_pinning = False  # pin_memory=True without CUDA warns once per process
 
@@ -86,8 +85,8 @@ class DataLoader:
         n = len(self.dataset)
         if not self.shuffle:
             return np.arange(n, dtype=np.int64)
-        if isinstance(self.generator, Generator):
-            return randperm(n, generator=self.generator).numpy()
+        if isinstance(self.generator, _core.Generator):
+            return _core.randperm(n, generator=self.generator).numpy()
         if self.generator is not None:
             return self.generator.permutation(n).astype(np.int64)
         return _core.randperm(n).numpy()

@@ -9,7 +9,6 @@ import numpy as np
 
 from ember import _core
 from ember.autograd import no_grad
-from ember.random import _draw
 
 calculate_gain = _core._calculate_gain
 
@@ -21,12 +20,12 @@ def _calculate_fan_in_and_fan_out(tensor):
 
 def uniform_(tensor, a=0.0, b=1.0, generator=None):
     """Uniform values on [a, b)."""
-    return _draw("uniform_", generator, _core._uniform_, tensor, a, b)
+    return _core._uniform_(tensor, a, b, generator)
 
 
 def normal_(tensor, mean=0.0, std=1.0, generator=None):
     """Normal values of the given mean and standard deviation."""
-    return _draw("normal_", generator, _core._normal_, tensor, mean, std)
+    return _core._normal_(tensor, mean, std, generator)
 
 
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
@@ -59,12 +58,12 @@ def _truncated_standard_normal(n, lo, hi, generator):
     left = n
 
     def uniform(m):
-        return _draw("trunc_normal_", generator, _core.rand, m, dtype=_core.float64).numpy()
+        return _core.rand(m, generator=generator, dtype=_core.float64).numpy()
 
     while left > 0:
         m = int(left / max(rate, 0.01) * 1.2) + 16
         if proposal == "normal":
-            x = _draw("trunc_normal_", generator, _core.randn, m, dtype=_core.float64).numpy()
+            x = _core.randn(m, generator=generator, dtype=_core.float64).numpy()
             keep = (x >= lo) & (x <= hi)
         elif proposal == "uniform":  # accepted with density / envelope, envelope at closest
             x = lo + (hi - lo) * uniform(m)
@@ -95,31 +94,29 @@ def ones_(tensor):
 
 def xavier_uniform_(tensor, gain=1.0, generator=None):
     """Glorot uniform: std = gain sqrt(2 / (fan_in + fan_out))."""
-    return _draw("xavier_uniform_", generator, _core._xavier_uniform_, tensor, gain)
+    return _core._xavier_uniform_(tensor, gain, generator)
 
 
 def xavier_normal_(tensor, gain=1.0, generator=None):
     """Glorot normal: std = gain sqrt(2 / (fan_in + fan_out))."""
-    return _draw("xavier_normal_", generator, _core._xavier_normal_, tensor, gain)
+    return _core._xavier_normal_(tensor, gain, generator)
 
 
 def kaiming_uniform_(tensor, a=0.0, mode="fan_in", nonlinearity="leaky_relu",
                      generator=None):
     """He uniform: std = calculate_gain(nonlinearity, a) / sqrt(fan)."""
-    return _draw("kaiming_uniform_", generator, _core._kaiming_uniform_, tensor, a, mode,
-                 nonlinearity)
+    return _core._kaiming_uniform_(tensor, a, mode, nonlinearity, generator)
 
 
 def kaiming_normal_(tensor, a=0.0, mode="fan_in", nonlinearity="leaky_relu",
                     generator=None):
     """He normal: std = calculate_gain(nonlinearity, a) / sqrt(fan)."""
-    return _draw("kaiming_normal_", generator, _core._kaiming_normal_, tensor, a, mode,
-                 nonlinearity)
+    return _core._kaiming_normal_(tensor, a, mode, nonlinearity, generator)
 
 
 def orthogonal_(tensor, gain=1.0, generator=None):
     """A (semi-)orthogonal matrix times gain."""
-    return _draw("orthogonal_", generator, _core._orthogonal_, tensor, gain)
+    return _core._orthogonal_(tensor, gain, generator)
 
 
 def default_init_(weight, bias=None):
