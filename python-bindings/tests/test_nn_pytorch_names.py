@@ -76,7 +76,9 @@ def test_conv1d_module():
     np.testing.assert_allclose(out.detach().numpy(), ref, rtol=1e-5, atol=1e-5)
     out.sum().backward()
     assert m.weight.grad.shape == (6, 2, 3)
-    assert "Conv1d(4, 6, kernel_size=(3,), stride=(2,), padding=(1,), groups=2)" == repr(m)
+    assert repr(m) == "Conv1d(4, 6, kernel_size=(3,), stride=(2,), padding=(1,), groups=2)"
+    assert repr(nn.Conv1d(1, 2, 3, padding_mode="reflect", bias=False)) == (
+        "Conv1d(1, 2, kernel_size=(3,), stride=(1,), bias=False, padding_mode=reflect)")
     assert nn.Conv1d(2, 2, 3, bias=False).bias is None
     with pytest.raises(ember.ShapeError, match="expected \\[N, 4, L\\]"):
         m(ember.zeros(3, 5, 9))
@@ -135,7 +137,9 @@ def test_group_norm_gradients_and_module():
                                group_norm_ref(x, 2, np.ones(4), np.zeros(4), 1e-5), rtol=1e-4,
                                atol=1e-5)
     assert nn.GroupNorm(2, 4, affine=False).weight is None
-    assert repr(m) == "GroupNorm(2, 4, eps=1e-05, affine=True)"
+    assert repr(m) == "GroupNorm(2, 4, eps=1e-05, affine=True, bias=True)"
+    no_bias = nn.GroupNorm(2, 4, bias=False)
+    assert no_bias.bias is None and [n for n, _ in no_bias.named_parameters()] == ["weight"]
     with pytest.raises(ember.ValueError, match="not divisible"):
         nn.GroupNorm(3, 4)
     with pytest.raises(ember.ShapeError, match=r"expected \[N, 4, \*\]"):

@@ -145,14 +145,15 @@ class Conv1d(Module):
         return functional.conv1d(x, self.weight, self.bias, self.stride, padding, self.dilation,
                                  self.groups)
 
-    def extra_repr(self):
+    def extra_repr(self):  # PyTorch's: only the arguments that differ from their defaults
         return (
             f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
-            f"stride={self.stride}, padding={self.padding}"
+            f"stride={self.stride}"
+            + (f", padding={self.padding}" if self.padding != (0,) else "")
             + (f", dilation={self.dilation}" if self.dilation != (1,) else "")
             + (f", groups={self.groups}" if self.groups != 1 else "")
             + (", bias=False" if self.bias is None else "")
-            + (f", padding_mode={self.padding_mode!r}" if self.padding_mode != "zeros" else "")
+            + (f", padding_mode={self.padding_mode}" if self.padding_mode != "zeros" else "")
         )
 
 

@@ -92,9 +92,10 @@ class LayerNorm(Module):
 
 class GroupNorm(Module):
     """Normalises [N, C, *] over groups of C / num_groups channels, then a per-channel weight and
-    bias (affine), as torch.nn.GroupNorm (nn.functional.group_norm)."""
+    bias (affine; bias=False leaves the bias out), as torch.nn.GroupNorm (F.group_norm)."""
 
-    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None):
+    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None,
+                 *, bias=True):
         super().__init__()
         if num_groups <= 0 or num_channels % num_groups:
             raise _core.ValueError(
@@ -104,7 +105,7 @@ class GroupNorm(Module):
         self.eps, self.affine = eps, affine
         kw = {"dtype": dtype, "device": device}
         self.weight = Parameter(_core.ones(num_channels, **kw)) if affine else None
-        self.bias = Parameter(_core.zeros(num_channels, **kw)) if affine else None
+        self.bias = Parameter(_core.zeros(num_channels, **kw)) if affine and bias else None
 
     def forward(self, x):
         if x.ndim < 2 or x.shape[1] != self.num_channels:
@@ -115,4 +116,5 @@ class GroupNorm(Module):
         return functional.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
-        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+                f"bias={self.bias is not None}")
