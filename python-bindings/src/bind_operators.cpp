@@ -8,6 +8,7 @@
 #include <ember/ops/random.h>
 
 #include "def_op.h"
+#include "generator.h"
 
 namespace ember::python {
 
@@ -191,20 +192,24 @@ void bind_operators(TensorClass& cls) {
       py::arg("src"), "Copies src (broadcast, cast, from any device) into self; returns self.");
   cls.def(
       "uniform_",
-      [](py::object self, double low, double high) {
+      [](py::object self, double low, double high, py::handle generator) {
         const V& x = py::cast<const V&>(self);
-        return overwrite(self, ember::uniform(x.shape(), low, high, x.dtype(), x.device()),
+        Generator* gen = generator_from_object(generator, "uniform_");
+        return overwrite(self, ember::uniform(x.shape(), low, high, x.dtype(), x.device(), gen),
                          "uniform_");
       },
-      py::arg("a") = 0.0, py::arg("b") = 1.0, "Fills with uniform values on [a, b).");
+      py::arg("a") = 0.0, py::arg("b") = 1.0, py::kw_only(), py::arg("generator") = py::none(),
+      "Fills with uniform values on [a, b) (from generator when given); returns self.");
   cls.def(
       "normal_",
-      [](py::object self, double mean, double std) {
+      [](py::object self, double mean, double std, py::handle generator) {
         const V& x = py::cast<const V&>(self);
-        return overwrite(self, ember::normal(x.shape(), mean, std, x.dtype(), x.device()),
+        Generator* gen = generator_from_object(generator, "normal_");
+        return overwrite(self, ember::normal(x.shape(), mean, std, x.dtype(), x.device(), gen),
                          "normal_");
       },
-      py::arg("mean") = 0.0, py::arg("std") = 1.0, "Fills with normal values.");
+      py::arg("mean") = 0.0, py::arg("std") = 1.0, py::kw_only(), py::arg("generator") = py::none(),
+      "Fills with normal values (from generator when given); returns self.");
 }
 
 }  // namespace ember::python

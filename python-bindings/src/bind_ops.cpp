@@ -78,6 +78,17 @@ template <V (*F)(const V&, const std::vector<int64_t>&, bool)> auto reduce() {
   return
       [](const V& x, py::handle dim, bool keepdim) { return F(x, dims_from_object(dim), keepdim); };
 }
+// sum and mean also take PyTorch's dtype= (x is cast to it first, so that the sum of small ints
+// does not overflow) and NumPy's name axis= for dim.
+template <V (*F)(const V&, const std::vector<int64_t>&, bool)> auto reduce_typed(const char* op) {
+  return [op](const V& x, py::handle dim, bool keepdim, std::optional<DType> dtype,
+              py::handle axis) {
+    if (!axis.is_none() && !dim.is_none())
+      throw ember::ValueError(op, "got both dim and axis (two names of one argument); pass one");
+    const V y = dtype && *dtype != x.dtype() ? ad::to(x, *dtype) : x;
+    return F(y, dims_from_object(axis.is_none() ? dim : axis), keepdim);
+  };
+}
 V sum_(const V& x, const std::vector<int64_t>& d, bool k) { return ad::sum(x, d, k); }
 V mean_(const V& x, const std::vector<int64_t>& d, bool k) { return ad::mean(x, d, k); }
 V prod_(const V& x, const std::vector<int64_t>& d, bool k) { return ad::prod(x, d, k); }
@@ -250,8 +261,14 @@ void bind_ops(py::module_& m, TensorClass& cls) {
   // ---- reductions: dim None (every dim), an int or a tuple ----
   const auto dim = py::arg("dim") = py::none();
   const auto keepdim = py::arg("keepdim") = false;
-  def_op(m, cls, "sum", reduce<sum_>(), "The sum over dim.", dim, keepdim);
-  def_op(m, cls, "mean", reduce<mean_>(), "The mean over dim.", dim, keepdim);
+  const auto dtype = py::arg("dtype") = py::none();
+  const auto axis = py::arg("axis") = py::none();
+  def_op(m, cls, "sum", reduce_typed<sum_>("sum"),
+         "The sum over dim (or axis), of x cast to dtype when given.", dim, keepdim, py::kw_only(),
+         dtype, axis);
+  def_op(m, cls, "mean", reduce_typed<mean_>("mean"),
+         "The mean over dim (or axis), of x cast to dtype when given.", dim, keepdim, py::kw_only(),
+         dtype, axis);
   def_op(m, cls, "prod", reduce<prod_>(), "The product over dim.", dim, keepdim);
   def_op(m, cls, "amax", reduce<amax_>(), "The largest value over dim.", dim, keepdim);
   def_op(m, cls, "amin", reduce<amin_>(), "The smallest value over dim.", dim, keepdim);

@@ -7,6 +7,7 @@
 #include <ember/error.h>
 
 #include "bindings.h"
+#include "generator.h"
 
 namespace ember::python {
 
@@ -203,36 +204,63 @@ void bind_init(py::module_& m) {
       py::arg("tensor"), "(fan_in, fan_out) of a weight [out, in, k...].");
   m.def("_calculate_gain", &init::calculate_gain, py::arg("nonlinearity"),
         py::arg("param") = py::none());
-  // Each initialiser fills its Tensor argument in place (no history) and returns it.
+  // Each initialiser fills its Tensor argument in place (no history) and returns it; the random
+  // ones draw from generator (an ember.Generator), or the default generator when it is None.
   using V = const Variable&;
   using S = const std::string&;
+  using H = py::handle;
+  const auto gen = py::arg("generator") = py::none();
   m.def(
-      "_uniform_", [](V t, double a, double b) { return init::uniform_(t.data(), a, b), t; },
-      py::arg("tensor"), py::arg("a"), py::arg("b"));
+      "_uniform_",
+      [](V t, double a, double b, H gen) {
+        return init::uniform_(t.data(), a, b, generator_from_object(gen, "uniform_")), t;
+      },
+      py::arg("tensor"), py::arg("a"), py::arg("b"), gen);
   m.def(
       "_normal_",
-      [](V t, double mean, double std) { return init::normal_(t.data(), mean, std), t; },
-      py::arg("tensor"), py::arg("mean"), py::arg("std"));
+      [](V t, double mean, double std, H gen) {
+        return init::normal_(t.data(), mean, std, generator_from_object(gen, "normal_")), t;
+      },
+      py::arg("tensor"), py::arg("mean"), py::arg("std"), gen);
   m.def(
       "_constant_", [](V t, double v) { return init::constant_(t.data(), v), t; },
       py::arg("tensor"), py::arg("val"));
   m.def(
-      "_xavier_uniform_", [](V t, double g) { return init::xavier_uniform_(t.data(), g), t; },
-      py::arg("tensor"), py::arg("gain"));
+      "_xavier_uniform_",
+      [](V t, double gain, H gen) {
+        return init::xavier_uniform_(t.data(), gain, generator_from_object(gen, "xavier_uniform_")),
+               t;
+      },
+      py::arg("tensor"), py::arg("gain"), gen);
   m.def(
-      "_xavier_normal_", [](V t, double g) { return init::xavier_normal_(t.data(), g), t; },
-      py::arg("tensor"), py::arg("gain"));
+      "_xavier_normal_",
+      [](V t, double gain, H gen) {
+        return init::xavier_normal_(t.data(), gain, generator_from_object(gen, "xavier_normal_")),
+               t;
+      },
+      py::arg("tensor"), py::arg("gain"), gen);
   m.def(
       "_kaiming_uniform_",
-      [](V t, double a, S mode, S nl) { return init::kaiming_uniform_(t.data(), a, mode, nl), t; },
-      py::arg("tensor"), py::arg("a"), py::arg("mode"), py::arg("nonlinearity"));
+      [](V t, double a, S mode, S nl, H gen) {
+        return init::kaiming_uniform_(t.data(), a, mode, nl,
+                                      generator_from_object(gen, "kaiming_uniform_")),
+               t;
+      },
+      py::arg("tensor"), py::arg("a"), py::arg("mode"), py::arg("nonlinearity"), gen);
   m.def(
       "_kaiming_normal_",
-      [](V t, double a, S mode, S nl) { return init::kaiming_normal_(t.data(), a, mode, nl), t; },
-      py::arg("tensor"), py::arg("a"), py::arg("mode"), py::arg("nonlinearity"));
+      [](V t, double a, S mode, S nl, H gen) {
+        return init::kaiming_normal_(t.data(), a, mode, nl,
+                                     generator_from_object(gen, "kaiming_normal_")),
+               t;
+      },
+      py::arg("tensor"), py::arg("a"), py::arg("mode"), py::arg("nonlinearity"), gen);
   m.def(
-      "_orthogonal_", [](V t, double g) { return init::orthogonal_(t.data(), g), t; },
-      py::arg("tensor"), py::arg("gain"));
+      "_orthogonal_",
+      [](V t, double gain, H gen) {
+        return init::orthogonal_(t.data(), gain, generator_from_object(gen, "orthogonal_")), t;
+      },
+      py::arg("tensor"), py::arg("gain"), gen);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@ package adds the Python idioms around it.
 from ember import (
     _core,
     _tensor,  # noqa: F401  (adds the Python sugar to Tensor)
+    accelerator,
     autograd,
     cuda,
     data,
@@ -16,10 +17,12 @@ from ember import (
     nn,
     optim,
 )
+from ember._composites import allclose, as_tensor, isclose, meshgrid, ravel, where
 from ember._core import (  # noqa: A004 (as torch)
     DeviceError,
     DTypeError,
     EmberError,
+    Generator,
     IndexError,
     NotSupportedError,
     OutOfMemoryError,
@@ -66,9 +69,11 @@ from ember._core import (  # noqa: A004 (as torch)
     uint8,
     versions,
 )
+from ember._dtype_info import finfo, iinfo
+from ember._einsum import einsum
 from ember._ops import *  # noqa: F403  (every op as ember.<name>)
 from ember._ops import __all__ as _op_names
-from ember.autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from ember.autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from ember.serialization import CheckpointError, load, save
 
 __all__ = [
@@ -83,5 +88,7 @@ __all__ = [
     "versions", *_op_names,
     "CheckpointError", "data", "debug", "get_rng_state", "load", "nn", "optim", "save",
     "set_rng_state", "get_num_threads", "set_num_threads",
+    "Generator", "accelerator", "allclose", "as_tensor", "einsum", "finfo", "iinfo",
+    "inference_mode", "isclose", "meshgrid", "ravel", "where",
 ]
 del _core

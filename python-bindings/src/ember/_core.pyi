@@ -108,6 +108,39 @@ class device(metaclass=_pybind11_type):
     @property
     def type(self) -> str:
         ...
+class Generator(metaclass=_pybind11_type):
+    """
+    A random stream of its own (a Philox seed and offset), for generator= of the random functions: the same seed gives the same numbers, and drawing from it leaves the default generator (ember.manual_seed's) untouched.
+    """
+    def __init__(self, device: _DeviceLike = 'cpu') -> None:
+        ...
+    def __repr__(self) -> str:
+        ...
+    def get_state(self) -> dict:
+        """
+        The state, {'seed': int, 'offset': int} (as ember.get_rng_state: a copy).
+        """
+    def initial_seed(self) -> builtins.int:
+        """
+        The seed the stream started from.
+        """
+    def manual_seed(self, seed: typing.Any) -> typing_extensions.Self:
+        """
+        Reseeds the stream (offset back to 0); returns self.
+        """
+    def seed(self) -> builtins.int:
+        """
+        Reseeds from the operating system's entropy; returns the new seed.
+        """
+    def set_state(self, new_state: typing.Any) -> typing_extensions.Self:
+        """
+        Restores a state from get_state(); returns self.
+        """
+    @property
+    def device(self) -> device:
+        """
+        The device it was made for.
+        """
 class Tensor(metaclass=_pybind11_type):
     """
     An n-dimensional array on a device that can record its history for autograd (an eager autodiff Variable).
@@ -418,6 +451,30 @@ class Tensor(metaclass=_pybind11_type):
         """
         The recorded forward graph that made this tensor and its backward graph (a Graph).
         """
+    def new_empty(self, *size: typing.Any, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None, requires_grad: builtins.bool = False) -> Tensor:
+        """
+        An uninitialised tensor, of this tensor's dtype and device by default.
+        """
+    def new_full(self, size: typing.Any, fill_value: typing.Any, *, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None, requires_grad: builtins.bool = False) -> Tensor:
+        """
+        A tensor of size filled with fill_value, of this tensor's dtype and device by default.
+        """
+    def new_ones(self, *size: typing.Any, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None, requires_grad: builtins.bool = False) -> Tensor:
+        """
+        Ones of the given size, of this tensor's dtype and device by default.
+        """
+    def new_tensor(self, data: typing.Any, *, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None, requires_grad: builtins.bool = False) -> Tensor:
+        """
+        A copy of data (never sharing memory, no history), of this tensor's dtype and device by default.
+        """
+    def new_zeros(self, *size: typing.Any, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None, requires_grad: builtins.bool = False) -> Tensor:
+        """
+        Zeros of the given size, of this tensor's dtype and device by default.
+        """
+    def ravel(self) -> Tensor:
+        """
+        The elements as one dim: a view when the layout allows, else a copy (reshape(-1)).
+        """
     def gt(self, other: typing.Any) -> Tensor:
         """
         Elementwise, with NumPy broadcasting; either side may be a number.
@@ -564,9 +621,9 @@ class Tensor(metaclass=_pybind11_type):
         """
         Elementwise, with NumPy broadcasting; either side may be a number.
         """
-    def mean(self, dim: typing.Any = None, keepdim: builtins.bool = False) -> Tensor:
+    def mean(self, dim: typing.Any = None, keepdim: builtins.bool = False, *, dtype: _DTypeLike | None = None, axis: typing.Any = None) -> Tensor:
         """
-        The mean over dim.
+        The mean over dim (or axis), of x cast to dtype when given.
         """
     def min(self, dim: typing.Any = None, keepdim: builtins.bool = False) -> typing.Any:
         """
@@ -612,9 +669,9 @@ class Tensor(metaclass=_pybind11_type):
         """
         The vector p-norm over dim.
         """
-    def normal_(self, mean: typing.SupportsFloat | typing.SupportsIndex = 0.0, std: typing.SupportsFloat | typing.SupportsIndex = 1.0) -> Tensor:
+    def normal_(self, mean: typing.SupportsFloat | typing.SupportsIndex = 0.0, std: typing.SupportsFloat | typing.SupportsIndex = 1.0, *, generator: Generator | None = None) -> Tensor:
         """
-        Fills with normal values.
+        Fills with normal values (from generator when given); returns self.
         """
     def numel(self) -> builtins.int:
         """
@@ -766,9 +823,9 @@ class Tensor(metaclass=_pybind11_type):
         """
         In place: self = self op other; returns self.
         """
-    def sum(self, dim: typing.Any = None, keepdim: builtins.bool = False) -> Tensor:
+    def sum(self, dim: typing.Any = None, keepdim: builtins.bool = False, *, dtype: _DTypeLike | None = None, axis: typing.Any = None) -> Tensor:
         """
-        The sum over dim.
+        The sum over dim (or axis), of x cast to dtype when given.
         """
     def swapaxes(self, axis0: typing.SupportsInt | typing.SupportsIndex, axis1: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
         """
@@ -820,9 +877,9 @@ class Tensor(metaclass=_pybind11_type):
         """
         The slices along dim, each without it.
         """
-    def uniform_(self, a: typing.SupportsFloat | typing.SupportsIndex = 0.0, b: typing.SupportsFloat | typing.SupportsIndex = 1.0) -> Tensor:
+    def uniform_(self, a: typing.SupportsFloat | typing.SupportsIndex = 0.0, b: typing.SupportsFloat | typing.SupportsIndex = 1.0, *, generator: Generator | None = None) -> Tensor:
         """
-        Fills with uniform values on [a, b).
+        Fills with uniform values on [a, b) (from generator when given); returns self.
         """
     def unique(self, sorted: builtins.bool = True, return_inverse: builtins.bool = False, return_counts: builtins.bool = False, dim: typing.Any = None) -> typing.Any:
         """
@@ -850,6 +907,11 @@ class Tensor(metaclass=_pybind11_type):
     def T(self) -> Tensor:
         """
         The tensor with its dims reversed.
+        """
+    @property
+    def mT(self) -> Tensor:
+        """
+        The last two dims swapped (a batch of matrices transposed).
         """
     @property
     def data(self) -> Tensor:
@@ -1028,19 +1090,19 @@ def _clip_grad_value_(parameters: collections.abc.Sequence[Tensor], clip_value: 
     ...
 def _constant_(tensor: Tensor, val: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
     ...
-def _kaiming_normal_(tensor: Tensor, a: typing.SupportsFloat | typing.SupportsIndex, mode: str, nonlinearity: str) -> Tensor:
+def _kaiming_normal_(tensor: Tensor, a: typing.SupportsFloat | typing.SupportsIndex, mode: str, nonlinearity: str, generator: Generator | None = None) -> Tensor:
     ...
-def _kaiming_uniform_(tensor: Tensor, a: typing.SupportsFloat | typing.SupportsIndex, mode: str, nonlinearity: str) -> Tensor:
+def _kaiming_uniform_(tensor: Tensor, a: typing.SupportsFloat | typing.SupportsIndex, mode: str, nonlinearity: str, generator: Generator | None = None) -> Tensor:
     ...
-def _normal_(tensor: Tensor, mean: typing.SupportsFloat | typing.SupportsIndex, std: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
+def _normal_(tensor: Tensor, mean: typing.SupportsFloat | typing.SupportsIndex, std: typing.SupportsFloat | typing.SupportsIndex, generator: Generator | None = None) -> Tensor:
     ...
-def _orthogonal_(tensor: Tensor, gain: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
+def _orthogonal_(tensor: Tensor, gain: typing.SupportsFloat | typing.SupportsIndex, generator: Generator | None = None) -> Tensor:
     ...
-def _uniform_(tensor: Tensor, a: typing.SupportsFloat | typing.SupportsIndex, b: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
+def _uniform_(tensor: Tensor, a: typing.SupportsFloat | typing.SupportsIndex, b: typing.SupportsFloat | typing.SupportsIndex, generator: Generator | None = None) -> Tensor:
     ...
-def _xavier_normal_(tensor: Tensor, gain: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
+def _xavier_normal_(tensor: Tensor, gain: typing.SupportsFloat | typing.SupportsIndex, generator: Generator | None = None) -> Tensor:
     ...
-def _xavier_uniform_(tensor: Tensor, gain: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
+def _xavier_uniform_(tensor: Tensor, gain: typing.SupportsFloat | typing.SupportsIndex, generator: Generator | None = None) -> Tensor:
     ...
 def abs(input: Tensor) -> Tensor:
     """
@@ -1452,9 +1514,9 @@ def maximum(input: typing.Any, other: typing.Any) -> Tensor:
     """
     Elementwise, with NumPy broadcasting; either side may be a number.
     """
-def mean(input: Tensor, dim: typing.Any = None, keepdim: builtins.bool = False) -> Tensor:
+def mean(input: Tensor, dim: typing.Any = None, keepdim: builtins.bool = False, *, dtype: _DTypeLike | None = None, axis: typing.Any = None) -> Tensor:
     """
-    The mean over dim.
+    The mean over dim (or axis), of x cast to dtype when given.
     """
 def memory_allocated(device: _DeviceLike = 'cpu') -> builtins.int:
     """
@@ -1554,27 +1616,27 @@ def prod(input: Tensor, dim: typing.Any = None, keepdim: builtins.bool = False) 
     """
     The product over dim.
     """
-def rand(*args, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None, requires_grad: builtins.bool = False) -> Tensor:
+def rand(*args, generator: Generator | None = None, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None, requires_grad: builtins.bool = False) -> Tensor:
     """
-    Uniform random values on [0, 1) (seeded by ember.manual_seed).
+    Uniform random values on [0, 1) (from generator, else the default generator that ember.manual_seed seeds).
     """
 def rand_like(input: Tensor, *, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None, requires_grad: builtins.bool = False) -> Tensor:
     """
     Uniform random values on [0, 1), shaped like input.
     """
-def randint(low: typing.SupportsInt | typing.SupportsIndex, high: typing.Any, size: typing.Any = None, *, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None) -> Tensor:
+def randint(low: typing.SupportsInt | typing.SupportsIndex, high: typing.Any, size: typing.Any = None, *, generator: Generator | None = None, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None) -> Tensor:
     """
     Random integers on [low, high): randint(low, high, size) or randint(high, size).
     """
-def randn(*args, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None, requires_grad: builtins.bool = False) -> Tensor:
+def randn(*args, generator: Generator | None = None, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None, requires_grad: builtins.bool = False) -> Tensor:
     """
-    Standard normal random values (seeded by ember.manual_seed).
+    Standard normal random values (from generator, else the default generator).
     """
 def randn_like(input: Tensor, *, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None, requires_grad: builtins.bool = False) -> Tensor:
     """
     Standard normal random values, shaped like input.
     """
-def randperm(n: typing.SupportsInt | typing.SupportsIndex, *, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None) -> Tensor:
+def randperm(n: typing.SupportsInt | typing.SupportsIndex, *, generator: Generator | None = None, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None) -> Tensor:
     """
     A random permutation of 0 .. n-1.
     """
@@ -1698,9 +1760,9 @@ def sub(input: typing.Any, other: typing.Any) -> Tensor:
     """
     Elementwise, with NumPy broadcasting; either side may be a number.
     """
-def sum(input: Tensor, dim: typing.Any = None, keepdim: builtins.bool = False) -> Tensor:
+def sum(input: Tensor, dim: typing.Any = None, keepdim: builtins.bool = False, *, dtype: _DTypeLike | None = None, axis: typing.Any = None) -> Tensor:
     """
-    The sum over dim.
+    The sum over dim (or axis), of x cast to dtype when given.
     """
 def sum_to(input: Tensor, shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> Tensor:
     """

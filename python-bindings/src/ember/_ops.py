@@ -1,7 +1,8 @@
 """Every op of ember._core as ember.<name>: creation, elementwise, reduction, movement, matmul,
 convolution, pooling, normalization, softmax and losses, with their backward ops, then rounding,
 sorting, running sums and products, rearranging and counting. ember.nn's functional layer
-re-exports from here."""
+re-exports from here. (ember.where comes from ember._composites, which adds PyTorch's
+one-argument form.)"""
 
 from ember import _core
 
@@ -12,7 +13,7 @@ neg negative abs sign exp log log1p sqrt rsqrt sin cos tanh sigmoid relu silu lo
 leaky_relu elu gelu softplus relu_backward silu_backward sigmoid_backward tanh_backward
 add sub mul div pow maximum minimum eq ne lt le gt ge logical_and logical_or logical_xor
 floor_divide remainder bitwise_and bitwise_or bitwise_xor
-where clamp clip masked_fill
+clamp clip masked_fill
 sum mean prod amax amin logsumexp all any var std norm max min argmax argmin sum_to
 matmul mm bmm linear
 reshape transpose swapaxes t permute select narrow squeeze unsqueeze flatten contiguous flip

@@ -1,5 +1,5 @@
-"""ember.autograd: grad mode (no_grad, enable_grad, set_grad_enabled), grad() and the recorded
-graph of a tensor (Graph: its text form, DOT, and a rendering by Graphviz)."""
+"""ember.autograd: grad mode (no_grad, enable_grad, set_grad_enabled, inference_mode), grad()
+and the recorded graph of a tensor (Graph: its text form, DOT, and a rendering by Graphviz)."""
 
 import functools
 import html
@@ -45,6 +45,34 @@ class enable_grad(_GradMode):  # noqa: N801
     """Ops inside are recorded again, even within no_grad."""
 
     mode = True
+
+
+class inference_mode(_GradMode):  # noqa: N801
+    """Ops inside run without recording history, as in no_grad (Ember's tensors carry no extra
+    inference state); inference_mode(False) changes nothing. A context manager or a decorator,
+    with or without the call: @inference_mode and @inference_mode() alike."""
+
+    def __new__(cls, mode=True):
+        if callable(mode):  # used bare as a decorator: @inference_mode
+            return cls()(mode)
+        return super().__new__(cls)
+
+    def __init__(self, mode=True):
+        self.enabled = bool(mode)
+
+    def __enter__(self):
+        self._previous = _core.is_grad_enabled()
+        if self.enabled:
+            _core.set_grad_enabled(False)
+        return self
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with inference_mode(self.enabled):
+                return fn(*args, **kwargs)
+
+        return wrapper
 
 
 class set_grad_enabled(_GradMode):  # noqa: N801

@@ -58,8 +58,8 @@ def _can_pin():
 class DataLoader:
     """Iterates over a dataset in batches.
 
-    shuffle draws a new order every epoch: from ``generator`` (an int seed or a
-    ``numpy.random.Generator``) when given, else from ember's default generator (ember.randperm),
+    shuffle draws a new order every epoch: from ``generator`` (an ember.Generator, an int seed or
+    a ``numpy.random.Generator``) when given, else from ember's default generator (ember.randperm),
     so ember.manual_seed makes it reproducible. drop_last drops a last, smaller batch.
     collate_fn turns a list of samples into a batch (default_collate). pin_memory copies each
     batch's tensors into pinned host memory (Tensor.pin_memory), from which the copy to a GPU
@@ -85,6 +85,8 @@ class DataLoader:
         n = len(self.dataset)
         if not self.shuffle:
             return np.arange(n, dtype=np.int64)
+        if isinstance(self.generator, _core.Generator):
+            return _core.randperm(n, generator=self.generator).numpy()
         if self.generator is not None:
             return self.generator.permutation(n).astype(np.int64)
         return _core.randperm(n).numpy()

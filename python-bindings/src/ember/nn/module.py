@@ -105,7 +105,13 @@ class Module:
         stack = _calls.__dict__.setdefault("stack", [])
         stack.append(self)
         try:
-            return self.forward(*args, **kwargs)
+            pre_hooks, hooks = self.__dict__.get("_pre_hooks"), self.__dict__.get("_hooks")
+            if pre_hooks:
+                args, kwargs = _run_pre_hooks(self, pre_hooks, args, kwargs)
+            output = self.forward(*args, **kwargs)
+            if hooks:
+                output = _run_hooks(self, hooks, args, kwargs, output)
+            return output
         except _core.EmberError as error:
             if not hasattr(error, "_ember_module"):
                 error._ember_module = self
@@ -114,6 +120,19 @@ class Module:
             raise _located(error, self, error._ember_module) from None
         finally:
             stack.pop()
+
+    def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
+        """Calls hook(module, args) before each forward (hook(module, args, kwargs) with
+        with_kwargs); a result other than None replaces the positional arguments (a non-tuple
+        becomes a 1-tuple), or is (args, kwargs) with with_kwargs. Hooks run in the order
+        registered (prepend puts this one first). Returns a handle whose remove() drops it."""
+        return _add_hook(self, "_pre_hooks", hook, prepend, with_kwargs)
+
+    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False):
+        """Calls hook(module, args, output) after each forward (hook(module, args, kwargs,
+        output) with with_kwargs); a result other than None replaces the output. Returns a
+        handle whose remove() drops it."""
+        return _add_hook(self, "_hooks", hook, prepend, with_kwargs)
 
     # ---- traversal ----
     def named_modules(self, prefix=""):
@@ -288,6 +307,59 @@ class Module:
             return head + ")"
         count = sum(p.numel() for p in self.parameters())
         return head + "\n  " + "\n  ".join(lines) + f"\n)  # {count:,} parameters"
+
+
+class RemovableHandle:
+    """Removes the hook it was returned for (remove(), or leaving a with-block)."""
+
+    _next_id = 0
+
+    def __init__(self, table):
+        self._table, self.id = table, RemovableHandle._next_id
+        RemovableHandle._next_id += 1
+
+    def remove(self):
+        self._table.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+def _add_hook(module, table_name, hook, prepend, with_kwargs):
+    table = module.__dict__.setdefault(table_name, OrderedDict())
+    handle = RemovableHandle(table)
+    table[handle.id] = (hook, with_kwargs)
+    if prepend:
+        table.move_to_end(handle.id, last=False)
+    return handle
+
+
+def _run_pre_hooks(module, hooks, args, kwargs):
+    for hook, with_kwargs in list(hooks.values()):
+        if with_kwargs:
+            result = hook(module, args, kwargs)
+            if result is not None:
+                if not (isinstance(result, tuple) and len(result) == 2):
+                    raise TypeError(
+                        f"forward pre-hook {hook!r} registered with_kwargs returned "
+                        f"{type(result).__name__}; it must return None or (args, kwargs)")
+                args, kwargs = result
+        else:
+            result = hook(module, args)
+            if result is not None:
+                args = result if isinstance(result, tuple) else (result,)
+    return args, kwargs
+
+
+def _run_hooks(module, hooks, args, kwargs, output):
+    for hook, with_kwargs in list(hooks.values()):
+        result = hook(module, args, kwargs, output) if with_kwargs else hook(module, args, output)
+        if result is not None:
+            output = result
+    return output
 
 
 def _indent(text):

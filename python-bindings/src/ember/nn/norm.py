@@ -1,7 +1,7 @@
-"""Normalization layers: BatchNorm1d/2d (with running statistics) and LayerNorm."""
+"""Normalization layers: BatchNorm1d/2d (with running statistics), LayerNorm and GroupNorm."""
 
 from ember import _core
-from ember.nn import init
+from ember.nn import functional, init
 from ember.nn.module import Module, describe
 from ember.nn.parameter import Parameter
 
@@ -88,3 +88,33 @@ class LayerNorm(Module):
 
     def extra_repr(self):
         return f"{self.normalized_shape}, eps={self.eps}"
+
+
+class GroupNorm(Module):
+    """Normalises [N, C, *] over groups of C / num_groups channels, then a per-channel weight and
+    bias (affine; bias=False leaves the bias out), as torch.nn.GroupNorm (F.group_norm)."""
+
+    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None,
+                 *, bias=True):
+        super().__init__()
+        if num_groups <= 0 or num_channels % num_groups:
+            raise _core.ValueError(
+                f"GroupNorm: num_channels={num_channels} is not divisible by "
+                f"num_groups={num_groups}. Fix: pick num_groups dividing num_channels")
+        self.num_groups, self.num_channels = num_groups, num_channels
+        self.eps, self.affine = eps, affine
+        kw = {"dtype": dtype, "device": device}
+        self.weight = Parameter(_core.ones(num_channels, **kw)) if affine else None
+        self.bias = Parameter(_core.zeros(num_channels, **kw)) if affine and bias else None
+
+    def forward(self, x):
+        if x.ndim < 2 or x.shape[1] != self.num_channels:
+            raise _core.ShapeError(
+                f"input is {describe(x)}; expected [N, {self.num_channels}, *]. Fix: pass "
+                f"{self.num_channels} channels in dim 1, or build GroupNorm({self.num_groups}, "
+                f"{x.shape[1] if x.ndim > 1 else '?'})")
+        return functional.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+                f"bias={self.bias is not None}")
