@@ -19,7 +19,8 @@ struct Record {
   std::vector<std::weak_ptr<VariableImpl>> output_vars;  // for hooks and retain_grad
   // Storage versions when recorded: a saved tensor changed in place since is an error.
   std::vector<int64_t> input_versions, output_versions;
-  bool released = false;  // a backward without retain_graph freed the saved outputs
+  bool released = false;        // a backward without retain_graph freed the saved outputs
+  std::shared_ptr<void> owner;  // what a custom function's call keeps (custom_function.cpp)
 };
 
 struct VariableImpl {
@@ -32,5 +33,9 @@ struct VariableImpl {
   std::vector<std::pair<int64_t, GradHook>> hooks;  // (id, hook) in registration order
   int64_t next_hook_id = 0;
 };
+
+// Runs a custom_function_backward node on Variables: with create_graph the caller's backward
+// sees them with their history (custom_function.h).
+std::vector<Variable> run_custom_backward(const Attrs& attrs, const std::vector<Variable>& inputs);
 
 }  // namespace ember::autodiff

@@ -16,5 +16,6 @@ std::vector<OpDef> conv_pool_ops();      // conv2d, pooling and their backward o
 std::vector<OpDef> normalization_ops();  // batch/layer norm, dropout and their backward ops
 std::vector<OpDef> softmax_loss_ops();   // softmax, log_softmax, the losses and their backward ops
 std::vector<OpDef> creation_ops();       // zeros_like, ones_like, full_like, ...
+std::vector<OpDef> custom_function_ops();  // the caller's forward and backward (src/eager)
 
 }  // namespace ember::autodiff
