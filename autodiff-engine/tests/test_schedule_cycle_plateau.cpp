@@ -2,6 +2,7 @@
 // torch.optim.lr_scheduler, written out here step by step.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "ember/autodiff/optim/adam.h"
@@ -43,7 +44,7 @@ TEST(ScheduleOneCycleLR, TwoPhasesCosineWithMomentum) {
       lr = cos_anneal(initial, 1.0, step / up_end);
       momentum = cos_anneal(0.95, 0.85, step / up_end);
     } else {
-      const double pct = (step - up_end) / (total - 1 - up_end);
+      const double pct = std::min((step - up_end) / (total - 1 - up_end), 1.0);
       lr = cos_anneal(1.0, min, pct);
       momentum = cos_anneal(0.85, 0.95, pct);
     }

@@ -1,6 +1,7 @@
 // one_cycle_lr.cpp — OneCycleLR: its phases, and each step's lr and momentum per group.
 #include "ember/autodiff/optim/one_cycle_lr.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace ember::autodiff::optim {
@@ -101,8 +102,11 @@ void OneCycleLR::step() {
     for (size_t k = 0; k < phases_.size(); ++k) {
       const Phase& phase = phases_[k];
       if (step <= phase.end_step || k + 1 == phases_.size()) {
-        // A phase of no length (a short schedule) is at its end at once.
-        const double pct = phase.end_step > start ? (step - start) / (phase.end_step - start) : 1.0;
+        // A phase of no length (a short schedule) is at its end at once. Past the last phase's
+        // end (step total_steps, after the last batch) the values stay at their end, where
+        // PyTorch extrapolates (below zero for "linear", which the optimizers here refuse).
+        const double pct =
+            phase.end_step > start ? std::min((step - start) / (phase.end_step - start), 1.0) : 1.0;
         optimizer_->set_lr(anneal(lrs_[i][phase.start_lr], lrs_[i][phase.end_lr], pct), i);
         if (cycle_momentum_)
           groups[i].options[use_beta1_ ? "beta1" : "momentum"] =

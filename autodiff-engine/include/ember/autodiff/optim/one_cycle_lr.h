@@ -9,8 +9,9 @@
 //   for (...) { train_batch(opt); schedule.step(); }  // once per batch, total_steps times
 //
 // Phases end at steps pct_start * total_steps - 1 (and 2 pct_start total_steps - 2), then
-// total_steps - 1, as in PyTorch; stepping past total_steps is a ValueError. Each group's
-// "initial_lr" is set to max_lr / div_factor (it is the schedule's base lr).
+// total_steps - 1, as in PyTorch; at step total_steps (after the last batch) the values stay at
+// their end where PyTorch extrapolates the last phase, and stepping past total_steps is a
+// ValueError. Each group's "initial_lr" is set to max_lr / div_factor (the schedule's base lr).
 #pragma once
 #include <array>
 #include <string>
