@@ -979,6 +979,10 @@ def _normal_(tensor: Tensor, mean: typing.SupportsFloat | typing.SupportsIndex, 
     ...
 def _orthogonal_(tensor: Tensor, gain: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
     ...
+def _record_function(name: str, backward: collections.abc.Callable, inputs: collections.abc.Sequence[Tensor], outputs: collections.abc.Sequence[Tensor], saved_inputs: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], saved_outputs: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], non_differentiable: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> list[Tensor]:
+    """
+    Records outputs computed from inputs as one node whose gradient calls backward (ember.autograd.Function.apply uses it).
+    """
 def _uniform_(tensor: Tensor, a: typing.SupportsFloat | typing.SupportsIndex, b: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
     ...
 def _xavier_normal_(tensor: Tensor, gain: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
