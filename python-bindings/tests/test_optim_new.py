@@ -380,3 +380,34 @@ def test_plateau_state_dict_and_errors():
                          ({"min_lr": [0.1, 0.2]}, "min_lr has 2 values")]:
         with pytest.raises(ember.ValueError, match=part):
             lr_scheduler.ReduceLROnPlateau(opt, **kwargs)
+
+RULES = {optim.Adadelta: adadelta, optim.Adagrad: adagrad, optim.Adamax: adamax,
+         optim.NAdam: nadam, optim.RAdam: radam}
+
+
+@pytest.mark.parametrize("cls", list(DEFAULTS), ids=lambda c: c.__name__)
+def test_edge_sizes_and_half_precision(cls):
+    """0-d, empty and one-element parameters step like any other; float16 state is float16."""
+    values = [0.75, -1.25]
+    ps = [ember.tensor(values[0], dtype=ember.float64, requires_grad=True),
+          ember.zeros(0, dtype=ember.float64, requires_grad=True),
+          ember.tensor([values[1]], dtype=ember.float64, requires_grad=True)]
+    opt = cls(ps, lr=0.1)
+    for t in range(3):
+        for p in ps:
+            p.grad = ember.tensor(grad_at(p.detach().numpy(), t), dtype=ember.float64)
+        opt.step()
+    options = {"lr": 0.1}
+    for p, v in zip((ps[0], ps[2]), values):
+        state, q = {}, np.array(v)
+        for t in range(1, 4):
+            q = RULES[cls](q, grad_at(q, t - 1), state, t, **options)
+        np.testing.assert_allclose(p.detach().numpy().reshape(()), q, rtol=1e-12)
+    assert ps[1].shape == (0,)
+    h = ember.ones(3, dtype=ember.float16, requires_grad=True)
+    h.grad = ember.ones(3, dtype=ember.float16)
+    half = cls([h], lr=0.1)
+    half.step()
+    assert all(v.dtype == ember.float16 for v in half.state_dict()["state"][0].values()
+               if isinstance(v, ember.Tensor))
+    assert np.isfinite(h.detach().float().numpy()).all()
