@@ -1,5 +1,7 @@
-// bind_autograd.cpp — requires_grad, grad, backward, hooks, detach, grad mode and
-// ember.autograd.grad: Python's view of autodiff-engine's eager Variables (variable.h).
+// bind_autograd.cpp — requires_grad, grad, backward, hooks, detach, grad mode,
+// ember.autograd.grad and the recording of ember.autograd.Function: Python's view of
+// autodiff-engine's eager Variables (variable.h, custom_function.h).
+#include <ember/autodiff/custom_function.h>
 #include <ember/autodiff/variable.h>
 
 #include "bindings.h"
@@ -20,6 +22,37 @@ std::vector<V> variables(py::handle obj) {
   for (py::handle h : obj) out.push_back(h.is_none() ? V() : py::cast<V>(h));
   return out;
 }
+
+// An ember.autograd.Function call: its backward is a Python callable, backward(grad_outputs,
+// saved) -> one Tensor or None per input (ember/autograd.py maps PyTorch's ctx onto it).
+class PyFunction : public ad::CustomFunction {
+ public:
+  PyFunction(std::string name, py::function backward)
+      : name_(std::move(name)), backward_(std::move(backward)) {}
+  ~PyFunction() override {
+    // The last reference may go from C++ (a record freed by backward): drop it with the GIL.
+    if (!Py_IsInitialized()) {
+      backward_.release();  // the interpreter is gone: nothing to decrement
+      return;
+    }
+    py::gil_scoped_acquire gil;
+    backward_ = py::function();
+  }
+  std::string name() const override { return name_; }
+  std::vector<V> backward(const std::vector<V>& grad_outputs,
+                          const std::vector<V>& saved) override {
+    py::gil_scoped_acquire gil;
+    py::list grads, kept;
+    for (const V& g : grad_outputs) grads.append(or_none(g));
+    for (const V& s : saved) kept.append(py::cast(s));
+    py::object out = backward_(grads, kept);
+    return variables(out);
+  }
+
+ private:
+  std::string name_;
+  py::function backward_;
+};
 
 }  // namespace
 
@@ -102,6 +135,22 @@ void bind_autograd(py::module_& m, TensorClass& cls) {
       py::arg("allow_unused") = false,
       "The gradients of outputs with respect to inputs, returned (a tuple) rather than "
       "accumulated; None for an unused input when allow_unused.");
+  m.def(
+      "_record_function",
+      [](const std::string& name, py::function backward, const std::vector<V>& inputs,
+         const std::vector<V>& outputs, const std::vector<int64_t>& saved_inputs,
+         const std::vector<int64_t>& saved_outputs,
+         const std::vector<int64_t>& non_differentiable) {
+        std::vector<Tensor> tensors;
+        for (const V& y : outputs) tensors.push_back(y.data());
+        return ad::record_custom_function(std::make_shared<PyFunction>(name, std::move(backward)),
+                                          inputs, std::move(tensors), saved_inputs, saved_outputs,
+                                          non_differentiable);
+      },
+      py::arg("name"), py::arg("backward"), py::arg("inputs"), py::arg("outputs"),
+      py::arg("saved_inputs"), py::arg("saved_outputs"), py::arg("non_differentiable"),
+      "Records outputs computed from inputs as one node whose gradient calls backward "
+      "(ember.autograd.Function.apply uses it).");
   m.def(
       "backward_cache_stats",
       [] {

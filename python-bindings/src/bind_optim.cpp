@@ -1,7 +1,8 @@
 // bind_optim.cpp — autodiff-engine's training helpers as ember._core classes and functions:
-// the optimizers (SGD, Adam, AdamW, RMSprop), the learning-rate schedules, gradient clipping,
-// the parameter initialisers (init::) and the state of the default random generator. ember.optim
-// and ember.nn.init wrap them with PyTorch's argument conventions; every formula runs in C++.
+// the optimizers (SGD, Adam, AdamW, RMSprop, Adadelta, Adagrad, Adamax, NAdam, RAdam), the
+// learning-rate schedules, gradient clipping, the parameter initialisers (init::) and the state of
+// the default random generator. ember.optim and ember.nn.init wrap them with PyTorch's argument
+// conventions; every formula runs in C++.
 #include <ember/autodiff/init.h>
 #include <ember/autodiff/optim.h>
 #include <ember/error.h>
@@ -17,8 +18,8 @@ namespace opt = ember::autodiff::optim;
 namespace init = ember::autodiff::init;
 using Schedule = std::shared_ptr<opt::LRScheduler>;
 
-// {"state": {index: {"step": int, buffer: Tensor}}, "param_groups": [{option: float,
-// "params": [index]}]}: PyTorch's optimizer state_dict, with the engine's option names.
+// {"state": {index: {"step": int, buffer: Tensor, scalar: float}}, "param_groups": [{option:
+// float, "params": [index]}]}: PyTorch's optimizer state_dict, with the engine's option names.
 py::dict optimizer_state(const opt::Optimizer& o) {
   const opt::OptimizerState saved = o.state_dict();
   py::dict state;
@@ -26,6 +27,7 @@ py::dict optimizer_state(const opt::Optimizer& o) {
     py::dict entry;
     entry["step"] = s.step;
     for (const auto& [name, buffer] : s.buffers) entry[name.c_str()] = Variable(buffer);
+    for (const auto& [name, value] : s.scalars) entry[name.c_str()] = value;
     state[py::int_(index)] = entry;
   }
   py::list groups;
@@ -62,6 +64,7 @@ opt::OptimizerState optimizer_state_from(const opt::Optimizer& o, const py::dict
     for (auto [name, item] : py::cast<py::dict>(value)) {
       const std::string n = py::cast<std::string>(name);
       if (n == "step") s.step = py::cast<int64_t>(item);
+      else if (py::isinstance<py::float_>(item)) s.scalars[n] = py::cast<double>(item);
       else s.buffers[n] = py::cast<const Variable&>(item).data();
     }
     saved.state[py::cast<int64_t>(key)] = std::move(s);
@@ -151,6 +154,56 @@ void bind_optimizers(py::module_& m) {
       .def(ctor((opt::AdamW*)nullptr), py::arg("params"), py::arg("options"));
   py::class_<opt::RMSprop, opt::Optimizer>(m, "_RMSprop")
       .def(ctor((opt::RMSprop*)nullptr), py::arg("params"), py::arg("options"));
+  py::class_<opt::Adadelta, opt::Optimizer>(m, "_Adadelta")
+      .def(ctor((opt::Adadelta*)nullptr), py::arg("params"), py::arg("options"));
+  py::class_<opt::Adagrad, opt::Optimizer>(m, "_Adagrad")
+      .def(ctor((opt::Adagrad*)nullptr), py::arg("params"), py::arg("options"));
+  py::class_<opt::Adamax, opt::Optimizer>(m, "_Adamax")
+      .def(ctor((opt::Adamax*)nullptr), py::arg("params"), py::arg("options"));
+  py::class_<opt::NAdam, opt::Optimizer>(m, "_NAdam")
+      .def(ctor((opt::NAdam*)nullptr), py::arg("params"), py::arg("options"));
+  py::class_<opt::RAdam, opt::Optimizer>(m, "_RAdam")
+      .def(ctor((opt::RAdam*)nullptr), py::arg("params"), py::arg("options"));
+}
+
+// ReduceLROnPlateau steps on a metric, so it is not an _LRScheduler; its state_dict is
+// {"last_epoch", "best", "num_bad_epochs", "cooldown_counter", "_last_lr"}.
+void bind_plateau(py::module_& m) {
+  py::class_<opt::ReduceLROnPlateau>(m, "_ReduceLROnPlateau", "An autodiff-engine schedule.")
+      .def(py::init<opt::Optimizer&, const std::string&, double, int64_t, double,
+                    const std::string&, int64_t, std::vector<double>, double>(),
+           py::keep_alive<1, 2>(), py::arg("optimizer"), py::arg("mode"), py::arg("factor"),
+           py::arg("patience"), py::arg("threshold"), py::arg("threshold_mode"),
+           py::arg("cooldown"), py::arg("min_lrs"), py::arg("eps"))
+      .def("step", &opt::ReduceLROnPlateau::step, py::arg("metric"))
+      .def("get_last_lr", &opt::ReduceLROnPlateau::get_last_lr)
+      .def_property_readonly("last_epoch", &opt::ReduceLROnPlateau::last_epoch)
+      .def_property_readonly("best", &opt::ReduceLROnPlateau::best)
+      .def_property_readonly("num_bad_epochs", &opt::ReduceLROnPlateau::num_bad_epochs)
+      .def_property_readonly("in_cooldown", &opt::ReduceLROnPlateau::in_cooldown)
+      .def("state_dict",
+           [](const opt::ReduceLROnPlateau& s) {
+             const opt::PlateauState& st = s.state_dict();
+             py::dict d;
+             d["last_epoch"] = st.last_epoch;
+             d["best"] = st.best;
+             d["num_bad_epochs"] = st.num_bad_epochs;
+             d["cooldown_counter"] = st.cooldown_counter;
+             d["_last_lr"] = st.last_lr;
+             return d;
+           })
+      .def(
+          "load_state_dict",
+          [](opt::ReduceLROnPlateau& s, const py::dict& d) {
+            opt::PlateauState st;
+            st.last_epoch = py::cast<int64_t>(d["last_epoch"]);
+            st.best = py::cast<double>(d["best"]);
+            st.num_bad_epochs = py::cast<int64_t>(d["num_bad_epochs"]);
+            st.cooldown_counter = py::cast<int64_t>(d["cooldown_counter"]);
+            st.last_lr = py::cast<std::vector<double>>(d["_last_lr"]);
+            s.load_state_dict(st);
+          },
+          py::arg("state_dict"));
 }
 
 void bind_schedules(py::module_& m) {
@@ -192,6 +245,15 @@ void bind_schedules(py::module_& m) {
       m, "_ChainedScheduler")
       .def(py::init<O&, std::vector<Schedule>>(), alive, py::arg("optimizer"),
            py::arg("schedulers"));
+  py::class_<opt::OneCycleLR, opt::LRScheduler, std::shared_ptr<opt::OneCycleLR>>(m, "_OneCycleLR")
+      .def(py::init<O&, std::vector<double>, int64_t, double, const std::string&, bool,
+                    std::vector<double>, std::vector<double>, double, double, bool>(),
+           alive, py::arg("optimizer"), py::arg("max_lrs"), py::arg("total_steps"),
+           py::arg("pct_start"), py::arg("anneal_strategy"), py::arg("cycle_momentum"),
+           py::arg("base_momenta"), py::arg("max_momenta"), py::arg("div_factor"),
+           py::arg("final_div_factor"), py::arg("three_phase"))
+      .def_property_readonly("total_steps", &opt::OneCycleLR::total_steps);
+  bind_plateau(m);
 }
 
 void bind_init(py::module_& m) {

@@ -331,7 +331,9 @@ std::vector<Variable> run_backward(const History& h, const BackwardGraph& bg,
         env[size_t(in)] = Variable(g.value(in).constant);
       ins.push_back(env[size_t(in)]);
     }
-    std::vector<Variable> outs = apply(*node.op, ins, node.attrs);
+    std::vector<Variable> outs = node.op == &EMBER_OP("custom_function_backward")
+                                     ? run_custom_backward(node.attrs, ins)
+                                     : apply(*node.op, ins, node.attrs);
     for (size_t o = 0; o < outs.size(); ++o) {
       auto it = hooked.find(node.outputs[o]);
       env[size_t(node.outputs[o])] = it == hooked.end() ? outs[o] : run_hooks(*it->second, outs[o]);
@@ -355,6 +357,7 @@ void release(const History& h) {
     rec->released = true;
     rec->inputs.clear();
     rec->outputs.clear();
+    rec->owner.reset();
   }
 }
 

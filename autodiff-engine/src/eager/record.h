@@ -23,7 +23,8 @@ struct Record {
   std::vector<std::weak_ptr<VariableImpl>> output_vars;  // for hooks and retain_grad
   // Storage versions when recorded: a saved tensor changed in place since is an error.
   std::vector<int64_t> input_versions, output_versions;
-  bool released = false;  // a backward without retain_graph freed the saved outputs
+  bool released = false;        // a backward without retain_graph freed the saved outputs
+  std::shared_ptr<void> owner;  // what a custom function's call keeps (custom_function.cpp)
 };
 
 struct VariableImpl {
@@ -43,5 +44,9 @@ struct SavedValues {
 };
 SavedValues saved_values(const OpDef& op, const Attrs& attrs, const std::vector<Tensor>& inputs,
                          const std::vector<char>& requires_grad);
+
+// Runs a custom_function_backward node on Variables: with create_graph the caller's backward
+// sees them with their history (custom_function.h).
+std::vector<Variable> run_custom_backward(const Attrs& attrs, const std::vector<Variable>& inputs);
 
 }  // namespace ember::autodiff

@@ -17,5 +17,6 @@ std::vector<OpDef> normalization_ops();  // batch/layer norm, dropout and their 
 std::vector<OpDef> softmax_loss_ops();   // softmax, log_softmax, the losses and their backward ops
 std::vector<OpDef> creation_ops();       // zeros_like, ones_like, full_like, ...
 std::vector<OpDef> rearrange_ops();      // sort, topk, cumsum, cumprod, tril, roll, repeat, resize
+std::vector<OpDef> custom_function_ops();  // the caller's forward and backward (src/eager)
 
 }  // namespace ember::autodiff

@@ -121,7 +121,7 @@ OptimizerState Optimizer::state_dict() const {
     for (const Variable& p : g.params) {
       group.params.push_back(index);
       if (const ParamState* s = state(p)) {
-        ParamState copy{s->step, {}};
+        ParamState copy{s->step, {}, s->scalars};
         for (const auto& [name, buffer] : s->buffers) copy.buffers[name] = buffer.clone();
         saved.state[index] = std::move(copy);
       }
@@ -156,12 +156,16 @@ void Optimizer::load_state_dict(const OptimizerState& saved) {
       throw ValueError(op, "the saved state has parameter " + std::to_string(index) +
                                " but this optimizer has " + std::to_string(params.size()));
     const Tensor& p = params[index]->data();
-    ParamState copy{s.step, {}};
-    for (const auto& [name, buffer] : s.buffers) {
+    auto check_name = [&](const std::string& name) {
       if (std::find(names.begin(), names.end(), name) == names.end())
         throw ValueError(op, "parameter " + std::to_string(index) + " has state '" + name +
                                  "', which " + name_ + " does not keep; load a state saved by " +
                                  name_);
+    };
+    ParamState copy{s.step, {}, s.scalars};
+    for (const auto& [name, value] : s.scalars) check_name(name);
+    for (const auto& [name, buffer] : s.buffers) {
+      check_name(name);
       if (!buffer.defined() || buffer.shape() != p.shape())
         throw ShapeError(op, "state '" + name + "' of parameter " + std::to_string(index) + " is " +
                                  describe(buffer) + " but the parameter is " + p.str() +

@@ -1025,6 +1025,21 @@ class _AdamW(_Adam):
 class _RMSprop(_Optimizer):
     def __init__(self, params: collections.abc.Sequence[Tensor], options: collections.abc.Mapping[str, typing.SupportsFloat | typing.SupportsIndex]) -> None:
         ...
+class _Adadelta(_Optimizer):
+    def __init__(self, params: collections.abc.Sequence[Tensor], options: collections.abc.Mapping[str, typing.SupportsFloat | typing.SupportsIndex]) -> None:
+        ...
+class _Adagrad(_Optimizer):
+    def __init__(self, params: collections.abc.Sequence[Tensor], options: collections.abc.Mapping[str, typing.SupportsFloat | typing.SupportsIndex]) -> None:
+        ...
+class _Adamax(_Optimizer):
+    def __init__(self, params: collections.abc.Sequence[Tensor], options: collections.abc.Mapping[str, typing.SupportsFloat | typing.SupportsIndex]) -> None:
+        ...
+class _NAdam(_Optimizer):
+    def __init__(self, params: collections.abc.Sequence[Tensor], options: collections.abc.Mapping[str, typing.SupportsFloat | typing.SupportsIndex]) -> None:
+        ...
+class _RAdam(_Optimizer):
+    def __init__(self, params: collections.abc.Sequence[Tensor], options: collections.abc.Mapping[str, typing.SupportsFloat | typing.SupportsIndex]) -> None:
+        ...
 class _LRScheduler(metaclass=_pybind11_type):
     """
     An autodiff-engine schedule.
@@ -1066,6 +1081,38 @@ class _SequentialLR(_LRScheduler):
 class _ChainedScheduler(_LRScheduler):
     def __init__(self, optimizer: _Optimizer, schedulers: collections.abc.Sequence[_LRScheduler]) -> None:
         ...
+class _OneCycleLR(_LRScheduler):
+    def __init__(self, optimizer: _Optimizer, max_lrs: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], total_steps: typing.SupportsInt | typing.SupportsIndex, pct_start: typing.SupportsFloat | typing.SupportsIndex, anneal_strategy: str, cycle_momentum: builtins.bool, base_momenta: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], max_momenta: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], div_factor: typing.SupportsFloat | typing.SupportsIndex, final_div_factor: typing.SupportsFloat | typing.SupportsIndex, three_phase: builtins.bool) -> None:
+        ...
+    @property
+    def total_steps(self) -> builtins.int:
+        ...
+class _ReduceLROnPlateau(metaclass=_pybind11_type):
+    """
+    An autodiff-engine schedule.
+    """
+    def __init__(self, optimizer: _Optimizer, mode: str, factor: typing.SupportsFloat | typing.SupportsIndex, patience: typing.SupportsInt | typing.SupportsIndex, threshold: typing.SupportsFloat | typing.SupportsIndex, threshold_mode: str, cooldown: typing.SupportsInt | typing.SupportsIndex, min_lrs: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], eps: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
+    def get_last_lr(self) -> list[builtins.float]:
+        ...
+    def load_state_dict(self, state_dict: dict) -> None:
+        ...
+    def state_dict(self) -> dict:
+        ...
+    def step(self, metric: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def best(self) -> builtins.float:
+        ...
+    @property
+    def in_cooldown(self) -> builtins.bool:
+        ...
+    @property
+    def last_epoch(self) -> builtins.int:
+        ...
+    @property
+    def num_bad_epochs(self) -> builtins.int:
+        ...
 class ShapeError(EmberError, builtins.ValueError):
     """
     Incompatible shapes (a ValueError).
@@ -1098,6 +1145,10 @@ def _normal_(tensor: Tensor, mean: typing.SupportsFloat | typing.SupportsIndex, 
     ...
 def _orthogonal_(tensor: Tensor, gain: typing.SupportsFloat | typing.SupportsIndex, generator: Generator | None = None) -> Tensor:
     ...
+def _record_function(name: str, backward: collections.abc.Callable, inputs: collections.abc.Sequence[Tensor], outputs: collections.abc.Sequence[Tensor], saved_inputs: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], saved_outputs: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], non_differentiable: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> list[Tensor]:
+    """
+    Records outputs computed from inputs as one node whose gradient calls backward (ember.autograd.Function.apply uses it).
+    """
 def _uniform_(tensor: Tensor, a: typing.SupportsFloat | typing.SupportsIndex, b: typing.SupportsFloat | typing.SupportsIndex, generator: Generator | None = None) -> Tensor:
     ...
 def _xavier_normal_(tensor: Tensor, gain: typing.SupportsFloat | typing.SupportsIndex, generator: Generator | None = None) -> Tensor:

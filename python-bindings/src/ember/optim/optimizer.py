@@ -1,11 +1,12 @@
 """The optimizers of ember.optim: PyTorch's constructors (parameter groups as dicts, betas=...)
-over autodiff-engine's optimizers, whose step() runs one fused C++ update per group."""
+over autodiff-engine's optimizers, whose step() runs in C++: one fused update per group for SGD,
+Adam, AdamW and RMSprop, a few elementwise ops per parameter for the others."""
 
 from collections.abc import MutableMapping
 
 from ember import _core
 
-_FLAGS = ("nesterov", "maximize", "centered")
+_FLAGS = ("nesterov", "maximize", "centered", "decoupled_weight_decay")
 
 
 def _engine_options(options, where):
@@ -181,3 +182,59 @@ class RMSprop(Optimizer):
                  centered=False, maximize=False):
         super().__init__(params, lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
                          momentum=momentum, centered=centered, maximize=maximize)
+
+
+class Adadelta(Optimizer):
+    """Adadelta (Zeiler): steps scaled by running averages of squared gradients and updates."""
+
+    _engine = _core._Adadelta
+
+    def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0.0, maximize=False):
+        super().__init__(params, lr=lr, rho=rho, eps=eps, weight_decay=weight_decay,
+                         maximize=maximize)
+
+
+class Adagrad(Optimizer):
+    """Adagrad (Duchi et al.): steps scaled by the root of the sum of squared gradients."""
+
+    _engine = _core._Adagrad
+
+    def __init__(self, params, lr=1e-2, lr_decay=0.0, weight_decay=0.0,
+                 initial_accumulator_value=0.0, eps=1e-10, maximize=False):
+        super().__init__(params, lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
+                         initial_accumulator_value=initial_accumulator_value, eps=eps,
+                         maximize=maximize)
+
+
+class Adamax(Optimizer):
+    """Adamax (Kingma and Ba): Adam with the infinity norm of past gradients."""
+
+    _engine = _core._Adamax
+
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
+                 maximize=False):
+        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                         maximize=maximize)
+
+
+class NAdam(Optimizer):
+    """NAdam (Dozat): Adam with Nesterov momentum and a momentum warm-up (momentum_decay)."""
+
+    _engine = _core._NAdam
+
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
+                 momentum_decay=4e-3, decoupled_weight_decay=False, maximize=False):
+        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                         momentum_decay=momentum_decay,
+                         decoupled_weight_decay=decoupled_weight_decay, maximize=maximize)
+
+
+class RAdam(Optimizer):
+    """RAdam (Liu et al.): Adam whose adaptive step is rectified while its variance is high."""
+
+    _engine = _core._RAdam
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
+                 decoupled_weight_decay=False, maximize=False):
+        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                         decoupled_weight_decay=decoupled_weight_decay, maximize=maximize)

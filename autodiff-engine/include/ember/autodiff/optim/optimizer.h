@@ -29,11 +29,13 @@ struct ParamGroup {
   void set_lr(double lr) { options["lr"] = lr; }
 };
 
-// What an optimizer keeps for one parameter: how many updates it has had and its named buffers
-// ("momentum_buffer", "exp_avg", ...), each of the parameter's shape.
+// What an optimizer keeps for one parameter: how many updates it has had, its named buffers
+// ("momentum_buffer", "exp_avg", ...), each of the parameter's shape, and named numbers kept on
+// the host (NAdam's "mu_product").
 struct ParamState {
   int64_t step = 0;
   std::map<std::string, Tensor> buffers;
+  std::map<std::string, double> scalars;
 };
 
 // A plain copy of an optimizer's state (PyTorch's state_dict). Parameters are numbered in group
@@ -85,7 +87,7 @@ class Optimizer {
 
   // ValueError (naming the optimizer, the option and the fix) unless `options` are valid.
   virtual void check_options(const Options& options) const = 0;
-  // The buffer names a parameter's state may hold.
+  // The buffer (and scalar) names a parameter's state may hold.
   virtual std::vector<std::string> buffer_names() const = 0;
   // Updates `params` in place from `grads`. states[i] is params[i]'s state, its step already
   // counting this update; missing buffers are the implementation's to create.

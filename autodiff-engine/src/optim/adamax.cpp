@@ -1,0 +1,46 @@
+// adamax.cpp — Adamax: options, their checks and the update, composed of elementwise ops.
+#include "ember/autodiff/optim/adamax.h"
+
+#include <cmath>
+
+#include "composed.h"
+
+namespace ember::autodiff::optim {
+
+Adamax::Adamax(std::vector<Variable> params, const Options& options)
+    : Optimizer("Adamax",
+                {{"lr", 2e-3},
+                 {"beta1", 0.9},
+                 {"beta2", 0.999},
+                 {"eps", 1e-8},
+                 {"weight_decay", 0.0},
+                 {"maximize", 0.0}},
+                options) {
+  add_param_group(std::move(params));
+}
+
+void Adamax::check_options(const Options& options) const {
+  check_at_least(options, "lr", 0.0);
+  check_at_least(options, "eps", 0.0);
+  check_in_range(options, "beta1", 0.0, 1.0);
+  check_in_range(options, "beta2", 0.0, 1.0);
+  check_at_least(options, "weight_decay", 0.0);
+  check_flag(options, "maximize");
+}
+
+void Adamax::update(const Options& o, const TensorList& params, const TensorList& grads,
+                    const std::vector<ParamState*>& states) {
+  const double beta1 = o.at("beta1"), beta2 = o.at("beta2");
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Tensor& p = params[i];
+    const Tensor g = effective_grad(p, grads[i], o.at("weight_decay"), o.at("maximize") != 0.0);
+    const Tensor& exp_avg = state_buffer(*states[i], "exp_avg", p);
+    const Tensor& exp_inf = state_buffer(*states[i], "exp_inf", p);
+    lerp_(exp_avg, g, beta1);
+    maximum_out(exp_inf, mul_(exp_inf, beta2), add(abs(g), o.at("eps")));
+    const double clr = o.at("lr") / (1.0 - std::pow(beta1, double(states[i]->step)));
+    sub_(p, mul(div(exp_avg, exp_inf), clr));
+  }
+}
+
+}  // namespace ember::autodiff::optim

@@ -1,0 +1,63 @@
+// nadam.cpp — NAdam: options, their checks and the update, composed of elementwise ops.
+#include "ember/autodiff/optim/nadam.h"
+
+#include <cmath>
+
+#include "composed.h"
+
+namespace ember::autodiff::optim {
+
+NAdam::NAdam(std::vector<Variable> params, const Options& options)
+    : Optimizer("NAdam",
+                {{"lr", 2e-3},
+                 {"beta1", 0.9},
+                 {"beta2", 0.999},
+                 {"eps", 1e-8},
+                 {"weight_decay", 0.0},
+                 {"momentum_decay", 4e-3},
+                 {"decoupled_weight_decay", 0.0},
+                 {"maximize", 0.0}},
+                options) {
+  add_param_group(std::move(params));
+}
+
+void NAdam::check_options(const Options& options) const {
+  check_at_least(options, "lr", 0.0);
+  check_at_least(options, "eps", 0.0);
+  check_in_range(options, "beta1", 0.0, 1.0);
+  check_in_range(options, "beta2", 0.0, 1.0);
+  check_at_least(options, "weight_decay", 0.0);
+  check_at_least(options, "momentum_decay", 0.0);
+  check_flag(options, "decoupled_weight_decay");
+  check_flag(options, "maximize");
+}
+
+void NAdam::update(const Options& o, const TensorList& params, const TensorList& grads,
+                   const std::vector<ParamState*>& states) {
+  const double lr = o.at("lr"), beta1 = o.at("beta1"), beta2 = o.at("beta2"),
+               weight_decay = o.at("weight_decay");
+  const bool decoupled = o.at("decoupled_weight_decay") != 0.0;
+  // The momentum schedule: mu(t) rises from about beta1 / 2 towards beta1.
+  auto mu = [&](double t) {
+    return beta1 * (1.0 - 0.5 * std::pow(0.96, t * o.at("momentum_decay")));
+  };
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Tensor& p = params[i];
+    const double t = double(states[i]->step);
+    const Tensor g =
+        effective_grad(p, grads[i], decoupled ? 0.0 : weight_decay, o.at("maximize") != 0.0);
+    if (decoupled) mul_(p, 1.0 - lr * weight_decay);
+    const Tensor& exp_avg = state_buffer(*states[i], "exp_avg", p);
+    const Tensor& exp_avg_sq = state_buffer(*states[i], "exp_avg_sq", p);
+    double& mu_product = states[i]->scalars.emplace("mu_product", 1.0).first->second;
+    const double mu_t = mu(t), mu_next = mu(t + 1);
+    mu_product *= mu_t;
+    lerp_(exp_avg, g, beta1);
+    lerp_(exp_avg_sq, mul(g, g), beta2);
+    const Tensor denom = add(sqrt(div(exp_avg_sq, 1.0 - std::pow(beta2, t))), o.at("eps"));
+    sub_(p, mul(div(g, denom), lr * (1.0 - mu_t) / (1.0 - mu_product)));
+    sub_(p, mul(div(exp_avg, denom), lr * mu_next / (1.0 - mu_product * mu_next)));
+  }
+}
+
+}  // namespace ember::autodiff::optim

@@ -1,0 +1,64 @@
+// radam.cpp — RAdam: options, their checks and the update, composed of elementwise ops.
+#include "ember/autodiff/optim/radam.h"
+
+#include <cmath>
+
+#include "composed.h"
+
+namespace ember::autodiff::optim {
+
+RAdam::RAdam(std::vector<Variable> params, const Options& options)
+    : Optimizer("RAdam",
+                {{"lr", 1e-3},
+                 {"beta1", 0.9},
+                 {"beta2", 0.999},
+                 {"eps", 1e-8},
+                 {"weight_decay", 0.0},
+                 {"decoupled_weight_decay", 0.0},
+                 {"maximize", 0.0}},
+                options) {
+  add_param_group(std::move(params));
+}
+
+void RAdam::check_options(const Options& options) const {
+  check_at_least(options, "lr", 0.0);
+  check_at_least(options, "eps", 0.0);
+  check_in_range(options, "beta1", 0.0, 1.0);
+  check_in_range(options, "beta2", 0.0, 1.0);
+  check_at_least(options, "weight_decay", 0.0);
+  check_flag(options, "decoupled_weight_decay");
+  check_flag(options, "maximize");
+}
+
+void RAdam::update(const Options& o, const TensorList& params, const TensorList& grads,
+                   const std::vector<ParamState*>& states) {
+  const double lr = o.at("lr"), beta1 = o.at("beta1"), beta2 = o.at("beta2"),
+               weight_decay = o.at("weight_decay");
+  const bool decoupled = o.at("decoupled_weight_decay") != 0.0;
+  const double rho_inf = 2.0 / (1.0 - beta2) - 1.0;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Tensor& p = params[i];
+    const double t = double(states[i]->step);
+    const Tensor g =
+        effective_grad(p, grads[i], decoupled ? 0.0 : weight_decay, o.at("maximize") != 0.0);
+    if (decoupled) mul_(p, 1.0 - lr * weight_decay);
+    const Tensor& exp_avg = state_buffer(*states[i], "exp_avg", p);
+    const Tensor& exp_avg_sq = state_buffer(*states[i], "exp_avg_sq", p);
+    lerp_(exp_avg, g, beta1);
+    lerp_(exp_avg_sq, mul(g, g), beta2);
+    const double bias_correction1 = 1.0 - std::pow(beta1, t);
+    const double bias_correction2 = 1.0 - std::pow(beta2, t);
+    const Tensor m_hat = div(exp_avg, bias_correction1);
+    const double rho_t = rho_inf - 2.0 * t * std::pow(beta2, t) / bias_correction2;
+    if (rho_t > 5.0) {
+      const double rect =
+          std::sqrt((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t));
+      const Tensor adaptive = div(std::sqrt(bias_correction2), add(sqrt(exp_avg_sq), o.at("eps")));
+      sub_(p, mul(mul(m_hat, adaptive), lr * rect));
+    } else {
+      sub_(p, mul(m_hat, lr));
+    }
+  }
+}
+
+}  // namespace ember::autodiff::optim
