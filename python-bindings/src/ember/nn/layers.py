@@ -2,7 +2,8 @@
 given wrongly and says what it expected; the op itself checks the rest."""
 
 from ember import _core
-from ember.nn import init
+from ember.autograd import no_grad
+from ember.nn import functional, init
 from ember.nn.module import Module, describe
 from ember.nn.parameter import Parameter
 
@@ -45,8 +46,9 @@ class Linear(Module):
 
 
 class Conv2d(Module):
-    """2-D convolution (cross-correlation): x [N, in_channels, H, W] -> [N, out_channels, Ho, Wo];
-    weight [out_channels, in_channels / groups, kh, kw], initialised as PyTorch does."""
+    """2-D convolution (cross-correlation): x [N, in_channels, H, W] -> [N, out_channels, Ho, Wo]
+    (or unbatched, [in_channels, H, W] -> [out_channels, Ho, Wo], as PyTorch takes it); weight
+    [out_channels, in_channels / groups, kh, kw], initialised as PyTorch does."""
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
                  groups=1, bias=True, device=None, dtype=None):
@@ -68,20 +70,20 @@ class Conv2d(Module):
 
     def forward(self, x):
         w = list(self.weight.shape)
-        if x.ndim != 4:
+        if x.ndim not in (3, 4):
             raise _core.ShapeError(
-                f"input is {describe(x)}; expected 4 dims [N, C, H, W] (weight is {w}). Fix: "
-                + ("add a batch dim with x.unsqueeze(0)" if x.ndim == 3 else "reshape the input")
+                f"input is {describe(x)}; expected [N, C, H, W] or, unbatched, [C, H, W] (weight "
+                f"is {w}). Fix: reshape the input"
             )
-        if x.shape[1] != self.in_channels:
+        if x.shape[-3] != self.in_channels:
             s = "" if self.in_channels == 1 else "s"
             raise _core.ShapeError(
                 f"input is {describe(x)}; expected {self.in_channels} input channel{s} "
                 f"(weight is {w}). Fix: pass [N, {self.in_channels}, H, W], or build "
-                f"Conv2d({x.shape[1]}, {self.out_channels}, ...)"
+                f"Conv2d({x.shape[-3]}, {self.out_channels}, ...)"
             )
-        return _core.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
-                            self.groups)
+        return functional.conv2d(x, self.weight, self.bias, self.stride, self.padding,
+                                 self.dilation, self.groups)
 
     def extra_repr(self):
         return (
@@ -94,18 +96,36 @@ class Conv2d(Module):
 
 class Embedding(Module):
     """Rows of weight [num_embeddings, embedding_dim] at int64 indices: [*] -> [*, dim]. The
-    weight starts standard normal, as PyTorch's."""
+    weight starts standard normal, as PyTorch's. With padding_idx (negative counts from the
+    end), that row starts at zero and gets no gradient: a padding token stays where it is."""
 
-    def __init__(self, num_embeddings, embedding_dim, device=None, dtype=None):
+    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, device=None, dtype=None):
         super().__init__()
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+        if padding_idx is not None:
+            if not -num_embeddings <= padding_idx < num_embeddings:
+                raise _core.IndexError(
+                    f"Embedding({num_embeddings}, {embedding_dim}): padding_idx is {padding_idx}; "
+                    f"expected -{num_embeddings} <= padding_idx < {num_embeddings} (a row of the "
+                    "weight)"
+                )
+            padding_idx %= num_embeddings
+        self.padding_idx = padding_idx
         self.weight = Parameter(
             _core.empty(num_embeddings, embedding_dim, dtype=dtype, device=device)
         )
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        """Standard normal, with the padding row zeroed."""
         init.normal_(self.weight)
+        if self.padding_idx is not None:
+            with no_grad():
+                self.weight[self.padding_idx] = 0.0
 
     def forward(self, indices):
-        return _core.embedding(indices, self.weight)
+        return functional.embedding(indices, self.weight, self.padding_idx)
 
     def extra_repr(self):
-        return f"{self.num_embeddings}, {self.embedding_dim}"
+        pad = "" if self.padding_idx is None else f", padding_idx={self.padding_idx}"
+        return f"{self.num_embeddings}, {self.embedding_dim}{pad}"
