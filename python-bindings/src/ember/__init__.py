@@ -15,6 +15,7 @@ from ember import (
     debug,
     nn,
     optim,
+    utils,
 )
 from ember._arguments import ArgumentTypeError
 from ember._core import (  # noqa: A004 (as torch)
@@ -78,6 +79,6 @@ __all__ = [
     "memory_reserved", "memory_stats", "no_grad", "reset_peak_memory_stats", "set_grad_enabled",
     "set_memory_limit", "short", "uint8", "versions", *_op_names,
     "CheckpointError", "data", "debug", "get_rng_state", "load", "nn", "optim", "save",
-    "set_rng_state", "ArgumentTypeError",
+    "set_rng_state", "ArgumentTypeError", "utils",
 ]
 del _core
