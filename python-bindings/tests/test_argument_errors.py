@@ -74,3 +74,14 @@ def test_right_calls_still_work_through_the_checks():
     assert x.softmax(dim=0).shape == (2, 3)
     assert ember.add(x, 2).tolist() == [[3.0] * 3] * 2
     assert x.sum().item() == 6.0
+    # calls that need pybind11's implicit conversions (int for float) still find their overload
+    assert x.clamp(0, 1).tolist() == [[1.0] * 3] * 2
+    assert ember.leaky_relu(-x, 1).tolist() == [[-1.0] * 3] * 2
+    assert F.softmax(input=x, dim=1).shape == (2, 3)
+
+
+def test_the_explaining_overload_is_not_shown_as_a_signature():
+    with pytest.raises(ember.ArgumentTypeError) as info:
+        x.transpose(0)
+    assert "arguments: object" not in str(info.value)
+    assert "transpose(self: Tensor" in str(info.value)

@@ -1,10 +1,9 @@
 """Clear errors for calls with arguments of the wrong kind. pybind11 answers such a call with
 "incompatible function arguments" and the repr of every argument (a model's weights, a whole
-NumPy array); the functions of ember and ember.nn.functional are wrapped by ``checked`` so that
-the error is an ``ArgumentTypeError`` naming the function, each argument's name and kind (type,
-shape, dtype: never values), the signature expected and the fix."""
-
-import functools
+NumPy array); every function of ember._core and op method of Tensor has one more overload,
+tried last (bind_argument_errors.cpp), that calls ``raise_explained``: an ``ArgumentTypeError``
+naming the function, each argument's name and kind (type, shape, dtype: never values), the
+signature expected and the fix."""
 
 import numpy as np
 
@@ -42,6 +41,8 @@ def _signatures(fn):
     name = fn.__name__ + "("
     found = [line.split(". ", 1)[-1] if line[:1].isdigit() else line for line in lines]
     found = [line.strip() for line in found if line.strip().startswith(name)]
+    # not pybind11's header line of an overloaded function, nor the explaining overload
+    found = [line for line in found if "->" in line and "arguments: object" not in line]
     return [_plain(line.replace("ember._core.", "").replace("ember.", "")) for line in found]
 
 
@@ -102,16 +103,6 @@ def _explained(name, fn, args, kwargs):
     return ArgumentTypeError(message)
 
 
-def checked(fn, name):
-    """fn, raising an ArgumentTypeError naming `name` where pybind11 finds no overload."""
-
-    @functools.wraps(fn)
-    def call(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except TypeError as error:
-            if "incompatible function arguments" not in str(error):
-                raise
-            raise _explained(name, fn, args, kwargs) from None
-
-    return call
+def raise_explained(name, fn, args, kwargs):
+    """Raises the ArgumentTypeError for fn(*args, **kwargs), which no overload of fn takes."""
+    raise _explained(name, fn, args, kwargs) from None

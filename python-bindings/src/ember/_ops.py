@@ -3,7 +3,6 @@ convolution, pooling, normalization, softmax and losses, with their backward ops
 functional layer re-exports from here."""
 
 from ember import _core
-from ember._arguments import checked
 
 _NAMES = """
 tensor zeros ones empty full arange linspace eye rand randn randint randperm
@@ -27,7 +26,5 @@ binary_cross_entropy_with_logits binary_cross_entropy_with_logits_backward
 synchronize
 """.split()
 
-# Each checked: a call pybind11 cannot match raises ember's ArgumentTypeError, not pybind11's
-# "incompatible function arguments" with the repr of every argument.
-globals().update({name: checked(getattr(_core, name), f"ember.{name}") for name in _NAMES})
+globals().update({name: getattr(_core, name) for name in _NAMES})
 __all__ = list(_NAMES)

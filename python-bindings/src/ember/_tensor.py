@@ -1,8 +1,6 @@
 """Python idioms of ember.Tensor that need no C++: iteration, NumPy's operator deferral and the
 recorded graph."""
 
-from ember import _ops
-from ember._arguments import checked
 from ember._core import Tensor
 from ember.autograd import Graph
 
@@ -23,10 +21,3 @@ Tensor.graph = _graph
 Tensor.__array_ufunc__ = None
 Tensor.__array_priority__ = 1000
 Tensor.__module__ = "ember"
-
-# The op methods (x.softmax(dim), x.sum(), ...) checked as ember.<op> is: a call pybind11 cannot
-# match raises ember's ArgumentTypeError naming Tensor.<op>.
-for _name in _ops.__all__:
-    if callable(getattr(Tensor, _name, None)):
-        setattr(Tensor, _name, checked(getattr(Tensor, _name), f"Tensor.{_name}"))
-del _name

@@ -1,11 +1,11 @@
 """nn.functional: the layers as functions, with torch.nn.functional's names and argument orders.
-Each is the bound op of the same name (ember.conv2d, ember.cross_entropy, ...), checked (a call
-with arguments of the wrong kind is an ember.ArgumentTypeError that names them); the few that
+Each is the bound op of the same name (ember.conv2d, ember.cross_entropy, ...; a call with
+arguments of the wrong kind is an ember.ArgumentTypeError that names them); the few that
 differ from the op's signature adapt the arguments and nothing else: unbatched [C, H, W] input
 to the 2-D layers, class-probability targets of cross_entropy, Embedding's padding_idx."""
 
 from ember import _core, _ops
-from ember._arguments import ArgumentTypeError, checked, kind
+from ember._arguments import ArgumentTypeError, kind
 from ember._ops import (
     batch_norm,
     binary_cross_entropy_with_logits,
@@ -93,9 +93,6 @@ def embedding(input, weight, padding_idx=None):
     return _core.where(_core.eq(input, padding_idx).unsqueeze(-1), out.detach(), out)
 
 
-_cross_entropy_indices = checked(_core.cross_entropy, "nn.functional.cross_entropy")
-
-
 def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean",
                   label_smoothing=0.0):
     """Cross entropy of logits [N, C] (or [N, C, d...], or unbatched [C]) against either int64
@@ -106,7 +103,7 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     _tensor("nn.functional.cross_entropy", "input", input)
     _tensor("nn.functional.cross_entropy", "target", target)
     if not target.is_floating_point():
-        return _cross_entropy_indices(input, target, weight, ignore_index, reduction,
+        return _ops.cross_entropy(input, target, weight, ignore_index, reduction,
                                       label_smoothing)
     if tuple(target.shape) != tuple(input.shape):
         raise _core.ShapeError(
