@@ -61,6 +61,8 @@ def test_functional_embedding_padding_idx_gradient_by_finite_differences():
     want = plain.grad.numpy().copy()
     want[3] = 0.0
     np.testing.assert_array_equal(padded.grad.numpy(), want)
+    with pytest.raises(ember.IndexError, match="padding_idx is 4"):
+        F.embedding(idx, padded, padding_idx=4)
 
 
 # ---- zero_grad(set_to_none) ----

@@ -87,8 +87,13 @@ def embedding(input, weight, padding_idx=None):
     out = _ops.embedding(input, weight)
     if padding_idx is None:
         return out
-    if padding_idx < 0:
-        padding_idx += weight.shape[0]
+    rows = weight.shape[0]
+    if not -rows <= padding_idx < rows:
+        raise _core.IndexError(
+            f"nn.functional.embedding: padding_idx is {padding_idx}, weight is {kind(weight)}; "
+            f"expected -{rows} <= padding_idx < {rows} (a row of the weight)"
+        )
+    padding_idx %= rows
     # the padding positions take their values from a detached copy: same forward, no gradient
     return _core.where(_core.eq(input, padding_idx).unsqueeze(-1), out.detach(), out)
 
