@@ -417,7 +417,7 @@ TEST(ElementwiseTraps, ClampAndMaskedFillStopExactlyWithInfiniteGradients) {
   Variable dy(ember::full({5}, inf, DType::Float64));
   // An infinite incoming gradient stays out of the clamped elements: 0, not 0 * inf.
   auto g = ad::grad({ad::clamp(x, 0.0, 1.0)}, {x}, {dy})[0].data().to_vector<double>();
-  std::vector<double> want = {0, inf, inf, inf, 0};  // bounds included, as PyTorch
+  std::vector<double> want = {0, 0, inf, 0, 0};  // 0 at the bounds, as PyTorch (and relu)
   for (size_t i = 0; i < 5; ++i) EXPECT_EQ(g[i], want[i]) << i;
   Variable mask(ember::gt(Tensor::from_vector<double>({1, 0, 1, 0, 0}, {5}), 0.0));
   auto gm = ad::grad({ad::masked_fill(x, mask, 7.0)}, {x}, {dy})[0].data().to_vector<double>();
@@ -604,6 +604,25 @@ TEST(ElementwiseConversions, MixedDtypeGradientsHaveTheirInputsDtypes) {
     }
     EXPECT_NEAR(ga[j], want, 1e-5) << j;
   }
+}
+
+// A 0-d float64 operand beside float32 with dims counts only by its kind: the result is float32,
+// and the 0-d operand's gradient comes back as float64 of shape [].
+TEST(ElementwiseConversions, ZeroDimOperandPromotesByKindAndGetsItsOwnGradient) {
+  Tensor ta = Tensor::from_vector<float>({1.5f, -2.0f, 0.5f}, {3});
+  Variable a(ta, true), s(Tensor::from_vector<double>({0.75}, {}), true);
+  Variable y = a * s + a / s - s;
+  EXPECT_EQ(y.dtype(), DType::Float32);
+  auto g = ad::grad({ad::sum(y)}, {a, s});
+  ASSERT_EQ(g[0].dtype(), DType::Float32);
+  ASSERT_EQ(g[1].dtype(), DType::Float64);
+  ASSERT_EQ(g[1].shape(), (Shape{}));
+  auto av = ta.to_vector<double>();
+  double want_s = -3;  // d/ds sum(a s + a / s - s) = sum(a) - sum(a) / s^2 - 3
+  for (double v : av) want_s += v - v / (0.75 * 0.75);
+  EXPECT_NEAR(g[1].data().item<double>(), want_s, 1e-5);
+  for (size_t j = 0; j < 3; ++j)
+    EXPECT_NEAR(g[0].data().to_vector<double>()[j], 0.75 + 1 / 0.75, 1e-6) << j;
 }
 
 TEST(ElementwiseConversions, ToDtypeConvertsTheGradientBack) {

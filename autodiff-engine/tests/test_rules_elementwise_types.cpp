@@ -133,8 +133,15 @@ TEST(ElementwiseTypes, BinaryOpsInferWhatCoreRuntimeComputes) {
                                         "tanh_backward"};
   for (DType da : kDTypes)
     for (DType db : kDTypes) {
-      for (const std::string& op : ops)
+      for (const std::string& op : ops) {
         expect_infer_matches_run(op, {ember::ones({3, 1}, da), ember::ones({4}, db)});
+        // a 0-d operand beside one with dims, either side, and two 0-d operands
+        expect_infer_matches_run(op, {ember::ones({3}, da), ember::ones({}, db)});
+        expect_infer_matches_run(op, {ember::ones({}, da), ember::ones({3}, db)});
+        expect_infer_matches_run(op, {ember::ones({}, da), ember::ones({}, db)});
+      }
+      expect_infer_matches_run("cat", {ember::ones({2}, da), ember::ones({3}, db)}, {{"dim", 0}});
+      expect_infer_matches_run("stack", {ember::ones({2}, da), ember::ones({2}, db)}, {{"dim", 0}});
       expect_infer_matches_run("where", {ember::ones({4}, DType::Bool), ember::ones({3, 1}, da),
                                          ember::ones({}, db)});
       expect_infer_matches_run("where",

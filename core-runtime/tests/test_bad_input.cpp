@@ -505,9 +505,7 @@ template <class F> void expect_missing_device(const char* op, F&& fn) {
 
 // stack shares cat's checks but reports them as its own, and asks for one shape, not one per dim.
 TEST(BadInputJoins, StackAndCatNameThemselves) {
-  Tensor f = zeros({2, 3}), d = zeros({2, 3}, DType::Float64), wide = zeros({2, 4});
-  expect_named<DTypeError>([&] { stack({f, d}); }, {"stack:", "tensors[1]", "float64", "cast"});
-  expect_named<DTypeError>([&] { cat({f, d}); }, {"cat:", "tensors[1]", "float64"});
+  Tensor f = zeros({2, 3}), wide = zeros({2, 4});
   expect_named<ShapeError>([&] { stack({f, wide}); }, {"stack:", "[2, 4]", "the same shape"});
   expect_named<ShapeError>([&] { cat({f, zeros({3, 4})}, 1); }, {"cat:", "except dim 1"});
   EXPECT_EQ(cat({f, wide}, 1).shape(), (Shape{2, 7}));

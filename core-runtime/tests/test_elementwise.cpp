@@ -337,6 +337,39 @@ TEST_P(Elementwise, IntegerArithmeticAndPromotion) {
   expect_close(mixed, {3.0});
 }
 
+// A 0-d operand beside one with dims counts only by its kind, as PyTorch's result_type: its
+// dtype decides only when its kind (bool < integer < floating) is higher.
+TEST_P(Elementwise, ZeroDimOperandsPromoteByKind) {
+  Tensor f = Tensor::from_vector<float>({1.5f, -2.f}, {2}, device());
+  Tensor i = Tensor::from_vector<int32_t>({3, -4}, {2}, device());
+  Tensor d0 = Tensor::from_vector<double>({0.25}, {}, device());
+  Tensor l0 = Tensor::from_vector<int64_t>({2}, {}, device());
+  Tensor sum = add(f, d0);
+  EXPECT_EQ(sum.dtype(), DType::Float32);
+  expect_close(sum, {1.75, -1.75});
+  EXPECT_EQ(mul(d0, f).dtype(), DType::Float32);
+  Tensor il = mul(i, l0);
+  EXPECT_EQ(il.dtype(), DType::Int32);
+  EXPECT_EQ(il.to_vector<int32_t>(), (std::vector<int32_t>{6, -8}));
+  Tensor id = add(i, d0);  // a higher kind: the 0-d operand's dtype
+  EXPECT_EQ(id.dtype(), DType::Float64);
+  expect_close(id, {3.25, -3.75});
+  EXPECT_EQ(div(i, l0).dtype(), DType::Float32);  // true division of integers
+  EXPECT_EQ(add(d0, Tensor::from_vector<float>({1.f}, {}, device())).dtype(),
+            DType::Float64);                  // both 0-d: promote_types
+  EXPECT_EQ(lt(f, d0).dtype(), DType::Bool);  // compared as float32
+  EXPECT_EQ(gt(Tensor::from_vector<float>({0.1f}, {1}, device()),
+               Tensor::from_vector<double>({0.1}, {}, device()))
+                .to_vector<bool>(),
+            (std::vector<bool>{false}));  // 0.1 rounded to float32 on both sides
+  Tensor c = Tensor::from_vector<bool>({true, false}, {2}, device());
+  EXPECT_EQ(where(c, f, d0).dtype(), DType::Float32);
+  EXPECT_EQ(where(c, i, d0).dtype(), DType::Float64);
+  Tensor g = f.clone();
+  add_(g, d0);  // float32 in place with a 0-d float64: float32 throughout
+  expect_close(g, {1.75, -1.75});
+}
+
 TEST_P(Elementwise, BoolArithmeticAndMaximumNaN) {
   Tensor t = Tensor::from_vector<bool>({true, true, false, false}, {4}, device());
   Tensor f = Tensor::from_vector<bool>({true, false, true, false}, {4}, device());

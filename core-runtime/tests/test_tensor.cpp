@@ -24,6 +24,17 @@ TEST(DType, SizesNamesAndPromotion) {
   EXPECT_EQ(promote_types(DType::Bool, DType::Int16), DType::Int16);
   EXPECT_EQ(promote_types(DType::Float16, DType::BFloat16), DType::Float32);
   EXPECT_EQ(promote_types(DType::Int64, DType::Float16), DType::Float16);
+  // A 0-d operand beside one with dims counts only by its kind (bool < integer < floating).
+  EXPECT_EQ(result_type(DType::Float32, false, DType::Float64, true), DType::Float32);
+  EXPECT_EQ(result_type(DType::Float64, true, DType::Float32, false), DType::Float32);
+  EXPECT_EQ(result_type(DType::Int32, false, DType::Int64, true), DType::Int32);
+  EXPECT_EQ(result_type(DType::Int32, false, DType::Float64, true), DType::Float64);
+  EXPECT_EQ(result_type(DType::Float16, true, DType::Int64, false), DType::Float16);
+  EXPECT_EQ(result_type(DType::Bool, false, DType::UInt8, true), DType::UInt8);
+  EXPECT_EQ(result_type(DType::UInt8, false, DType::Int8, true), DType::UInt8);
+  EXPECT_EQ(result_type(DType::Float16, false, DType::BFloat16, true), DType::Float16);
+  EXPECT_EQ(result_type(DType::Int32, true, DType::Float64, true), DType::Float64);  // both 0-d
+  EXPECT_EQ(result_type(DType::UInt8, false, DType::Int8, false), DType::Int16);     // both dims
   EXPECT_THROW(dtype_from_name("float128"), ValueError);
 }
 
@@ -147,7 +158,31 @@ TEST(ShapeOps, CatStackSplitChunk) {
         cat({a, Tensor::from_vector(iota(4), {1, 4})});
       },
       {"cat", "[1, 4] float64 cpu", "[2, 3] float64 cpu"});
-  expect_error<DTypeError>([&] { cat({a, a.to(DType::Float32)}); }, {"cat", "float32"});
+}
+
+// cat and stack promote mixed dtypes as binary ops do (PyTorch's cat and stack).
+TEST(Tensor, CatAndStackPromoteMixedDtypes) {
+  Tensor i = Tensor::from_vector<int32_t>({1, 2}, {2});
+  Tensor f = Tensor::from_vector<float>({0.5f}, {1});
+  Tensor c = cat({i, f});
+  EXPECT_EQ(c.dtype(), DType::Float32);
+  expect_close(c, {1, 2, 0.5});
+  Tensor u = Tensor::from_vector<uint8_t>({200}, {1});
+  Tensor s8 = Tensor::from_vector<int8_t>({-3}, {1});
+  Tensor us = cat({u, s8});
+  EXPECT_EQ(us.dtype(), DType::Int16);
+  EXPECT_EQ(us.to_vector<int16_t>(), (std::vector<int16_t>{200, -3}));
+  Tensor st = stack({i, Tensor::from_vector<double>({3, 4}, {2})}, 1);
+  EXPECT_EQ(st.dtype(), DType::Float64);
+  expect_close(st, {1, 3, 2, 4});
+  Tensor out = Tensor::empty({3}, DType::Float32);
+  cat_out(out, {i, f});
+  expect_close(out, {1, 2, 0.5});
+  expect_error<DTypeError>(
+      [&] {
+        cat_out(Tensor::empty({3}, DType::Int32), {i, f});
+      },
+      {"cat", "float32"});
 }
 
 TEST(Printing, ShowsValuesDtypeAndDevice) {

@@ -224,15 +224,20 @@ void bind_nn_ops(py::module_& m, TensorClass& cls) {
       "binary_cross_entropy_with_logits",
       [](const V& x, const V& t, std::optional<V> weight, const std::string& r,
          std::optional<V> pos_weight) {
-        if (weight)
-          throw ember::NotSupportedError("binary_cross_entropy_with_logits",
-                                         "a per-element weight is not implemented; "
-                                         "pos_weight is");
-        return ad::binary_cross_entropy_with_logits(x, t, opt(pos_weight), r);
+        if (!weight) return ad::binary_cross_entropy_with_logits(x, t, opt(pos_weight), r);
+        // weight scales each element's loss before the reduction ('mean' stays a plain mean)
+        const V loss =
+            ad::binary_cross_entropy_with_logits(x, t, opt(pos_weight), "none") * *weight;
+        if (r == "none") return loss;
+        if (r == "sum") return ad::sum(loss);
+        if (r == "mean") return ad::mean(loss);
+        throw ember::ValueError("binary_cross_entropy_with_logits",
+                                "reduction is '" + r + "'; expected 'none', 'mean' or 'sum'");
       },
       py::arg("input"), py::arg("target"), py::arg("weight") = py::none(),
       py::arg("reduction") = "mean", py::arg("pos_weight") = py::none(),
-      "Binary cross entropy of logits against target probabilities of their shape.");
+      "Binary cross entropy of logits against target probabilities of their shape; weight "
+      "scales each element's loss, pos_weight the positive term.");
   m.def(
       "binary_cross_entropy_with_logits_backward",
       [](const V& g, const V& x, const V& t, std::optional<V> pw, const std::string& r) {

@@ -279,12 +279,14 @@ Grads where_grad(const GradContext& c) {
   return {Val(), c.needs_grad[1] ? grad_for(where_else_zero(cond, dy), a) : Val(),
           c.needs_grad[2] ? grad_for(where(cond, zeros_like(dy), dy), b) : Val()};
 }
-// y = clamp(x, min, max);  dx = dy where min <= x <= max (bounds included), else 0
+// y = clamp(x, min, max);  dx = dy where min < x < max, else 0. At a bound, where y has no
+// derivative, the gradient is the minimum-norm subgradient 0, as relu's at 0 and as PyTorch's
+// clamp with number bounds (since its 2.x releases of 2026; it passed dy at the bounds before).
 Grads clamp_grad(const GradContext& c) {
   Val inside;
-  if (c.attrs.has("min")) inside = ge(c.x(), c.attrs.f("min"));
+  if (c.attrs.has("min")) inside = gt(c.x(), c.attrs.f("min"));
   if (c.attrs.has("max")) {
-    Val below_max = le(c.x(), c.attrs.f("max"));
+    Val below_max = lt(c.x(), c.attrs.f("max"));
     inside = inside.defined() ? logical_and(inside, below_max) : below_max;
   }
   return {where_else_zero(inside, c.dy())};
@@ -313,7 +315,7 @@ void check_approximate(const char* op, const Attrs& attrs) {
     throw ValueError(op, "approximate is \"" + approximate + "\"; expected \"none\" or \"tanh\"");
 }
 
-// cond bool, a, b on one device -> their broadcast shape, dtype promote_types(a, b).
+// cond bool, a, b on one device -> their broadcast shape, dtype result_type(a, b).
 Types where_infer(const Types& in, const Attrs&) {
   infer::arity("where", in, 3);
   infer::same_device("where", in);
@@ -327,7 +329,7 @@ Types where_infer(const Types& in, const Attrs&) {
   } catch (const ShapeError& e) {
     throw ShapeError("where", operands + "; " + e.what());
   }
-  return {TensorType{shape, promote_types(in[1].dtype, in[2].dtype), in[0].device}};
+  return {TensorType{shape, infer::result_type(in[1], in[2]), in[0].device}};
 }
 
 // x [*] -> [*] with min and/or max: the scalar rule applied to each bound.

@@ -34,10 +34,13 @@ std::vector<TensorType> same_as_first(const std::vector<TensorType>& in, const A
   return {in[0]};
 }
 
+DType result_type(const TensorType& a, const TensorType& b) {
+  return ember::result_type(a.dtype, a.dim() == 0, b.dtype, b.dim() == 0);
+}
+
 TensorType broadcast(const char* op, const TensorType& a, const TensorType& b) {
   same_device(op, {a, b});
-  return TensorType{broadcast_shapes(a.shape, b.shape, op), promote_types(a.dtype, b.dtype),
-                    a.device};
+  return TensorType{broadcast_shapes(a.shape, b.shape, op), result_type(a, b), a.device};
 }
 
 DType result_dtype(const char* op, DType t, DTypeRule rule, const std::string& operands) {

@@ -38,7 +38,10 @@ DType result_dtype(const char* op, DType t, DTypeRule rule, const std::string& o
 DType scalar_dtype(DType t, double value);
 // x [*] -> [*]: one input, dtype by `rule`.
 TensorType unary(const char* op, const std::vector<TensorType>& in, DTypeRule rule);
-// a, b -> the broadcast shape: two inputs on one device, dtype promote_types(a, b) by `rule`.
+// The dtype a and b are computed in: core-runtime's result_type (a 0-d operand beside one with
+// dims counts only by its kind).
+DType result_type(const TensorType& a, const TensorType& b);
+// a, b -> the broadcast shape: two inputs on one device, dtype result_type(a, b) by `rule`.
 TensorType binary(const char* op, const std::vector<TensorType>& in, DTypeRule rule);
 // x [*] with the scalar attribute `value` -> [*], dtype promote_types(x, scalar_dtype) by `rule`.
 TensorType with_scalar(const char* op, const std::vector<TensorType>& in, const Attrs& attrs,

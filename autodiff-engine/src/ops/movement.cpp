@@ -227,16 +227,16 @@ Tensor flip_run(const Tensor& x, const Attrs& a) {
   return out;
 }
 
-// cat and stack: every input on in[0]'s device, of its dtype and, in every dim but `skip` (-1:
-// none), of its size.
-void check_joinable(const char* op, const Types& in, int64_t skip) {
+// cat and stack: every input on in[0]'s device and, in every dim but `skip` (-1: none), of its
+// size. Returns the inputs' promoted dtype (mixed dtypes promote, as in core-runtime).
+DType check_joinable(const char* op, const Types& in, int64_t skip) {
+  DType dtype = in[0].dtype;
   for (size_t i = 0; i < in.size(); ++i) {
     const std::string which = "input " + std::to_string(int64_t(i)) + " is " + in[i].str() +
                               ", input 0 is " + in[0].str();
     if (in[i].device != in[0].device)
       throw DeviceError(op, which + "; move all inputs to one device first");
-    if (in[i].dtype != in[0].dtype)
-      throw DTypeError(op, which + "; cast all inputs to one dtype first");
+    dtype = promote_types(dtype, in[i].dtype);
     bool same = in[i].dim() == in[0].dim();
     for (int64_t k = 0; same && k < in[0].dim(); ++k)
       same = k == skip || in[i].shape[size_t(k)] == in[0].shape[size_t(k)];
@@ -245,6 +245,12 @@ void check_joinable(const char* op, const Types& in, int64_t skip) {
                                              : "; every dim but dim " + std::to_string(skip) +
                                                    " must match"));
   }
+  return dtype;
+}
+
+// A piece of a joined gradient in its input's dtype (an input of a mixed cat was promoted).
+Val in_dtype_of(const Val& g, const Val& x) {
+  return g.dtype() == x.dtype() ? g : to(g, x.dtype());
 }
 
 void check_nonempty(const char* op, const Types& in) {
@@ -254,8 +260,8 @@ void check_nonempty(const char* op, const Types& in) {
 Types cat_infer(const Types& in, const Attrs& a) {
   check_nonempty("cat", in);
   const int64_t d = wrap_dim(a.i("dim"), in[0].dim(), "cat", "input 0 is " + in[0].str());
-  check_joinable("cat", in, d);
   TensorType t = in[0];
+  t.dtype = check_joinable("cat", in, d);
   t.shape[size_t(d)] = 0;
   for (const TensorType& x : in) t.shape[size_t(d)] += x.shape[size_t(d)];
   return {t};
@@ -267,7 +273,7 @@ Grads cat_grad(const GradContext& c) {
   int64_t at = 0;
   for (size_t i = 0; i < c.inputs.size(); ++i) {
     const int64_t n = c.x(i).size(d);
-    grads.push_back(c.needs_grad[i] ? slice(c.dy(), d, at, at + n) : Val());
+    grads.push_back(c.needs_grad[i] ? in_dtype_of(slice(c.dy(), d, at, at + n), c.x(i)) : Val());
     at += n;
   }
   return grads;
@@ -276,8 +282,8 @@ Grads cat_grad(const GradContext& c) {
 Types stack_infer(const Types& in, const Attrs& a) {
   check_nonempty("stack", in);
   const int64_t d = wrap_dim(a.i("dim"), in[0].dim() + 1, "stack", "input 0 is " + in[0].str());
-  check_joinable("stack", in, -1);
   TensorType t = in[0];
+  t.dtype = check_joinable("stack", in, -1);
   t.shape.insert(t.shape.begin() + d, int64_t(in.size()));
   return {t};
 }
@@ -286,7 +292,7 @@ Grads stack_grad(const GradContext& c) {
   const int64_t d = c.attrs.i("dim");
   Grads grads;
   for (size_t i = 0; i < c.inputs.size(); ++i)
-    grads.push_back(c.needs_grad[i] ? select(c.dy(), d, int64_t(i)) : Val());
+    grads.push_back(c.needs_grad[i] ? in_dtype_of(select(c.dy(), d, int64_t(i)), c.x(i)) : Val());
   return grads;
 }
 

@@ -43,6 +43,13 @@ bool dtype_holds(DType dtype, double value);
 // bool < integers < floats; uint8 with a signed int widens; float16 with bfloat16 gives float32).
 DType promote_types(DType a, DType b);
 
+// Result type of a binary op on two tensors, where a_0d / b_0d say which are 0-d. PyTorch's rule:
+// a 0-d tensor beside one with dims acts like a Python number of its kind, deciding the dtype only
+// when its kind (bool < integer < floating) is higher: float32 [3] + float64 [] -> float32,
+// int32 [3] + int64 [] -> int32, but int32 [3] + float64 [] -> float64. Two 0-d operands, or two
+// with dims, promote with promote_types.
+DType result_type(DType a, bool a_0d, DType b, bool b_0d);
+
 // C++ type <-> DType.
 template <class T> struct dtype_of;
 #define EMBER_DTYPE_OF(T, D) \

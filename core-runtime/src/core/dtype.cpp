@@ -77,4 +77,14 @@ DType promote_types(DType a, DType b) {
   return itemsize(a) >= itemsize(b) ? a : b;
 }
 
+namespace {
+int kind(DType t) { return t == DType::Bool ? 0 : is_floating(t) ? 2 : 1; }
+}  // namespace
+
+DType result_type(DType a, bool a_0d, DType b, bool b_0d) {
+  if (a_0d == b_0d) return promote_types(a, b);
+  const DType dimensioned = a_0d ? b : a, zero_dim = a_0d ? a : b;
+  return kind(zero_dim) > kind(dimensioned) ? zero_dim : dimensioned;
+}
+
 }  // namespace ember

@@ -258,9 +258,15 @@ bool is_bitwise(BinaryOp op) {
   return op == BinaryOp::BitwiseAnd || op == BinaryOp::BitwiseOr || op == BinaryOp::BitwiseXor;
 }
 
+// The dtype a and b are computed in: promote_types, but a 0-d operand beside one with dims counts
+// only by its kind (result_type).
+DType promoted(const Tensor& a, const Tensor& b) {
+  return result_type(a.dtype(), a.dim() == 0, b.dtype(), b.dim() == 0);
+}
+
 // Result dtype of a binary arithmetic op on a and b.
 DType binary_result_dtype(BinaryOp op, const Tensor& a, const Tensor& b, const char* name) {
-  DType t = promote_types(a.dtype(), b.dtype());
+  DType t = promoted(a, b);
   if (op == BinaryOp::Div && !is_floating(t)) t = DType::Float32;
   if (is_bitwise(op) && is_floating(t))
     throw DTypeError(name, operands({{"a", a}, {"b", b}}) + "; " + binary_op_name(op) +
@@ -341,7 +347,7 @@ Tensor compare(CompareOp op, const Tensor& a, const Tensor& b, const Tensor* out
   if (!name) name = compare_op_name(op);
   check_same_device(name, {{"a", a}, {"b", b}});
   Shape shape = broadcast_all(name, {{"a", a}, {"b", b}});
-  DType t = promote_types(a.dtype(), b.dtype());
+  DType t = promoted(a, b);
   Tensor result = written_output(name, out, shape, DType::Bool, a.device(), {{"a", a}, {"b", b}});
   auto kernel = compare_kernel(a.device());
   Tensor a_holder, b_holder;
@@ -357,7 +363,7 @@ Tensor backward(BackwardOp op, const Tensor& grad, const Tensor& input, const ch
   check_same_device(name, {{"grad", grad}, {input_name, input}});
   check_floating(name, {{"grad", grad}, {input_name, input}});
   Shape shape = broadcast_all(name, {{"grad", grad}, {input_name, input}});
-  DType t = promote_types(grad.dtype(), input.dtype());
+  DType t = promoted(grad, input);
   Tensor result =
       written_output(name, out, shape, t, grad.device(), {{"grad", grad}, {input_name, input}});
   auto kernel = backward_kernel(grad.device());
@@ -381,7 +387,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor*
                                   "; cond must be bool; build it with a comparison such as "
                                   "gt(x, 0.0) or cast it with cond.to(DType::Bool)");
   Shape shape = broadcast_all("where", {{"cond", cond}, {"a", a}, {"b", b}});
-  DType t = promote_types(a.dtype(), b.dtype());
+  DType t = promoted(a, b);
   Tensor result =
       written_output("where", out, shape, t, a.device(), {{"cond", cond}, {"a", a}, {"b", b}});
   auto kernel = where_kernel(a.device());

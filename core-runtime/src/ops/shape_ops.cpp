@@ -10,8 +10,9 @@ namespace ember {
 
 namespace {
 
-// The checks cat and stack share, reported under `op`: one device, one dtype, and the same size
-// in every dim but `dim` (stack: in every dim, since the inputs become slices of a new one).
+// The checks cat and stack share, reported under `op`: one device, and the same size in every dim
+// but `dim` (stack: in every dim, since the inputs become slices of a new one). Dtypes may differ:
+// the result has their promote_types, as in PyTorch.
 void check_joinable(const char* op, const TensorList& tensors, int64_t dim, bool every_dim) {
   const Tensor& first = tensors[0];
   for (size_t i = 0; i < tensors.size(); ++i) {
@@ -20,8 +21,6 @@ void check_joinable(const char* op, const TensorList& tensors, int64_t dim, bool
                         ", tensors[0] is " + describe(first);
     if (t.device() != first.device())
       throw DeviceError(op, which + "; move all inputs to one device first");
-    if (t.dtype() != first.dtype())
-      throw DTypeError(op, which + "; cast all inputs to one dtype first");
     bool same = t.dim() == first.dim();
     for (int64_t k = 0; same && k < t.dim(); ++k)
       same = (k == dim && !every_dim) || t.size(k) == first.size(k);
@@ -32,13 +31,17 @@ void check_joinable(const char* op, const TensorList& tensors, int64_t dim, bool
   }
 }
 
-// The checked inputs laid end to end along dim, each copied into its narrow() of the output (the
-// given out, of any layout, or a new tensor when given is null).
+// The checked inputs laid end to end along dim, each copied (and cast) into its narrow() of the
+// output (the given out, of any layout, or a new tensor when given is null).
 Tensor join(const char* op, const TensorList& tensors, int64_t dim, const Tensor* given) {
   Shape out_shape = tensors[0].shape();
   out_shape[size_t(dim)] = 0;
-  for (const Tensor& t : tensors) out_shape[size_t(dim)] += t.size(dim);
-  Tensor out = output(op, given, out_shape, tensors[0].dtype(), tensors[0].device(), {});
+  DType dtype = tensors[0].dtype();
+  for (const Tensor& t : tensors) {
+    out_shape[size_t(dim)] += t.size(dim);
+    dtype = promote_types(dtype, t.dtype());
+  }
+  Tensor out = output(op, given, out_shape, dtype, tensors[0].device(), {});
   for (size_t i = 0; given && i < tensors.size(); ++i) {
     const std::string name = "tensors[" + std::to_string(i) + "]";
     check_out_alias(op, out, {{name.c_str(), tensors[i]}}, /*identical_ok=*/false);

@@ -16,8 +16,10 @@ from ember import (
     debug,
     nn,
     optim,
+    utils,
 )
 from ember._composites import allclose, as_tensor, isclose, meshgrid, ravel, where
+from ember._arguments import ArgumentTypeError
 from ember._core import (  # noqa: A004 (as torch)
     DeviceError,
     DTypeError,
@@ -90,5 +92,6 @@ __all__ = [
     "set_rng_state", "get_num_threads", "set_num_threads",
     "Generator", "accelerator", "allclose", "as_tensor", "einsum", "finfo", "iinfo",
     "inference_mode", "isclose", "meshgrid", "ravel", "where",
+    "ArgumentTypeError", "utils",
 ]
 del _core

@@ -113,10 +113,21 @@ def save(obj, path):
         os.close(dir_fd)
 
 
-def load(path, map_location=None):
+def load(path, map_location=None, weights_only=True):
     """Reads what save wrote: the same structure, tensors on their saved device or on
     map_location (a device or device string). A safetensors file that ember did not write loads
-    as a flat dict of name -> Tensor. CheckpointError for a corrupt or truncated file."""
+    as a flat dict of name -> Tensor. CheckpointError for a corrupt or truncated file.
+
+    weights_only is accepted for PyTorch's habit, and True is what always happens: a checkpoint
+    is tensors and JSON (dicts, lists, tuples, numbers, strings), never pickled Python objects,
+    so loading one runs no code. weights_only=False would ask to unpickle arbitrary objects,
+    which ember's format cannot hold: it is a NotSupportedError, not a silent True."""
+    if weights_only is not True:
+        raise _core.NotSupportedError(
+            f"ember.load: weights_only={weights_only!r}; ember checkpoints are safetensors "
+            "(tensors and JSON), never pickles, so loading is always weights_only=True. Fix: "
+            "drop the argument (a pickle written by torch.save must be loaded with torch)"
+        )
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"ember.load: {path}: no such file")

@@ -5,6 +5,9 @@
 // Result dtypes (PyTorch's rules):
 // - Binary ops promote their operands with promote_types (int32 + float16 -> float16,
 //   uint8 + int8 -> int16, ...). div is true division: integer / integer -> float32.
+// - A 0-d tensor beside one with dims counts only by its kind, as a scalar does (result_type in
+//   dtype.h): float32 [3] + float64 [] -> float32, int32 [3] + int64 [] -> int32, but
+//   int32 [3] + float64 [] -> float64. This holds for comparisons and where too.
 // - neg, abs, sign, relu, clamp and the rounding ops (floor, ceil, round, trunc: the identity on
 //   integers) keep the input dtype and reject bool; every other unary op and activation computes
 //   in floating point, so integer and bool inputs give float32.
@@ -162,7 +165,7 @@ const Tensor& mul_(const Tensor& self, double other);
 const Tensor& div_(const Tensor& self, double other);
 
 // ---- selection ----
-// cond (bool), a, b broadcast together -> [broadcast shape], dtype promote_types(a, b).
+// cond (bool), a, b broadcast together -> [broadcast shape], dtype result_type(a, b) (0-d rule).
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 // min(max(x, min), max) with either bound optional (at least one is required); NaN stays NaN.
 // Dtype follows the scalar rule: an integer tensor with a fractional bound gives float32.

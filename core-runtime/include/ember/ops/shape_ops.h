@@ -6,9 +6,10 @@
 
 namespace ember {
 
-// Joins tensors along an existing dim; all other dims, the dtype and the device must match.
+// Joins tensors along an existing dim; all other dims and the device must match. Mixed dtypes
+// give their promote_types (int32 with float32 -> float32), as in PyTorch.
 Tensor cat(const TensorList& tensors, int64_t dim = 0);
-// Joins tensors of one shape along a new dim.
+// Joins tensors of one shape along a new dim (dtypes promote as in cat).
 Tensor stack(const TensorList& tensors, int64_t dim = 0);
 // Views of consecutive pieces of `split_size` along dim (the last may be smaller).
 TensorList split(const Tensor& t, int64_t split_size, int64_t dim = 0);

@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 
 from ember import _core
+from ember.data import workers
 
 _warned_about_pinning = False  # pin_memory=True without CUDA warns once per process
 
@@ -64,18 +65,48 @@ class DataLoader:
     collate_fn turns a list of samples into a batch (default_collate). pin_memory copies each
     batch's tensors into pinned host memory (Tensor.pin_memory), from which the copy to a GPU
     (device) is queued without the host waiting; without CUDA it warns once and leaves batches
-    as they are. device moves each batch there."""
+    as they are. device moves each batch there.
+
+    num_workers > 0 fetches and collates batches in that many worker processes, as PyTorch's
+    (ember.data.workers: prefetch_factor batches per worker in flight, batches in order, worker
+    i seeded with base_seed + i, get_worker_info() inside a worker, worker_init_fn(worker_id)
+    called in each at its start, a worker's exception raised here naming it; timeout seconds
+    to wait for a batch, 0 for ever). Workers end with the iterator, or with
+    persistent_workers=True, stay for the next epoch and end with the loader."""
 
     def __init__(self, dataset, batch_size=1, shuffle=False, drop_last=False, collate_fn=None,
-                 generator=None, device=None, pin_memory=False):
+                 generator=None, device=None, pin_memory=False, num_workers=0,
+                 persistent_workers=False, worker_init_fn=None, prefetch_factor=None, timeout=0,
+                 multiprocessing_context=None):
         if not (isinstance(batch_size, int) and batch_size > 0):
             raise _core.ValueError(f"DataLoader: batch_size is {batch_size!r}; pass an int >= 1")
+        if not (isinstance(num_workers, int) and num_workers >= 0):
+            raise _core.ValueError(
+                f"DataLoader: num_workers is {num_workers!r}; pass an int >= 0 (0: load in this "
+                "process)"
+            )
+        if num_workers == 0 and (persistent_workers or prefetch_factor is not None):
+            raise _core.ValueError(
+                "DataLoader: persistent_workers and prefetch_factor need worker processes; pass "
+                "num_workers > 0 with them"
+            )
+        if prefetch_factor is not None and not (
+            isinstance(prefetch_factor, int) and prefetch_factor >= 1
+        ):
+            raise _core.ValueError(
+                f"DataLoader: prefetch_factor is {prefetch_factor!r}; pass an int >= 1"
+            )
         self.dataset, self.batch_size, self.shuffle = dataset, batch_size, shuffle
         self.drop_last, self.collate_fn, self.device = drop_last, collate_fn, device
         self.pin_memory = bool(pin_memory) and _can_pin()
         self.generator = (
             np.random.default_rng(generator) if isinstance(generator, int) else generator
         )
+        self.num_workers, self.persistent_workers = num_workers, bool(persistent_workers)
+        self.worker_init_fn, self.timeout = worker_init_fn, timeout
+        self.prefetch_factor = 2 if prefetch_factor is None else prefetch_factor
+        self.multiprocessing_context = multiprocessing_context
+        self._pool = None  # the persistent workers, once started
 
     def __len__(self):
         n = len(self.dataset)
@@ -91,19 +122,46 @@ class DataLoader:
             return self.generator.permutation(n).astype(np.int64)
         return _core.randperm(n).numpy()
 
-    def __iter__(self):
+    def _base_seed(self):
+        """The seed worker 0 gets (worker i: this + i), from the loader's generator."""
+        if self.generator is not None:
+            return int(self.generator.integers(0, 2**62))
+        return int(_core.randint(0, 2**62, (1,)).item())
+
+    def _fetch(self, indices):
+        """The collated batch of the samples at indices (a NumPy int64 array)."""
+        if self.collate_fn is None and hasattr(self.dataset, "get_batch"):
+            return self.dataset.get_batch(indices)
+        collate = self.collate_fn or default_collate
+        return collate([self.dataset[int(i)] for i in indices])
+
+    def _finish(self, batch):
+        """The batch pinned and moved as asked."""
+        if self.pin_memory:
+            batch = _map_tensors(batch, _core.Tensor.pin_memory)
+        if self.device is not None:
+            batch = _map_tensors(batch, lambda t: t.to(self.device, non_blocking=self.pin_memory))
+        return batch
+
+    def _batches(self):
         order = self._order()
-        fast = self.collate_fn is None and hasattr(self.dataset, "get_batch")
-        for start in range(0, len(self) * self.batch_size, self.batch_size):
-            indices = order[start:start + self.batch_size]
-            if fast:
-                batch = self.dataset.get_batch(indices)
-            else:
-                collate = self.collate_fn or default_collate
-                batch = collate([self.dataset[int(i)] for i in indices])
-            if self.pin_memory:
-                batch = _map_tensors(batch, _core.Tensor.pin_memory)
-            if self.device is not None:
-                batch = _map_tensors(
-                    batch, lambda t: t.to(self.device, non_blocking=self.pin_memory))
-            yield batch
+        return [order[start:start + self.batch_size]
+                for start in range(0, len(self) * self.batch_size, self.batch_size)]
+
+    def __iter__(self):
+        if self.num_workers > 0:
+            batches = self._batches()
+            if not self.persistent_workers:
+                pool = workers.WorkerPool(self, self._base_seed())
+                return workers.WorkerIterator(self, batches, pool, owns_pool=True)
+            if self._pool is not None and self._pool.busy():  # an unfinished epoch's workers
+                self._pool.shutdown()
+                self._pool = None
+            if self._pool is None:
+                self._pool = workers.WorkerPool(self, self._base_seed())
+            return workers.WorkerIterator(self, batches, self._pool, owns_pool=False)
+        return (self._finish(self._fetch(indices)) for indices in self._batches())
+
+    def __del__(self):
+        if getattr(self, "_pool", None) is not None:
+            self._pool.shutdown()

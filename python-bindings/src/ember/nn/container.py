@@ -29,8 +29,10 @@ class Sequential(Module):
                 self.add_module(str(i), m)
 
     def __getitem__(self, i):
+        """The module at i; a slice is a container of the same type with those modules, under
+        their names (the same module objects, as PyTorch's)."""
         if isinstance(i, slice):
-            return Sequential(OrderedDict(list(self._modules.items())[i]))
+            return type(self)(OrderedDict(list(self._modules.items())[i]))
         return list(self._modules.values())[i]
 
     def __len__(self):
@@ -70,6 +72,10 @@ class ModuleList(Module):
         return self
 
     def __getitem__(self, i):
+        """The module at i; a slice is a container of the same type with those modules,
+        renumbered from '0' (the same module objects, as PyTorch's)."""
+        if isinstance(i, slice):
+            return type(self)(list(self._modules.values())[i])
         return list(self._modules.values())[i]
 
     def __len__(self):

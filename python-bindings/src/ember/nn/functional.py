@@ -1,19 +1,17 @@
 """nn.functional: the layers as functions, with torch.nn.functional's names and argument orders.
-Each is the bound op of the same name (ember.conv2d, ember.cross_entropy, ...); the few that
-differ from the op's signature adapt the arguments and nothing else."""
+Each is the bound op of the same name (ember.conv2d, ember.cross_entropy, ...; a call with
+arguments of the wrong kind is an ember.ArgumentTypeError that names them); the few that
+differ from the op's signature adapt the arguments and nothing else: unbatched [C, H, W] input
+to the 2-D layers, class-probability targets of cross_entropy, Embedding's padding_idx."""
 
 import math
 
-from ember import _core
-from ember._core import (
-    adaptive_avg_pool2d,
-    avg_pool2d,
+from ember import _core, _ops
+from ember._arguments import ArgumentTypeError, kind
+from ember._ops import (
     batch_norm,
     binary_cross_entropy_with_logits,
-    conv2d,
-    cross_entropy,
     elu,
-    embedding,
     gelu,
     interpolate,
     l1_loss,
@@ -21,7 +19,6 @@ from ember._core import (
     leaky_relu,
     linear,
     log_softmax,
-    max_pool2d,
     mse_loss,
     nll_loss,
     one_hot,
@@ -43,15 +40,116 @@ __all__ = [
 ]
 
 
+def _tensor(op, name, value):
+    """value, or an ArgumentTypeError when it is not a Tensor (a NumPy array, a list, ...)."""
+    if not isinstance(value, _core.Tensor):
+        raise ArgumentTypeError(
+            f"{op}(): {name} is a {kind(value)}, not an ember.Tensor. Fix: convert it with "
+            "ember.from_numpy(array) or ember.tensor(data)"
+        )
+    return value
+
+
+def _unbatched(op, fn, input, *args):
+    """fn on [N, C, H, W], or on [C, H, W] as a batch of one (PyTorch's unbatched input)."""
+    _tensor(f"nn.functional.{op}", "input", input)
+    if input.ndim != 3:
+        return fn(input, *args)
+    out = fn(input.unsqueeze(0), *args)
+    return tuple(t.squeeze(0) for t in out) if isinstance(out, tuple) else out.squeeze(0)
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """2-D convolution of [N, C, H, W] or unbatched [C, H, W] (ember.conv2d)."""
+    return _unbatched("conv2d", _ops.conv2d, input, weight, bias, stride, padding, dilation,
+                      groups)
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """Window maxima of [N, C, H, W] or unbatched [C, H, W] (ember.max_pool2d)."""
+    return _unbatched("max_pool2d", _ops.max_pool2d, input, kernel_size, stride, padding,
+                      dilation, ceil_mode, return_indices)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True):
+    """Window means of [N, C, H, W] or unbatched [C, H, W] (ember.avg_pool2d)."""
+    return _unbatched("avg_pool2d", _ops.avg_pool2d, input, kernel_size, stride, padding,
+                      ceil_mode, count_include_pad)
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """Means over windows giving [N, C, *output_size], or unbatched [C, *output_size]."""
+    return _unbatched("adaptive_avg_pool2d", _ops.adaptive_avg_pool2d, input, output_size)
+
+
+def embedding(input, weight, padding_idx=None):
+    """Rows of weight [V, D] at input's int64 indices -> [*, D] (ember.embedding). With
+    padding_idx (negative counts from the end), the rows looked up at that index pass no
+    gradient back to weight: its row's gradient is exactly zero."""
+    out = _ops.embedding(input, weight)
+    if padding_idx is None:
+        return out
+    rows = weight.shape[0]
+    if not -rows <= padding_idx < rows:
+        raise _core.IndexError(
+            f"nn.functional.embedding: padding_idx is {padding_idx}, weight is {kind(weight)}; "
+            f"expected -{rows} <= padding_idx < {rows} (a row of the weight)"
+        )
+    padding_idx %= rows
+    # the padding positions take their values from a detached copy: same forward, no gradient
+    return _core.where(_core.eq(input, padding_idx).unsqueeze(-1), out.detach(), out)
+
+
+def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean",
+                  label_smoothing=0.0):
+    """Cross entropy of logits [N, C] (or [N, C, d...], or unbatched [C]) against either int64
+    class indices [N] (ember.cross_entropy) or class probabilities of the input's shape, as
+    PyTorch: per sample -sum_c weight_c target_c log_softmax(input)_c, with target first smoothed
+    to target (1 - label_smoothing) + label_smoothing / C; 'mean' divides by N (times the d...),
+    not by the weights. ignore_index applies to class indices only."""
+    _tensor("nn.functional.cross_entropy", "input", input)
+    _tensor("nn.functional.cross_entropy", "target", target)
+    if not target.is_floating_point():
+        return _ops.cross_entropy(input, target, weight, ignore_index, reduction,
+                                      label_smoothing)
+    if tuple(target.shape) != tuple(input.shape):
+        raise _core.ShapeError(
+            f"nn.functional.cross_entropy: input is {kind(input)}, target is {kind(target)}; "
+            "floating targets are class probabilities of the input's shape. Fix: pass "
+            "probabilities shaped like input, or int64 class indices"
+        )
+    if reduction not in ("none", "mean", "sum"):
+        raise _core.ValueError(
+            f"nn.functional.cross_entropy: reduction is {reduction!r}; expected 'none', "
+            "'mean' or 'sum'"
+        )
+    class_dim = 0 if input.ndim == 1 else 1
+    classes = input.shape[class_dim]
+    if label_smoothing > 0:
+        target = target * (1.0 - label_smoothing) + label_smoothing / classes
+    terms = _core.log_softmax(input, class_dim) * target
+    if weight is not None:
+        shape = [1] * input.ndim
+        shape[class_dim] = classes
+        terms = terms * weight.reshape(shape)
+    loss = -terms.sum(class_dim)
+    if reduction == "sum":
+        return loss.sum()
+    return loss.mean() if reduction == "mean" else loss
+
+
 def dropout(input, p=0.5, training=True):
     """Zeroes elements with probability p and scales the rest by 1 / (1 - p) when training;
     the identity otherwise (ember.dropout)."""
-    return _core.dropout(input, p, training)
+    return _ops.dropout(input, p, training)
 
 
 def flatten(input, start_dim=0, end_dim=-1):
     """Merges dims start_dim .. end_dim (ember.flatten)."""
-    return _core.flatten(input, start_dim, end_dim)
+    return _ops.flatten(input, start_dim, end_dim)
+
 
 
 def _single(v):

@@ -2,6 +2,7 @@
 given wrongly and says what it expected; the op itself checks the rest."""
 
 from ember import _core
+from ember.autograd import no_grad
 from ember.nn import functional, init
 from ember.nn.module import Module, describe
 from ember.nn.parameter import Parameter
@@ -55,8 +56,9 @@ class Linear(Module):
 
 
 class Conv2d(Module):
-    """2-D convolution (cross-correlation): x [N, in_channels, H, W] -> [N, out_channels, Ho, Wo];
-    weight [out_channels, in_channels / groups, kh, kw], initialised as PyTorch does."""
+    """2-D convolution (cross-correlation): x [N, in_channels, H, W] -> [N, out_channels, Ho, Wo]
+    (or unbatched, [in_channels, H, W] -> [out_channels, Ho, Wo], as PyTorch takes it); weight
+    [out_channels, in_channels / groups, kh, kw], initialised as PyTorch does."""
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
                  groups=1, bias=True, device=None, dtype=None):
@@ -80,8 +82,6 @@ class Conv2d(Module):
         """What turns x into [N, in_channels, H, W], reasoned from which dim is missing or
         misplaced; or None when x matches no likely mistake."""
         c, shape = self.in_channels, list(x.shape)
-        if x.ndim == 3 and shape[0] == c:
-            return "it looks like one image [C, H, W]; add the batch dim with x.unsqueeze(0)"
         if x.ndim == 3 and c == 1:
             return (f"it looks like a batch of {shape[0]} single-channel images [N, H, W]; add "
                     "the channel dim with x.unsqueeze(1)")
@@ -97,20 +97,21 @@ class Conv2d(Module):
 
     def forward(self, x):
         w = list(self.weight.shape)
-        if x.ndim != 4 or x.shape[1] != self.in_channels:
+        if x.ndim not in (3, 4) or x.shape[-3] != self.in_channels:
             s = "" if self.in_channels == 1 else "s"
-            expected = (f"expected 4 dims [N, {self.in_channels}, H, W]" if x.ndim != 4 else
+            expected = (f"expected [N, {self.in_channels}, H, W] or, unbatched, "
+                        f"[{self.in_channels}, H, W]" if x.ndim not in (3, 4) else
                         f"expected {self.in_channels} input channel{s}")
             expected += f" (weight is {w})"
             fix = self._layout_fix(x)
-            if fix is None and x.ndim == 4:
+            if fix is None and x.ndim in (3, 4):
                 fix = (f"pass [N, {self.in_channels}, H, W], or build "
-                       f"Conv2d({x.shape[1]}, {self.out_channels}, ...)")
+                       f"Conv2d({x.shape[-3]}, {self.out_channels}, ...)")
             raise _core.ShapeError(
                 f"input is {describe(x)}; {expected}. Fix: {fix or 'reshape the input'}"
             )
-        return _core.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
-                            self.groups)
+        return functional.conv2d(x, self.weight, self.bias, self.stride, self.padding,
+                                 self.dilation, self.groups)
 
     def extra_repr(self):
         return (
@@ -184,18 +185,36 @@ class Conv1d(Module):
 
 class Embedding(Module):
     """Rows of weight [num_embeddings, embedding_dim] at int64 indices: [*] -> [*, dim]. The
-    weight starts standard normal, as PyTorch's."""
+    weight starts standard normal, as PyTorch's. With padding_idx (negative counts from the
+    end), that row starts at zero and gets no gradient: a padding token stays where it is."""
 
-    def __init__(self, num_embeddings, embedding_dim, device=None, dtype=None):
+    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, device=None, dtype=None):
         super().__init__()
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+        if padding_idx is not None:
+            if not -num_embeddings <= padding_idx < num_embeddings:
+                raise _core.IndexError(
+                    f"Embedding({num_embeddings}, {embedding_dim}): padding_idx is {padding_idx}; "
+                    f"expected -{num_embeddings} <= padding_idx < {num_embeddings} (a row of the "
+                    "weight)"
+                )
+            padding_idx %= num_embeddings
+        self.padding_idx = padding_idx
         self.weight = Parameter(
             _core.empty(num_embeddings, embedding_dim, dtype=dtype, device=device)
         )
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        """Standard normal, with the padding row zeroed."""
         init.normal_(self.weight)
+        if self.padding_idx is not None:
+            with no_grad():
+                self.weight[self.padding_idx] = 0.0
 
     def forward(self, indices):
-        return _core.embedding(indices, self.weight)
+        return functional.embedding(indices, self.weight, self.padding_idx)
 
     def extra_repr(self):
-        return f"{self.num_embeddings}, {self.embedding_dim}"
+        pad = "" if self.padding_idx is None else f", padding_idx={self.padding_idx}"
+        return f"{self.num_embeddings}, {self.embedding_dim}{pad}"

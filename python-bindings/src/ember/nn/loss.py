@@ -1,6 +1,8 @@
-"""Losses as modules: each calls its bound op with the options given at construction."""
+"""Losses as modules: each calls its bound op (or nn.functional's) with the options given at
+construction."""
 
 from ember import _core
+from ember.nn import functional
 from ember.nn.module import Module
 
 
@@ -14,15 +16,16 @@ class _Loss(Module):
 
 
 class CrossEntropyLoss(_Loss):
-    """Cross entropy of logits [N, C] against int64 class indices [N] (ember.cross_entropy)."""
+    """Cross entropy of logits [N, C] against int64 class indices [N] or class probabilities of
+    the logits' shape (nn.functional.cross_entropy)."""
 
     def __init__(self, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
         super().__init__(reduction)
         self.weight, self.ignore_index, self.label_smoothing = weight, ignore_index, label_smoothing
 
     def forward(self, input, target):
-        return _core.cross_entropy(input, target, self.weight, self.ignore_index, self.reduction,
-                                   self.label_smoothing)
+        return functional.cross_entropy(input, target, self.weight, self.ignore_index,
+                                        self.reduction, self.label_smoothing)
 
 
 class NLLLoss(_Loss):
@@ -51,13 +54,14 @@ class L1Loss(_Loss):
 
 
 class BCEWithLogitsLoss(_Loss):
-    """Binary cross entropy of logits against probabilities of their shape, with an optional
-    pos_weight (ember.binary_cross_entropy_with_logits)."""
+    """Binary cross entropy of logits against probabilities of their shape, each element's loss
+    scaled by weight (broadcast to it) and its positive term by pos_weight, PyTorch's order of
+    arguments (ember.binary_cross_entropy_with_logits)."""
 
-    def __init__(self, reduction="mean", pos_weight=None):
+    def __init__(self, weight=None, reduction="mean", pos_weight=None):
         super().__init__(reduction)
-        self.pos_weight = pos_weight
+        self.weight, self.pos_weight = weight, pos_weight
 
     def forward(self, input, target):
-        return _core.binary_cross_entropy_with_logits(input, target, None, self.reduction,
-                                                      self.pos_weight)
+        return functional.binary_cross_entropy_with_logits(input, target, self.weight,
+                                                           self.reduction, self.pos_weight)

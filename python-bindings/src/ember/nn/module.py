@@ -9,10 +9,24 @@ innermost module that raised it."""
 import threading
 from collections import OrderedDict
 
+import numpy as np
+
 from ember import _core
+from ember._arguments import numpy_fix
+from ember.autograd import no_grad
 from ember.nn.parameter import Parameter
 
 _calls = threading.local()  # the stack of module calls in progress, per thread
+
+
+def zero_grads(params, set_to_none):
+    """Module.zero_grad and Optimizer.zero_grad: each grad None, or zeroed in place."""
+    for p in params:
+        if set_to_none:
+            p.grad = None
+        elif p.grad is not None:
+            with no_grad():
+                p.grad.zero_()
 
 
 def describe(t):
@@ -102,6 +116,9 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} defines no forward()")
 
     def __call__(self, *args, **kwargs):
+        for value in args:
+            if isinstance(value, np.ndarray):
+                raise numpy_fix(f"{type(self).__name__}: the input", value)
         stack = _calls.__dict__.setdefault("stack", [])
         stack.append(self)
         try:
@@ -205,10 +222,10 @@ class Module:
             p.requires_grad_(requires_grad)
         return self
 
-    def zero_grad(self):
-        """Drops the grad of every parameter (PyTorch's set_to_none)."""
-        for p in self.parameters():
-            p.grad = None
+    def zero_grad(self, set_to_none=True):
+        """Drops the grad of every parameter (set_to_none, PyTorch's default), or with
+        set_to_none=False fills each grad there is with zeros, in place."""
+        zero_grads(self.parameters(), set_to_none)
 
     def apply(self, fn):
         """Calls fn(module) on every submodule, then on this module; returns self."""

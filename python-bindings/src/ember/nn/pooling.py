@@ -1,11 +1,12 @@
 """Pooling, dropout and reshaping layers: each calls its bound op."""
 
 from ember import _core
+from ember.nn import functional
 from ember.nn.module import Module
 
 
 class MaxPool2d(Module):
-    """Window maxima of [N, C, H, W]; stride defaults to kernel_size."""
+    """Window maxima of [N, C, H, W] (or unbatched [C, H, W]); stride defaults to kernel_size."""
 
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
         super().__init__()
@@ -13,15 +14,15 @@ class MaxPool2d(Module):
         self.dilation, self.ceil_mode = dilation, ceil_mode
 
     def forward(self, x):
-        return _core.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation,
-                                self.ceil_mode)
+        return functional.max_pool2d(x, self.kernel_size, self.stride, self.padding,
+                                     self.dilation, self.ceil_mode)
 
     def extra_repr(self):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
 class AvgPool2d(Module):
-    """Window means of [N, C, H, W]; stride defaults to kernel_size."""
+    """Window means of [N, C, H, W] (or unbatched [C, H, W]); stride defaults to kernel_size."""
 
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
                  count_include_pad=True):
@@ -30,22 +31,22 @@ class AvgPool2d(Module):
         self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
 
     def forward(self, x):
-        return _core.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                                self.count_include_pad)
+        return functional.avg_pool2d(x, self.kernel_size, self.stride, self.padding,
+                                     self.ceil_mode, self.count_include_pad)
 
     def extra_repr(self):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
 class AdaptiveAvgPool2d(Module):
-    """Means over windows that give [N, C, *output_size]."""
+    """Means over windows that give [N, C, *output_size] (or unbatched [C, *output_size])."""
 
     def __init__(self, output_size):
         super().__init__()
         self.output_size = output_size
 
     def forward(self, x):
-        return _core.adaptive_avg_pool2d(x, self.output_size)
+        return functional.adaptive_avg_pool2d(x, self.output_size)
 
     def extra_repr(self):
         return f"output_size={self.output_size}"

@@ -5,6 +5,7 @@ Adam, AdamW and RMSprop, a few elementwise ops per parameter for the others."""
 from collections.abc import MutableMapping
 
 from ember import _core
+from ember.nn.module import zero_grads
 
 _FLAGS = ("nesterov", "maximize", "centered", "decoupled_weight_decay")
 
@@ -107,8 +108,12 @@ class Optimizer:
         self.param_groups.append(ParamGroup(self, len(self.param_groups), tensors))
 
     def zero_grad(self, set_to_none=True):
-        """Drops every parameter's grad."""
-        self._impl.zero_grad()
+        """Drops every parameter's grad (set_to_none, PyTorch's default), or with
+        set_to_none=False fills each grad there is with zeros, in place."""
+        if set_to_none:
+            self._impl.zero_grad()
+        else:
+            zero_grads((p for g in self.param_groups for p in g["params"]), False)
 
     def step(self):
         """Updates every parameter that has a grad, without recording history."""
