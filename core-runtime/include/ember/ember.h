@@ -25,4 +25,5 @@
 #include "ember/ops/softmax_loss.h"
 #include "ember/shape.h"
 #include "ember/tensor.h"
+#include "ember/threads.h"
 #include "ember/version.h"
