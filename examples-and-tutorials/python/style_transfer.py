@@ -16,6 +16,7 @@ import time
 
 import matplotlib
 import numpy as np
+import training
 from sklearn.datasets import load_sample_images
 
 import ember
@@ -53,13 +54,16 @@ def gram(f):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--device", default="cuda" if ember.cuda.is_available() else "cpu")
-    p.add_argument("--steps", type=int, default=150)
+    p.add_argument("--device", default=training.default_device(), type=training.device_argument,
+                   help="cpu, cuda or cuda:N (default: cuda when a GPU is usable, else cpu)")
+    p.add_argument("--steps", type=int, default=150, help="Adam steps on the image (150)")
     p.add_argument("--size", type=int, default=64, help="image height in pixels (64)")
     p.add_argument("--lr", type=float, default=0.03, help="Adam's learning rate (0.03)")
-    p.add_argument("--style-weight", type=float, default=1e3)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default="out/style_transfer")
+    p.add_argument("--style-weight", type=float, default=1e3,
+                   help="weight of the style (Gram matrix) loss against the content loss (1000)")
+    p.add_argument("--seed", type=int, default=0, help="seeds the random feature layers (0)")
+    p.add_argument("--out", default="out/style_transfer",
+                   help="directory for the images and the loss curve (out/style_transfer)")
     args = p.parse_args()
     os.makedirs(args.out, exist_ok=True)
     ember.manual_seed(args.seed)

@@ -20,10 +20,29 @@ def default_device():
     return "cuda" if ember.cuda.is_available() else "cpu"
 
 
+def device_argument(text):
+    """--device's type: the device named by text, refused in one line (argparse's usage error,
+    no traceback) when it is malformed or names a GPU this machine cannot use."""
+    try:
+        device = ember.device(text)
+    except ember.EmberError as e:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a device ({e}); use cpu, cuda or "
+                                         "cuda:N") from None
+    if device.type == "cuda" and not ember.cuda.is_available():
+        raise argparse.ArgumentTypeError(
+            f"{text!r} asks for a GPU, but none is usable here (ember.cuda.is_available() is "
+            "False: no NVIDIA GPU or driver, or Ember built without CUDA); use --device cpu")
+    if device.type == "cuda" and device.index is not None and \
+            device.index >= ember.cuda.device_count():
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: this machine has {ember.cuda.device_count()} GPU(s), numbered from 0")
+    return str(device)
+
+
 def base_parser(description, out, epochs, batch_size, lr):
     """The options every training example takes, with that example's defaults."""
     p = argparse.ArgumentParser(description=description)
-    p.add_argument("--device", default=default_device(),
+    p.add_argument("--device", default=default_device(), type=device_argument,
                    help="cpu, cuda or cuda:N (default: cuda when a GPU is usable, else cpu)")
     p.add_argument("--epochs", type=int, default=epochs, help=f"default {epochs}")
     p.add_argument("--batch-size", type=int, default=batch_size, help=f"default {batch_size}")
