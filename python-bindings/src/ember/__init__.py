@@ -18,8 +18,8 @@ from ember import (
     optim,
     utils,
 )
-from ember._composites import allclose, as_tensor, isclose, meshgrid, ravel, where
 from ember._arguments import ArgumentTypeError
+from ember._composites import allclose, as_tensor, isclose, meshgrid, ravel, where
 from ember._core import (  # noqa: A004 (as torch)
     DeviceError,
     DTypeError,
