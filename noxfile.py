@@ -103,7 +103,10 @@ def cmake_args(cuda: bool = True, build_type: str = "Release") -> list[str]:
     nvcc = find_nvcc() if cuda and cuda_wanted() else None
     if nvcc:
         arch = os.environ.get("EMBER_CUDA_ARCHITECTURES", "90")
-        args += [f"-DCMAKE_CUDA_COMPILER={nvcc}", f"-DCMAKE_CUDA_ARCHITECTURES={arch}"]
+        # EMBER_ENABLE_CUDA=ON said outright: a build tree configured for the CPU only keeps OFF
+        # in its cache otherwise.
+        args += ["-DEMBER_ENABLE_CUDA=ON", f"-DCMAKE_CUDA_COMPILER={nvcc}",
+                 f"-DCMAKE_CUDA_ARCHITECTURES={arch}"]
         launchers.append("CUDA")
     else:
         args.append("-DEMBER_ENABLE_CUDA=OFF")

@@ -2,6 +2,7 @@
 // GPU (non_blocking ones queued without the host waiting), and the pinned block's return to its
 // cache when the last view dies, not before its queued copies have read it. The CUDA cases skip
 // without a GPU; what a build or a machine without CUDA answers is checked everywhere else.
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -114,7 +115,9 @@ TEST(PinnedCuda, ThePinnedBlockGoesBackWhenTheLastViewDies) {
   view = Tensor();
   const MemoryStats after = pinned_memory_stats();
   EXPECT_EQ(after.in_use, before.in_use);
-  EXPECT_GE(after.reserved, before.reserved + 4096);  // cached, not returned to the system
+  // Cached, not returned to the system: the reserve does not shrink (the block may have been cut
+  // from a segment an earlier pinning left in the cache, so it need not grow either).
+  EXPECT_GE(after.reserved, std::max<int64_t>(before.reserved, 4096));
   const int64_t system = after.system_allocations;
   EXPECT_TRUE(ones({1000}).pin_memory().is_pinned());
   EXPECT_EQ(pinned_memory_stats().system_allocations, system);  // served from the cache

@@ -8,12 +8,12 @@ import math
 
 from ember import _core, _ops
 from ember._arguments import ArgumentTypeError, kind
+from ember._core import interpolate
 from ember._ops import (
     batch_norm,
     binary_cross_entropy_with_logits,
     elu,
     gelu,
-    interpolate,
     l1_loss,
     layer_norm,
     leaky_relu,
