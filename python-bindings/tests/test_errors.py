@@ -143,9 +143,8 @@ def test_conv2d_hints_reason_about_the_missing_or_misplaced_dim():
     message = raised(ember.ShapeError, lambda: conv1(ember.zeros(16, 28, 28)))
     assert "[16, 28, 28]" in message and "x.unsqueeze(1)" in message, message
     assert "unsqueeze(0)" not in message
-    # One 3-channel image lacks the batch dim.
-    message = raised(ember.ShapeError, lambda: conv3(ember.zeros(3, 28, 28)))
-    assert "x.unsqueeze(0)" in message, message
+    # One 3-channel image is unbatched input, which runs as PyTorch's does.
+    assert list(conv3(ember.zeros(3, 28, 28)).shape) == [4, 26, 26]
     # NHWC: the channels are last; building Conv2d(28, ...) would be wrong.
     message = raised(ember.ShapeError, lambda: conv1(ember.zeros(16, 28, 28, 1)))
     assert "channels-last" in message and "x.permute(0, 3, 1, 2)" in message, message

@@ -5,8 +5,9 @@
 // The answer comes from the rule itself: the op is added to a small graph of its own, with the
 // inputs that require grad as parameters and a gradient arriving at every floating output, and
 // grad() appends the backward; the forward values its nodes take as inputs are those read. The
-// real backward asks no more (fewer inputs may need a gradient there, fewer outputs receive
-// one). A training loop repeats a few signatures, so each is worked out once per thread.
+// real backward asks no more: fewer inputs may need a gradient there, and of an op with several
+// outputs, gradients may reach only some (analysed with each output alone, see analyse). A
+// training loop repeats a few signatures, so each is worked out once per thread.
 #include <algorithm>
 #include <unordered_map>
 
@@ -26,7 +27,10 @@ struct Signature {
   }
 };
 
-SavedValues analyse(const OpDef& op, const Signature& sig) {
+// Marks in `saved` the forward values that the backward of `op` reads when gradients arrive at
+// the floating outputs chosen by `seeded` (all of them when empty).
+void mark_read(const OpDef& op, const Signature& sig, const std::vector<char>& seeded,
+               SavedValues& saved) {
   Graph g;
   std::vector<Val> ins, wrt;
   for (size_t i = 0; i < sig.inputs.size(); ++i) {
@@ -35,19 +39,34 @@ SavedValues analyse(const OpDef& op, const Signature& sig) {
   }
   const std::vector<Val> outs = g.add(op, ins, sig.attrs);
   std::vector<Val> roots, seeds;
-  for (const Val& y : outs) {
-    if (!is_floating(y.type().dtype)) continue;
-    roots.push_back(y);
-    seeds.push_back(g.input(y.type()));
+  for (size_t o = 0; o < outs.size(); ++o) {
+    if (!is_floating(outs[o].type().dtype) || (!seeded.empty() && !seeded[o])) continue;
+    roots.push_back(outs[o]);
+    seeds.push_back(g.input(outs[o].type()));
   }
-  SavedValues saved{std::vector<char>(ins.size(), 0), std::vector<char>(outs.size(), 0)};
-  if (roots.empty() || wrt.empty()) return saved;
+  if (roots.empty() || wrt.empty()) return;
   const int32_t forward_nodes = g.num_nodes();
   grad(roots, wrt, seeds);
   for (int32_t k = forward_nodes; k < g.num_nodes(); ++k) {
     for (ValueId v : g.node(k).inputs) {
       for (size_t i = 0; i < ins.size(); ++i) saved.inputs[i] |= char(v == ins[i].id);
       for (size_t o = 0; o < outs.size(); ++o) saved.outputs[o] |= char(v == outs[o].id);
+    }
+  }
+}
+
+// Gradients at every floating output, then at each one alone: a rule may read an output only
+// when no gradient reaches it (to make zeros of its shape), which the backward of a step that
+// uses one output of several does.
+SavedValues analyse(const OpDef& op, const Signature& sig) {
+  const size_t num_outputs = op.infer(sig.inputs, sig.attrs).size();
+  SavedValues saved{std::vector<char>(sig.inputs.size(), 0), std::vector<char>(num_outputs, 0)};
+  mark_read(op, sig, {}, saved);
+  if (num_outputs > 1) {
+    for (size_t o = 0; o < num_outputs; ++o) {
+      std::vector<char> only(num_outputs, 0);
+      only[o] = 1;
+      mark_read(op, sig, only, saved);
     }
   }
   return saved;
