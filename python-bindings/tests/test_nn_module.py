@@ -153,5 +153,6 @@ def test_linear_and_batchnorm_checks():
         nn.Linear(4, 2)(ember.zeros(5, 3))
     with pytest.raises(ember.ShapeError, match="with 3 channels in dim 1"):
         nn.BatchNorm2d(3)(ember.zeros(2, 4, 5, 5))
-    with pytest.raises(ember.ShapeError, match=r"expected \[N, 1, H, W\] or, unbatched, \[1, H, W\]"):
+    unbatched = r"expected \[N, 1, H, W\] or, unbatched, \[1, H, W\]"
+    with pytest.raises(ember.ShapeError, match=unbatched):
         nn.Conv2d(1, 2, 3)(ember.zeros(5, 5))
