@@ -26,14 +26,7 @@ Adam::Adam(std::string name, std::vector<Variable> params, const Options& option
 AdamW::AdamW(std::vector<Variable> params, const Options& options)
     : Adam("AdamW", std::move(params), options, 1e-2, true) {}
 
-void Adam::check_options(const Options& options) const {
-  check_at_least(options, "lr", 0.0);
-  check_at_least(options, "eps", 0.0);
-  check_in_range(options, "beta1", 0.0, 1.0);
-  check_in_range(options, "beta2", 0.0, 1.0);
-  check_at_least(options, "weight_decay", 0.0);
-  check_flag(options, "maximize");
-}
+void Adam::check_options(const Options& options) const { check_adam_options(options); }
 
 void Adam::update(const Options& o, const TensorList& params, const TensorList& grads,
                   const std::vector<ParamState*>& states) {

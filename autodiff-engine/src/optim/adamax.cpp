@@ -19,14 +19,7 @@ Adamax::Adamax(std::vector<Variable> params, const Options& options)
   add_param_group(std::move(params));
 }
 
-void Adamax::check_options(const Options& options) const {
-  check_at_least(options, "lr", 0.0);
-  check_at_least(options, "eps", 0.0);
-  check_in_range(options, "beta1", 0.0, 1.0);
-  check_in_range(options, "beta2", 0.0, 1.0);
-  check_at_least(options, "weight_decay", 0.0);
-  check_flag(options, "maximize");
-}
+void Adamax::check_options(const Options& options) const { check_adam_options(options); }
 
 void Adamax::update(const Options& o, const TensorList& params, const TensorList& grads,
                     const std::vector<ParamState*>& states) {

@@ -21,6 +21,16 @@ inline Tensor effective_grad(const Tensor& p, const Tensor& grad, double weight_
   return weight_decay != 0.0 ? add(g, mul(p, weight_decay)) : g;
 }
 
+// NAdam's and RAdam's gradient: weight decay folded into it as L2 (effective_grad), or, with
+// decoupled_weight_decay, applied to p itself (p *= 1 - lr * weight_decay, as AdamW).
+inline Tensor decayed_grad(const Tensor& p, const Tensor& grad, const Options& o) {
+  const double weight_decay = o.at("weight_decay");
+  const bool decoupled = o.at("decoupled_weight_decay") != 0.0;
+  Tensor g = effective_grad(p, grad, decoupled ? 0.0 : weight_decay, o.at("maximize") != 0.0);
+  if (decoupled) mul_(p, 1.0 - o.at("lr") * weight_decay);
+  return g;
+}
+
 // A state buffer, filled with `value` on first use (in the parameter's shape, dtype and device).
 inline Tensor& state_buffer(ParamState& s, const char* name, const Tensor& p, double value = 0.0) {
   auto it = s.buffers.find(name);

@@ -22,21 +22,14 @@ NAdam::NAdam(std::vector<Variable> params, const Options& options)
 }
 
 void NAdam::check_options(const Options& options) const {
-  check_at_least(options, "lr", 0.0);
-  check_at_least(options, "eps", 0.0);
-  check_in_range(options, "beta1", 0.0, 1.0);
-  check_in_range(options, "beta2", 0.0, 1.0);
-  check_at_least(options, "weight_decay", 0.0);
+  check_adam_options(options);
   check_at_least(options, "momentum_decay", 0.0);
   check_flag(options, "decoupled_weight_decay");
-  check_flag(options, "maximize");
 }
 
 void NAdam::update(const Options& o, const TensorList& params, const TensorList& grads,
                    const std::vector<ParamState*>& states) {
-  const double lr = o.at("lr"), beta1 = o.at("beta1"), beta2 = o.at("beta2"),
-               weight_decay = o.at("weight_decay");
-  const bool decoupled = o.at("decoupled_weight_decay") != 0.0;
+  const double lr = o.at("lr"), beta1 = o.at("beta1"), beta2 = o.at("beta2");
   // The momentum schedule: mu(t) rises from about beta1 / 2 towards beta1.
   auto mu = [&](double t) {
     return beta1 * (1.0 - 0.5 * std::pow(0.96, t * o.at("momentum_decay")));
@@ -44,9 +37,7 @@ void NAdam::update(const Options& o, const TensorList& params, const TensorList&
   for (size_t i = 0; i < params.size(); ++i) {
     const Tensor& p = params[i];
     const double t = double(states[i]->step);
-    const Tensor g =
-        effective_grad(p, grads[i], decoupled ? 0.0 : weight_decay, o.at("maximize") != 0.0);
-    if (decoupled) mul_(p, 1.0 - lr * weight_decay);
+    const Tensor g = decayed_grad(p, grads[i], o);
     const Tensor& exp_avg = state_buffer(*states[i], "exp_avg", p);
     const Tensor& exp_avg_sq = state_buffer(*states[i], "exp_avg_sq", p);
     double& mu_product = states[i]->scalars.emplace("mu_product", 1.0).first->second;

@@ -203,4 +203,13 @@ void Optimizer::check_flag(const Options& options, const char* option) const {
                                 "; it is a flag: pass 0 (off) or 1 (on)");
 }
 
+void Optimizer::check_adam_options(const Options& options) const {
+  check_at_least(options, "lr", 0.0);
+  check_at_least(options, "eps", 0.0);
+  check_in_range(options, "beta1", 0.0, 1.0);
+  check_in_range(options, "beta2", 0.0, 1.0);
+  check_at_least(options, "weight_decay", 0.0);
+  check_flag(options, "maximize");
+}
+
 }  // namespace ember::autodiff::optim

@@ -98,6 +98,9 @@ class Optimizer {
   void check_at_least(const Options& options, const char* option, double low) const;
   void check_in_range(const Options& options, const char* option, double low, double high) const;
   void check_flag(const Options& options, const char* option) const;
+  // lr, eps, weight_decay >= 0, beta1 and beta2 in [0, 1), maximize a flag: the options of
+  // Adam's family (Adam, AdamW, Adamax, NAdam, RAdam).
+  void check_adam_options(const Options& options) const;
 
  private:
   Options merged(const Options& options) const;  // defaults_ overridden by options
