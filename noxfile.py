@@ -26,6 +26,7 @@ EMBER_ENABLE_CUDA=1) compiles and links every CUDA source without a GPU. Environ
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -133,11 +134,32 @@ def cmake_build(session, source: str, build_dir: Path, *options: str,
                     external=True)
 
 
-def install_cpp_packages(session, with_tests: bool) -> None:
-    """core-runtime (shared, with CUDA when cuda_wanted), then autodiff-engine against it, both
-    installed into PREFIX."""
+# The instruction sets core-runtime compiles its hot CPU kernels for besides the baseline
+# (EMBER_CPU_ISAS): every one for the tests and a library to pass around.
+ALL_CPU_ISAS = "AVX2;AVX512"
+
+
+def host_cpu_isas() -> str:
+    """The one instruction set of ALL_CPU_ISAS that this machine's kernels would run (the widest
+    its CPU has, as src/cpu/cpu_isa.cpp chooses), or "" for the baseline: the demo compiles only
+    that copy."""
+    try:
+        flags = set(re.search(r"^flags\s*:(.*)$", Path("/proc/cpuinfo").read_text(),
+                              re.MULTILINE).group(1).split())
+    except (OSError, AttributeError):
+        return ALL_CPU_ISAS  # not Linux on x86-64: leave the choice to run time
+    if {"avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512cd", "avx2", "fma", "bmi2",
+            "f16c"} <= flags:
+        return "AVX512"
+    return "AVX2" if {"avx2", "fma", "bmi2", "f16c"} <= flags else ""
+
+
+def install_cpp_packages(session, with_tests: bool, cpu_isas: str = ALL_CPU_ISAS) -> None:
+    """core-runtime (shared, with CUDA when cuda_wanted, with the CPU kernels' copies cpu_isas),
+    then autodiff-engine against it, both installed into PREFIX."""
     tests = f"-DEMBER_BUILD_TESTS={'ON' if with_tests else 'OFF'}"
-    cmake_build(session, "core-runtime", BUILD / "core", tests, install_to=PREFIX)
+    cmake_build(session, "core-runtime", BUILD / "core", tests, f"-DEMBER_CPU_ISAS={cpu_isas}",
+                install_to=PREFIX)
     cmake_build(session, "autodiff-engine", BUILD / "autodiff", tests, install_to=PREFIX)
 
 
@@ -282,8 +304,9 @@ def demo(session):
     """The main job: builds Ember, installs the Python package and trains the default example,
     the small CNN on scikit-learn's handwritten digits (examples-and-tutorials/python/
     train_digits.py), writing its plots and checkpoint into out/train_digits/. Arguments go to
-    the example (e.g. -- --epochs 5 --device cuda)."""
-    install_cpp_packages(session, with_tests=False)
+    the example (e.g. -- --epochs 5 --device cuda). Only this CPU's copy of the hot kernels is
+    compiled (host_cpu_isas): a third less to compile on a fresh machine."""
+    install_cpp_packages(session, with_tests=False, cpu_isas=host_cpu_isas())
     install_python_package(session)
     session.install("-r", str(ROOT / "examples-and-tutorials/requirements.txt"))
     session.run("python", str(ROOT / "examples-and-tutorials/python/train_digits.py"),

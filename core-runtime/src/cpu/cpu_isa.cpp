@@ -20,9 +20,21 @@ const char* cpu_isa_name(CpuIsa isa) {
   }
 }
 
+bool cpu_isa_built(CpuIsa isa) {
+  switch (isa) {
+    case CpuIsa::avx2:
+      return EMBER_CPU_WITH_AVX2;
+    case CpuIsa::avx512:
+      return EMBER_CPU_WITH_AVX512;
+    default:
+      return true;
+  }
+}
+
 bool cpu_isa_supported(CpuIsa isa) {
   if (isa == CpuIsa::baseline) return true;
-#if EMBER_CPU_X86_VARIANTS
+  if (!cpu_isa_built(isa)) return false;
+#if defined(__x86_64__)
   // GCC's and Clang's checks also ask the operating system whether it saves the wide registers.
   bool v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
             __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("f16c");
@@ -46,10 +58,12 @@ CpuIsa parse_cpu_isa(const std::string& name, const std::string& source) {
   for (CpuIsa isa : kAllCpuIsas) {
     if (name != cpu_isa_name(isa)) continue;
     if (!cpu_isa_supported(isa))
-      throw NotSupportedError(source, std::string("this ") +
-                                          (EMBER_CPU_X86_VARIANTS ? "CPU" : "build (not x86-64)") +
-                                          " cannot run the " + name + " kernels; it runs " +
-                                          supported_list());
+      throw NotSupportedError(
+          source, std::string(cpu_isa_built(isa) ? "this CPU cannot run" : "this build has no") +
+                      " " + name + " kernels; it runs " + supported_list() +
+                      (cpu_isa_built(isa) ? ""
+                                          : " (rebuild core-runtime with EMBER_CPU_ISAS "
+                                            "listing it to have them)"));
     return isa;
   }
   throw ValueError(source, "unknown CPU instruction set '" + name +

@@ -4,13 +4,9 @@
 #include <string>
 #include <vector>
 
-// Whether this build has the AVX2 and AVX-512 copies of the hot kernels (x86-64 builds only;
-// CMakeLists.txt compiles them under the same condition).
-#if defined(__x86_64__)
-#define EMBER_CPU_X86_VARIANTS 1
-#else
-#define EMBER_CPU_X86_VARIANTS 0
-#endif
+// Which copies of the hot kernels this build has: EMBER_CPU_WITH_AVX2 and EMBER_CPU_WITH_AVX512
+// are 1 or 0, defined by CMakeLists.txt (EMBER_CPU_ISAS) on the files that ask, cpu_isa.cpp and
+// register_kernels.cpp; -Werror=undef makes a test of them in any other file an error.
 
 namespace ember {
 struct KernelTable;
@@ -22,6 +18,8 @@ enum class CpuIsa { baseline, avx2, avx512 };
 constexpr CpuIsa kAllCpuIsas[] = {CpuIsa::baseline, CpuIsa::avx2, CpuIsa::avx512};
 
 const char* cpu_isa_name(CpuIsa isa);
+// Whether this build has the copy of the hot kernels for `isa` (EMBER_CPU_ISAS).
+bool cpu_isa_built(CpuIsa isa);
 // Whether this build has kernels for `isa` and this CPU (and its operating system) runs them.
 bool cpu_isa_supported(CpuIsa isa);
 // The supported ISA of that name; ValueError for an unknown name, NotSupportedError for one this

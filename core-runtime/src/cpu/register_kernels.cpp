@@ -15,10 +15,12 @@ void register_resample(KernelTable& table);
 void register_scan_sort(KernelTable& table);
 void register_index_check(KernelTable& table);
 }  // namespace baseline
-#if EMBER_CPU_X86_VARIANTS
+#if EMBER_CPU_WITH_AVX2
 namespace avx2 {
 void register_variant_kernels(KernelTable& table);
 }
+#endif
+#if EMBER_CPU_WITH_AVX512
 namespace avx512 {
 void register_variant_kernels(KernelTable& table);
 }
@@ -32,10 +34,12 @@ void register_kernels(CpuIsa isa, KernelTable& table) {
   baseline::register_scan_sort(table);
   baseline::register_index_check(table);
   switch (isa) {
-#if EMBER_CPU_X86_VARIANTS
+#if EMBER_CPU_WITH_AVX512
     case CpuIsa::avx512:
       avx512::register_variant_kernels(table);
       return;
+#endif
+#if EMBER_CPU_WITH_AVX2
     case CpuIsa::avx2:
       avx2::register_variant_kernels(table);
       return;
