@@ -4,6 +4,7 @@
 // threads unaffected.
 #include <thread>
 
+#include "ember/placement.h"
 #include "test_util.h"
 
 namespace ember {
