@@ -73,7 +73,9 @@ Program fold_constants(const Program& program, Explain& explain) {
     ++folded;
   }
   explain.add(pass, std::to_string(folded) + " nodes computed at compile time");
-  return r.finish();
+  Program out = r.finish();
+  explain.after(pass, out);
+  return out;
 }
 
 }  // namespace ember::autodiff::compile
