@@ -1145,6 +1145,10 @@ def _normal_(tensor: Tensor, mean: typing.SupportsFloat | typing.SupportsIndex, 
     ...
 def _orthogonal_(tensor: Tensor, gain: typing.SupportsFloat | typing.SupportsIndex, generator: Generator | None = None) -> Tensor:
     ...
+def _plan_intervals(sizes: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], starts: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], ends: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], alignment: typing.SupportsInt | typing.SupportsIndex = 64) -> dict:
+    """
+    Places buffers (sizes[k] bytes, live from step starts[k] to ends[k] inclusive) in one arena, best fit, as compiled mode's memory plan does. Returns {'offsets': [...], 'planned_peak', 'naive_peak' (no reuse), 'lower_bound' (most bytes live at once)}; sizes are rounded up to alignment.
+    """
 def _record_function(name: str, backward: collections.abc.Callable, inputs: collections.abc.Sequence[Tensor], outputs: collections.abc.Sequence[Tensor], saved_inputs: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], saved_outputs: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], non_differentiable: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> list[Tensor]:
     """
     Records outputs computed from inputs as one node whose gradient calls backward (ember.autograd.Function.apply uses it).
