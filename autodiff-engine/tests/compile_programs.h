@@ -9,6 +9,7 @@
 #include "ember/autodiff/compile/passes.h"
 #include "ember/autodiff/compile/program.h"
 #include "ember/ember.h"
+#include "ember/placement.h"
 
 namespace ember::autodiff::compile::test {
 

@@ -25,6 +25,24 @@ TEST(FoldConstants, ComputesNodesOverConstantsOnce) {
   expect_same_step(p, q, {ember::randn({3})}, {ember::randn({3})});
 }
 
+TEST(FoldConstants, ZerosLikeOfAComputedValueIsKnownFromItsTypeAlone) {
+  Program p;
+  p.graph = std::make_unique<Graph>();
+  Graph& g = *p.graph;
+  Val x = g.input(f32({2, 5}), "x");
+  Val e = exp(x);
+  Val z = zeros_like(e);  // computed input, constant result
+  Val o = ones_like(x);   // the step's input, constant result
+  Val out = add(add(e, z), o);
+  p.returned = {out.id};
+  Explain ex;
+  Program q = fold_constants(p, ex);
+  EXPECT_EQ(count_op(q, "zeros_like"), 0);
+  EXPECT_EQ(count_op(q, "ones_like"), 0);
+  EXPECT_EQ(count_op(q, "exp"), 1);
+  expect_same_step(p, q, {ember::randn({2, 5})}, {});
+}
+
 TEST(FoldConstants, KeepsReturnedWrittenRandomAndLargeResults) {
   Program p;
   p.graph = std::make_unique<Graph>();

@@ -65,6 +65,19 @@ TEST(ReuseInPlace, NotOverABufferReadLaterNorAReturnedOrMismatchedOne) {
   EXPECT_EQ(q.reuse.count(t.id), 0u);
 }
 
+TEST(ReuseInPlace, NotWhenAnotherInputReadsTheSameBufferThroughAView) {
+  Program p;
+  p.graph = std::make_unique<Graph>();
+  Graph& g = *p.graph;
+  Val x = g.input(f32({4, 4}), "x");
+  Val a = exp(x);
+  Val s = add(a, transpose(a, 0, 1));  // element (i, j) reads a[j, i]: not over a
+  p.returned = {sum(s).id};
+  Explain e;
+  Program q = reuse_in_place(p, e);
+  EXPECT_EQ(q.reuse.count(s.id), 0u);
+}
+
 TEST(ReuseInPlace, KeepsTheTrainingStepExactWhenReplayedInItsPlan) {
   // The plan's offsets, served through PlacedAllocations while each node runs, make the kernels
   // write over their inputs for real; the step must compute the same.

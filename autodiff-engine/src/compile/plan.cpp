@@ -44,10 +44,7 @@ Program optimize(Program program, const NodeAllocations& traced, int64_t budget,
   program = common_subexpressions(program, explain);
   program = fold_constants(program, explain);
   program = dead_code_elimination(program, explain);
-  if (budget > 0)
-    throw NotSupportedError("compile", "memory_budget=" + std::to_string(budget) +
-                                           ": rematerialisation is not in this build yet; "
-                                           "compile without a budget");
+  if (budget > 0) program = rematerialize(program, budget, traced, explain);
   program = reuse_in_place(program, explain);
   plan = plan_memory(program, carry_allocations(program, traced), explain);
   return program;

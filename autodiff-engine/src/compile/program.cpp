@@ -71,6 +71,11 @@ Explain::Section& Explain::section(const std::string& pass) {
   return sections.back();
 }
 
+void Explain::after(const std::string& pass, const Program& program) {
+  section(pass);
+  if (record_graphs) graphs.emplace_back(pass, program.graph->str());
+}
+
 std::string Explain::str() const {
   std::ostringstream os;
   for (const Section& s : sections) {

@@ -23,7 +23,6 @@
 #include "ember/ops/scan_sort.h"
 #include "ember/ops/shape_ops.h"
 #include "ember/ops/softmax_loss.h"
-#include "ember/placement.h"
 #include "ember/shape.h"
 #include "ember/tensor.h"
 #include "ember/threads.h"

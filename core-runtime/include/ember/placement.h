@@ -15,7 +15,8 @@
 //     allocator on purpose: a request the plan leaves out of the arena. The caching allocator's
 //     counters (in use, peak, allocations) do not move for a placed request: its memory is the
 //     arena's, counted once when the arena was allocated.
-// A placed tensor keeps the arena alive; nothing is freed when it dies. Two placed tensors may
+// A placed tensor keeps the arena alive; nothing is freed when it dies. (The hook is in
+// storage.cpp: the caching allocator itself never sees a placed request.) Two placed tensors may
 // share bytes (that is what a memory plan is for): whoever gives the slots says which may.
 #pragma once
 #include <cstddef>
@@ -95,6 +96,9 @@ namespace detail {
 // The innermost PlacedAllocations of this thread serving `device`, or null.
 EMBER_API PlacedAllocations* current_placement();
 EMBER_API void record_allocation(const RecordedAllocation& a);
+// Whether `data` is a placed block (then forgotten, and its arena let go of): storage frees it
+// no further.
+EMBER_API bool release_placed(const void* data);
 EMBER_API void record_free(const void* data);
 }  // namespace detail
 

@@ -38,11 +38,8 @@ class StorageImpl {
   size_t nbytes() const { return nbytes_; }
   Device device() const { return device_; }
   bool is_external() const { return external_; }
-  // The allocator own memory came from and goes back to; null for external memory. Memory
-  // placed in an arena (placement.h) names the arena's allocator but goes back to none.
+  // The allocator own memory came from and goes back to; null for external memory.
   CachingAllocator* allocator() const { return allocator_; }
-  // The arena this memory was placed in (placement.h), or null.
-  const std::shared_ptr<StorageImpl>& arena() const { return arena_; }
 
   // How many in-place writes the memory has had. Only changes are meaningful: an autodiff engine
   // records the version of a tensor it saves for backward, and a different version later means
@@ -57,7 +54,6 @@ class StorageImpl {
   bool external_ = false;
   CachingAllocator* allocator_ = nullptr;  // own memory only
   Deleter deleter_;                        // external memory only
-  std::shared_ptr<StorageImpl> arena_;     // placed memory only: kept alive while placed in it
   std::atomic<int64_t> version_{0};
 };
 

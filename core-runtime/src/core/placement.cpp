@@ -2,7 +2,10 @@
 // asks current_placement() before the caching allocator, and reports each request and free.
 #include "ember/placement.h"
 
+#include <atomic>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 
 #include "ember/error.h"
 
@@ -13,6 +16,17 @@ namespace {
 // placement (each shadows the one before it until it ends).
 thread_local std::vector<AllocationRecorder*> t_recorders;
 thread_local PlacedAllocations* t_placement = nullptr;
+
+// Every placed block alive, by address, with the arena it keeps alive. Two may share an address
+// (a plan overlays buffers whose lives do not meet, and in-place reuse writes an output over its
+// input). Any thread may free a placed tensor, hence the lock; `g_placed` spares every other
+// free the lock while there are none.
+std::atomic<int64_t> g_placed{0};
+std::mutex g_placed_mutex;
+std::unordered_multimap<const void*, Storage>& placed_blocks() {
+  static auto* blocks = new std::unordered_multimap<const void*, Storage>();  // never destroyed:
+  return *blocks;  // placed tensors may outlive static destruction
+}
 }  // namespace
 
 AllocationRecorder::AllocationRecorder() { t_recorders.push_back(this); }
@@ -38,12 +52,12 @@ void AllocationRecorder::on_free(const void* data) {
 
 PlacedAllocations::PlacedAllocations(Storage arena, std::vector<PlacementSlot> slots)
     : arena_(std::move(arena)), slots_(std::move(slots)) {
-  if (!arena_ || (arena_->is_external() || arena_->arena()))
+  if (!arena_ || arena_->is_external())
     throw ValueError("PlacedAllocations",
                      "the arena must be the storage of a tensor allocated from Ember's caching "
                      "allocator (so that the memory cap covers it); got " +
-                         std::string(!arena_ ? "none" : "external or placed memory"));
-  const int64_t size = arena_ ? int64_t(arena_->nbytes()) : 0;
+                         std::string(!arena_ ? "none" : "external memory"));
+  const int64_t size = int64_t(arena_->nbytes());
   for (size_t k = 0; k < slots_.size(); ++k) {
     const PlacementSlot& s = slots_[k];
     if (s.offset == kServeNormally) continue;
@@ -72,7 +86,13 @@ void* PlacedAllocations::take(size_t nbytes, Device device) {
   ++placed_;
   const int64_t offset = slots_[next_++].offset;
   if (offset == kServeNormally) return nullptr;
-  return static_cast<char*>(arena_->data()) + offset;
+  void* data = static_cast<char*>(arena_->data()) + offset;
+  {
+    std::lock_guard<std::mutex> lock(g_placed_mutex);
+    placed_blocks().emplace(data, arena_);
+  }
+  g_placed.fetch_add(1, std::memory_order_relaxed);
+  return data;
 }
 
 namespace detail {
@@ -81,6 +101,20 @@ PlacedAllocations* current_placement() { return t_placement; }
 
 void record_allocation(const RecordedAllocation& a) {
   for (AllocationRecorder* r : t_recorders) r->on_allocate(a);
+}
+
+bool release_placed(const void* data) {
+  if (g_placed.load(std::memory_order_relaxed) == 0) return false;
+  Storage arena;  // let go of after the lock: the arena's own free comes back here
+  {
+    std::lock_guard<std::mutex> lock(g_placed_mutex);
+    auto it = placed_blocks().find(data);
+    if (it == placed_blocks().end()) return false;
+    arena = std::move(it->second);
+    placed_blocks().erase(it);
+  }
+  g_placed.fetch_sub(1, std::memory_order_relaxed);
+  return true;
 }
 
 void record_free(const void* data) {

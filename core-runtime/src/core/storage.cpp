@@ -14,18 +14,17 @@ StorageImpl::StorageImpl(size_t nbytes, Device device, const char* op)
     : nbytes_(nbytes), device_(device) {
   if (nbytes == 0) return;  // an empty tensor of any device, present or not
   // A placement on this thread (placement.h) may serve the request from its arena.
+  bool placed = false;
   if (PlacedAllocations* placement = detail::current_placement()) {
     data_ = placement->take(nbytes, device);
-    if (data_) {
-      arena_ = placement->arena();
-      allocator_ = arena_->allocator();
-    }
+    placed = data_ != nullptr;
+    if (placed) allocator_ = placement->arena()->allocator();  // the arena's, which contains it
   }
   if (!data_) {
     allocator_ = &allocator_for(device);
     data_ = allocator_->allocate(nbytes, op);
   }
-  detail::record_allocation(RecordedAllocation{nbytes, device, data_, arena_ != nullptr, false});
+  detail::record_allocation(RecordedAllocation{nbytes, device, data_, placed, false});
 }
 
 StorageImpl::StorageImpl(size_t nbytes, Device device, CachingAllocator& allocator, const char* op)
@@ -43,7 +42,8 @@ StorageImpl::StorageImpl(void* data, size_t nbytes, Device device, Deleter delet
 StorageImpl::~StorageImpl() {
   if (!external_) {
     if (data_) detail::record_free(data_);
-    if (data_ && !arena_) allocator_->deallocate(data_);  // a placed block is the arena's
+    // A placed block is the arena's: it is only let go of (placement.h).
+    if (data_ && !detail::release_placed(data_)) allocator_->deallocate(data_);
     return;
   }
   if (!deleter_) return;

@@ -81,7 +81,9 @@ Program common_subexpressions(const Program& program, Explain& explain) {
     r.copy(k);
   }
   explain.add(pass, std::to_string(merged) + " nodes merged into an earlier equal one");
-  return r.finish();
+  Program out = r.finish();
+  explain.after(pass, out);
+  return out;
 }
 
 }  // namespace ember::autodiff::compile

@@ -58,7 +58,9 @@ Program dead_code_elimination(const Program& program, Explain& explain) {
   }
   explain.add(pass,
               std::to_string(removed) + " of " + std::to_string(g.num_nodes()) + " nodes removed");
-  return r.finish();
+  Program out = r.finish();
+  explain.after(pass, out);
+  return out;
 }
 
 }  // namespace ember::autodiff::compile

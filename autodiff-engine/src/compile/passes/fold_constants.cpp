@@ -6,6 +6,14 @@
 
 namespace ember::autodiff::compile {
 
+namespace {
+// Ops whose result depends on their input's type alone (shape, dtype, device), not its values:
+// known at compile time whatever the input.
+bool depends_on_type_only(const std::string& op) {
+  return op == "zeros_like" || op == "ones_like" || op == "full_like";
+}
+}  // namespace
+
 Program fold_constants(const Program& program, Explain& explain) {
   const char* pass = "constant folding";
   const Graph& g = *program.graph;
@@ -41,8 +49,13 @@ Program fold_constants(const Program& program, Explain& explain) {
     int64_t bytes = 0;
     std::vector<Tensor> inputs;
     for (ValueId in : node.inputs) {
-      foldable = foldable && known[size_t(in)].defined();
-      inputs.push_back(known[size_t(in)]);
+      Tensor t = known[size_t(in)];
+      if (!t.defined() && depends_on_type_only(node.op->name)) {
+        const TensorType& type = g.value(in).type;  // its values are never read
+        t = Tensor::empty(type.shape, type.dtype, type.device);
+      }
+      foldable = foldable && t.defined();
+      inputs.push_back(t);
     }
     for (ValueId out : node.outputs) {
       const TensorType& t = g.value(out).type;
@@ -73,7 +86,9 @@ Program fold_constants(const Program& program, Explain& explain) {
     ++folded;
   }
   explain.add(pass, std::to_string(folded) + " nodes computed at compile time");
-  return r.finish();
+  Program out = r.finish();
+  explain.after(pass, out);
+  return out;
 }
 
 }  // namespace ember::autodiff::compile

@@ -64,8 +64,12 @@ Program reuse_in_place(const Program& program, Explain& explain) {
       // earlier input is fine), computed in the step, read for the last time here, of exactly
       // the output's type.
       const bool whole = b == x || out.reuse.count(x) > 0;
-      if (!may_write_over_input(node.op->name, int32_t(i)) || !whole || outlives[size_t(b)] ||
-          g.value(b).kind != ValueKind::Computed || last[size_t(b)] != k ||
+      // No other input may read the buffer another way (add(x, transpose(x)) reads element j
+      // of x for element i of the output, after it may have been written).
+      bool alone = true;
+      for (ValueId other : node.inputs) alone = alone && (other == x || buffer[size_t(other)] != b);
+      if (!may_write_over_input(node.op->name, int32_t(i)) || !whole || !alone ||
+          outlives[size_t(b)] || g.value(b).kind != ValueKind::Computed || last[size_t(b)] != k ||
           g.value(x).type != g.value(y).type)
         continue;
       out.reuse[y] = x;
@@ -82,6 +86,7 @@ Program reuse_in_place(const Program& program, Explain& explain) {
   }
   explain.add(pass, std::to_string(count) + " outputs written over an input (" + bytes_text(saved) +
                         " of buffers fewer)");
+  explain.after(pass, out);
   return out;
 }
 

@@ -21,8 +21,9 @@ Program dead_code_elimination(const Program& program, Explain& explain);
 // overwritten in place in between.
 Program common_subexpressions(const Program& program, Explain& explain);
 
-// Computes at compile time every node whose inputs are all constants (or that has none) and is
-// neither random nor in place, and makes its outputs constants. Never state: it changes between
+// Computes at compile time every node whose inputs are all constants (or that has none, or whose
+// result depends on its input's type alone: zeros_like, ones_like, full_like) and is neither
+// random nor in place, and makes its outputs constants. Never state: it changes between
 // calls. Not a value returned or written into state (returned tensors are fresh every call), one
 // whose buffer is later written in place, or one larger than kMaxFoldedBytes (it would be held for
 // good instead of living in the arena for a moment).

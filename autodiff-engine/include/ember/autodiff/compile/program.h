@@ -74,6 +74,12 @@ struct Explain {
   void add(const std::string& pass, std::string line) { section(pass).lines.push_back(line); }
   // "== dead-code elimination ==\n  removed %7 = mul(%3, %4): its value is never read\n..."
   std::string str() const;
+
+  // When set, every pass also keeps the text of the graph it returns (for tutorials: the graph
+  // before and after each pass), in the order the passes ran.
+  bool record_graphs = false;
+  std::vector<std::pair<std::string, std::string>> graphs;  // (pass, graph text after it)
+  void after(const std::string& pass, const Program& program);
 };
 
 }  // namespace ember::autodiff::compile
