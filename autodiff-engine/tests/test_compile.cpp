@@ -10,6 +10,7 @@
 #include "ember/allocator.h"
 #include "ember/autodiff/autodiff.h"
 #include "ember/autodiff/compile/compile.h"
+#include "ember/autodiff/compile/passes.h"
 #include "ember/autodiff/optim.h"
 #include "ember/ops/creation.h"
 #include "ember/ops/elementwise.h"
@@ -237,6 +238,34 @@ TEST(Compile, GradientAccumulationEqualsOneStepOnTheWholeBatch) {
     for (size_t j = 0; j < a.size(); ++j) EXPECT_NEAR(a[j], b[j], 1e-5);
   }
   EXPECT_GE(step.replays(), 3);
+}
+
+TEST(Compile, MemoryBudgetIsMetByRecomputingOrRefusedWithTheSmallest) {
+  Mlp probe(7, "sgd");
+  cc::CompileOptions tight;
+  tight.memory_budget = 64;
+  cc::CompiledStep too_small([&](const std::vector<Variable>& in) { return probe.step(in); },
+                             tight);
+  int64_t smallest = 0;
+  try {
+    too_small(batch(0));
+    ADD_FAILURE() << "a 64-byte budget was met";
+  } catch (const cc::BudgetError& e) {
+    smallest = e.smallest();
+  }
+  ASSERT_GT(smallest, 64);
+  // At the smallest budget the recomputed step still equals eager mode bit for bit: the same
+  // kernels on the same values, some of them twice.
+  Mlp eager(8, "sgd"), compiled(8, "sgd");
+  cc::CompileOptions fits;
+  fits.memory_budget = smallest;
+  cc::CompiledStep step([&](const std::vector<Variable>& in) { return compiled.step(in); }, fits);
+  for (int64_t i = 0; i < 6; ++i) {
+    const auto in = batch(i);
+    ASSERT_TRUE(same_bits(eager.step(in)[0].data(), step(in)[0].data())) << "step " << i;
+  }
+  expect_same_state(eager, compiled);
+  EXPECT_NE(step.explain().find("== rematerialisation =="), std::string::npos);
 }
 
 TEST(Compile, AllocatorCountersDoNotMoveAcrossReplays) {

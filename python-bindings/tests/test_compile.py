@@ -5,6 +5,7 @@ trace again and warn; state changed between calls is read; capture errors name t
 import builtins
 import linecache
 import math
+import re
 import warnings
 
 import numpy as np
@@ -329,3 +330,18 @@ def test_allocator_counters_do_not_move_across_100_replays():
     after = ember.memory_stats()
     assert after["allocations"] - before["allocations"] == 100  # the returned losses
     assert after["system_allocations"] == before["system_allocations"]
+
+
+def test_a_memory_budget_recomputes_or_names_the_smallest():
+    model, opt = build("mlp")
+    x, y = batches("mlp", 1)[0]
+    with pytest.raises(ember.ValueError, match="cannot be met") as info:
+        ember.compile(make_step(model, opt, "mlp"), memory_budget=64)(x, y)
+    smallest = int(re.search(r"memory_budget >= (\d+)", str(info.value)).group(1))
+    model_a, opt_a = build("mlp")
+    model_b, opt_b = build("mlp")
+    eager = make_step(model_a, opt_a, "mlp")
+    compiled = ember.compile(make_step(model_b, opt_b, "mlp"), memory_budget=smallest)
+    for x, y in batches("mlp", 5):
+        assert_same(eager(x, y), compiled(x, y), "loss")
+    assert "== rematerialisation ==" in compiled.explain()
