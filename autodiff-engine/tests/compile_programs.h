@@ -33,7 +33,8 @@ inline const OpDef& sgd_update_op() {
 }
 
 // The step of an MLP of `layers` linear+relu layers of `width`, batch `batch`: returns the loss,
-// and updates every weight with SGD.
+// leaves each weight's gradient in its .grad (state, as tracing makes it) and updates every
+// weight with SGD.
 inline Program mlp_step(int layers, int64_t width, int64_t batch, double lr = 0.1) {
   Program p;
   p.graph = std::make_unique<Graph>();
@@ -51,6 +52,11 @@ inline Program mlp_step(int layers, int64_t width, int64_t batch, double lr = 0.
   for (int l = 0; l < layers; ++l) {
     Val updated = g.add(sgd_update_op(), {weights[size_t(l)], grads[size_t(l)]}, {{"lr", lr}})[0];
     p.state[size_t(l)].final_value = updated.id;
+  }
+  for (int l = 0; l < layers; ++l) {
+    const std::string name = std::to_string(l) + ".weight.grad";
+    Val slot = g.parameter(f32({width, width}), name);
+    p.state.push_back({slot.id, StateKind::Gradient, name, grads[size_t(l)].id});
   }
   p.returned = {loss.id};
   return p;

@@ -13,7 +13,7 @@ int64_t peak_of(const Program& p) {
 }
 
 TEST(Rematerialize, FitsTheBudgetAndKeepsTheStepExact) {
-  Program p = mlp_step(6, 64, 32);
+  Program p = mlp_step(6, 32, 128);
   const int64_t full = peak_of(p);
   const int64_t budget = full * 6 / 10;
   Explain e;
@@ -23,7 +23,7 @@ TEST(Rematerialize, FitsTheBudgetAndKeepsTheStepExact) {
   EXPECT_NE(e.str().find("recompute %"), std::string::npos) << e.str();
   EXPECT_NE(e.str().find(" FLOPs"), std::string::npos);
   ember::manual_seed(8);
-  std::vector<Tensor> inputs = {ember::randn({32, 64})};
+  std::vector<Tensor> inputs = {ember::randn({128, 32})};
   std::vector<Tensor> state = random_state(p, 9);
   expect_same_step(p, q, inputs, state);
   // Replayed in its plan, too.
@@ -46,7 +46,7 @@ TEST(Rematerialize, ABudgetAlreadyMetChangesNothing) {
 }
 
 TEST(Rematerialize, AnUnmeetableBudgetGivesTheSmallestThatWorks) {
-  Program p = mlp_step(4, 32, 16);
+  Program p = mlp_step(4, 16, 64);
   Explain e;
   int64_t smallest = 0;
   try {

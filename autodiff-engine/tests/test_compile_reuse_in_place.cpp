@@ -51,18 +51,21 @@ TEST(ReuseInPlace, NotOverABufferReadLaterNorAReturnedOrMismatchedOne) {
   Val x = g.input(f32({4, 4}), "x");
   Val row = g.input(f32({4}), "row");
   Val a = exp(x);
-  Val b = relu(a);    // a is read again below
-  Val c = add(a, b);  // over a (its last read) or b
+  Val b = relu(a);    // a is read again below: not over a
+  Val c = add(a, b);  // over a, read for the last time here
   Val r = exp(row);   // [4]
-  Val s = add(r, c);  // r is [4], s is [4,4]: over c only
-  Val t = neg(s);     // s is returned: t may not take its buffer
+  Val m = mul(r, c);  // [4] * [4,4]: over c, never over r (another type)
+  Val s = neg(m);     // s is returned: not in the arena, over nothing
+  Val t = exp(s);     // s is returned: t may not take its buffer
   p.returned = {s.id, sum(t).id};
   Explain e;
   Program q = reuse_in_place(p, e);
   EXPECT_EQ(q.reuse.count(b.id), 0u);
   EXPECT_EQ(q.reuse.at(c.id), a.id);
-  EXPECT_EQ(q.reuse.at(s.id), c.id);
+  EXPECT_EQ(q.reuse.at(m.id), c.id);
+  EXPECT_EQ(q.reuse.count(s.id), 0u);
   EXPECT_EQ(q.reuse.count(t.id), 0u);
+  expect_same_step(p, q, {ember::randn({4, 4}), ember::randn({4})}, {});
 }
 
 TEST(ReuseInPlace, NotWhenAnotherInputReadsTheSameBufferThroughAView) {

@@ -43,6 +43,10 @@ Program common_subexpressions(const Program& program, Explain& explain) {
     return false;
   };
   std::map<Key, Seen> seen;
+  // Each value's representative: itself, or the earlier value it was merged into (so that nodes
+  // over merged values match in turn).
+  std::vector<ValueId> rep(size_t(g.num_values()));
+  for (ValueId v = 0; v < g.num_values(); ++v) rep[size_t(v)] = v;
 
   Rewriter r(program);
   int merged = 0;
@@ -56,7 +60,7 @@ Program common_subexpressions(const Program& program, Explain& explain) {
     }
     Key key{node.op, node.attrs.str(), {}};
     for (ValueId in : node.inputs)
-      std::get<2>(key).emplace_back(in, writes[size_t(buffer[size_t(in)])]);
+      std::get<2>(key).emplace_back(rep[size_t(in)], writes[size_t(buffer[size_t(in)])]);
     auto it = seen.find(key);
     if (it != seen.end()) {
       const Node& first = g.node(it->second.node);
@@ -66,6 +70,8 @@ Program common_subexpressions(const Program& program, Explain& explain) {
                     writes[size_t(buffer[size_t(first.outputs[o])])] == it->second.output_writes[o];
       if (unchanged) {
         r.drop(k, first.outputs);
+        for (size_t o = 0; o < node.outputs.size(); ++o)
+          rep[size_t(node.outputs[o])] = first.outputs[o];
         std::string outs;
         for (size_t o = 0; o < node.outputs.size(); ++o)
           outs += (o ? ", " : "") + g.value_name(node.outputs[o]) + " -> " +

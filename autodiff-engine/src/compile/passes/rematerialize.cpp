@@ -7,7 +7,8 @@
 //   - find the step where the most bytes are live (the peak the plan cannot go below);
 //   - among the values whose gap spans that step, take the one whose recomputation lowers the
 //     most-live bytes most (cheapest in FLOPs among equals), and recompute it before the read
-//     after its gap; a recomputed value's inputs may be chosen in a later round in turn.
+//     after its gap. Inputs of its node that are dead by then are recomputed first, in turn
+//     (a chain such as linear then relu is recomputed from the last value still alive).
 // Never chosen: random nodes (a second draw would differ), views and in-place nodes, nodes of
 // several outputs, values with aliases, and a value whose node reads a buffer that is written
 // (in place, or by in-place reuse) before the recomputation would read it.
@@ -55,9 +56,9 @@ int64_t live_at(const std::vector<Interval>& intervals, int64_t t) {
 }
 
 struct Choice {
-  int32_t node = -1;  // the node computing the value
-  ValueId value = -1;
-  int32_t before = -1;  // recomputed right before this node; it and later reads take the copy
+  std::vector<int32_t> nodes;  // recomputed right before `before`, in order; the chosen last
+  ValueId value = -1;          // the chosen value; it and later reads take the copy
+  int32_t before = -1;
   int64_t peak = std::numeric_limits<int64_t>::max();
   int64_t flops = 0;
 };
@@ -93,7 +94,17 @@ struct Buffers {
   }
 };
 
-// The recomputation that lowers the most-live bytes most, or none.
+bool recomputable(const Node& node) {
+  return !node.op->random && !node.op->view && !node.op->in_place && node.outputs.size() == 1 &&
+         node.op->run != nullptr;
+}
+
+// The recomputation that lowers the most-live bytes most, or none. A value's node may read values
+// that are dead by then: those are recomputed first, in turn (up to kMaxChain nodes), rather than
+// kept alive across the peak, so that a chain (linear then relu) is recomputed from the last
+// value still alive.
+constexpr size_t kMaxChain = 8;
+
 Choice choose(const Program& p, const MemoryPlan& plan) {
   const Graph& g = *p.graph;
   std::vector<Interval> intervals;  // the plan's buffers on the doubled clock
@@ -106,42 +117,65 @@ Choice choose(const Program& p, const MemoryPlan& plan) {
   const auto [peak, when] = peak_of(intervals);
   const int64_t live_then = live_at(intervals, when);
   const Buffers bufs(p);
+  // A value of its own buffer, with no alias, not written over an input.
+  auto plain = [&](ValueId v) {
+    return interval_of[size_t(v)] >= 0 && bufs.of[size_t(v)] == v && bufs.aliases[size_t(v)] == 0 &&
+           p.reuse.count(v) == 0;
+  };
 
   Choice best;
   for (int32_t n = 0; n < g.num_nodes(); ++n) {
-    const Node& node = g.node(n);
-    if (node.op->random || node.op->view || node.op->in_place || node.outputs.size() != 1 ||
-        node.op->run == nullptr)
-      continue;
-    const ValueId v = node.outputs[0];
-    if (interval_of[size_t(v)] < 0 || bufs.of[size_t(v)] != v || bufs.aliases[size_t(v)] > 0 ||
-        p.reuse.count(v))
-      continue;
+    if (!recomputable(g.node(n))) continue;
+    const ValueId v = g.node(n).outputs[0];
+    if (!plain(v)) continue;
     const std::vector<int32_t>& r = bufs.reads[size_t(v)];
     // The gap over the peak: reads r[i] < when / 2 < r[i + 1].
-    for (size_t i = 0; i + 1 < r.size(); ++i) {
-      if (!(2 * int64_t(r[i]) < when && when < 2 * int64_t(r[i + 1]))) continue;
-      const int32_t before = r[i + 1];
-      bool possible = true;
-      for (ValueId in : node.inputs) possible = possible && !bufs.written_between(in, n, before);
-      if (!possible) break;
-      std::vector<Interval> trial = intervals;
-      Interval& mine = trial[size_t(interval_of[size_t(v)])];
-      const int64_t last = mine.last;
-      mine.last = 2 * int64_t(r[i]);
-      trial.push_back({mine.bytes, 2 * int64_t(before) - 1, last});
-      for (ValueId in : node.inputs) {  // kept until the recomputation reads them
-        const int32_t j = interval_of[size_t(bufs.of[size_t(in)])];
-        if (j >= 0)
-          trial[size_t(j)].last = std::max(trial[size_t(j)].last, 2 * int64_t(before) - 1);
+    size_t i = 0;
+    while (i + 1 < r.size() && !(2 * int64_t(r[i]) < when && when < 2 * int64_t(r[i + 1]))) ++i;
+    if (i + 1 >= r.size()) continue;
+    const int32_t before = r[i + 1];
+    const int64_t at = 2 * int64_t(before) - 1;
+
+    // The nodes to run again: n, and the nodes of its inputs dead at the peak, recursively.
+    std::vector<int32_t> nodes = {n};
+    std::vector<ValueId> kept;  // inputs read from their original buffers
+    bool possible = true;
+    for (size_t k = 0; k < nodes.size() && possible; ++k) {
+      for (ValueId in : g.node(nodes[k]).inputs) {
+        const Value& value = g.value(in);
+        const bool dead = value.kind == ValueKind::Computed && plain(in) &&
+                          intervals[size_t(interval_of[size_t(in)])].last < when;
+        if (dead && recomputable(g.node(value.node)) && nodes.size() < kMaxChain) {
+          if (std::find(nodes.begin(), nodes.end(), value.node) == nodes.end())
+            nodes.push_back(value.node);
+          continue;
+        }
+        possible = possible && !bufs.written_between(in, nodes[k], before);
+        kept.push_back(in);
       }
-      if (live_at(trial, when) >= live_then) break;
-      const int64_t new_peak = peak_of(trial).first;
-      const int64_t flops = estimate_flops(g, node);
-      if (new_peak <= peak &&
-          (new_peak < best.peak || (new_peak == best.peak && flops < best.flops)))
-        best = Choice{n, v, before, new_peak, flops};
-      break;
+    }
+    if (!possible) continue;
+    std::vector<Interval> trial = intervals;
+    Interval& mine = trial[size_t(interval_of[size_t(v)])];
+    const int64_t last = mine.last;
+    mine.last = 2 * int64_t(r[i]);
+    trial.push_back({mine.bytes, at, last});
+    for (size_t k = 1; k < nodes.size(); ++k) {  // each lives only while the chain runs
+      const int32_t j = interval_of[size_t(g.node(nodes[k]).outputs[0])];
+      trial.push_back({intervals[size_t(j)].bytes, at, at});
+    }
+    for (ValueId in : kept) {  // kept until the recomputation reads them
+      const int32_t j = interval_of[size_t(bufs.of[size_t(in)])];
+      if (j >= 0) trial[size_t(j)].last = std::max(trial[size_t(j)].last, at);
+    }
+    if (live_at(trial, when) >= live_then) continue;
+    const int64_t new_peak = peak_of(trial).first;
+    int64_t flops = 0;
+    for (int32_t k : nodes) flops += estimate_flops(g, g.node(k));
+    if (new_peak <= peak &&
+        (new_peak < best.peak || (new_peak == best.peak && flops < best.flops))) {
+      std::sort(nodes.begin(), nodes.end());
+      best = Choice{nodes, v, before, new_peak, flops};
     }
   }
   return best;
@@ -194,20 +228,25 @@ Program rematerialize(const Program& program, int64_t budget_bytes,
     if (plan.planned_peak <= budget_bytes) break;
 
     const Choice best = choose(cur, plan);
-    if (best.node < 0) {
+    if (best.nodes.empty()) {
       explain.add(pass, "a budget of " + bytes_text(budget_bytes) +
                             " is not met: no value left whose recomputation lowers the peak");
       throw BudgetError(budget_bytes, smallest);
     }
     const Graph& g = *cur.graph;
-    const Node& node = g.node(best.node);
-    explain.add(pass, "recompute " + g.value_name(best.value) + ":" +
-                          g.value(best.value).type.str() + " = " + node.op->name + " before node " +
-                          std::to_string(best.before) + " (" + g.node(best.before).op->name +
-                          "): " + std::to_string(best.flops) + " FLOPs");
+    std::string chain;
+    for (int32_t k : best.nodes) {
+      const ValueId v = g.node(k).outputs[0];
+      chain += (chain.empty() ? "" : ", ") + g.value_name(v) + ":" + g.value(v).type.str() + " = " +
+               g.node(k).op->name;
+    }
+    explain.add(pass, "recompute " + chain + " before node " + std::to_string(best.before) + " (" +
+                          g.node(best.before).op->name + "), freeing " + g.value_name(best.value) +
+                          " in between: " + std::to_string(best.flops) + " FLOPs");
     Rewriter r(cur);
     for (int32_t k = 0; k < g.num_nodes(); ++k) {
-      if (k == best.before) r.redirect(best.value, r.copy_again(best.node)[0]);
+      if (k == best.before)  // the chain in order, each reading the copies before it
+        for (int32_t c : best.nodes) r.redirect(g.node(c).outputs[0], r.copy_again(c)[0]);
       r.copy(k);
     }
     cur = r.finish();
