@@ -345,3 +345,15 @@ def test_a_memory_budget_recomputes_or_names_the_smallest():
     for x, y in batches("mlp", 5):
         assert_same(eager(x, y), compiled(x, y), "loss")
     assert "== rematerialisation ==" in compiled.explain()
+
+
+def test_without_passes_the_traced_graph_replays_as_it_is():
+    model_a, opt_a = build("cnn")
+    model_b, opt_b = build("cnn")
+    eager = make_step(model_a, opt_a, "cnn")
+    compiled = ember.compile(make_step(model_b, opt_b, "cnn"), optimize=False)
+    for x, y in batches("cnn", 5):
+        assert_same(eager(x, y), compiled(x, y), "loss")
+    assert_same_training_state(model_a, opt_a, model_b, opt_b)
+    text = compiled.explain()
+    assert "no memory plan" in text and "== memory plan ==" not in text
