@@ -43,5 +43,6 @@ PYBIND11_MODULE(_core, m) {
   ep::bind_memory(m);
   ep::bind_memory_plan(m);
   ep::bind_optim(m);
+  ep::bind_compile(m);
   ep::bind_argument_errors(m, cls);
 }
