@@ -6,6 +6,7 @@
 
 #include "debug_log.h"
 #include "ember/allocator.h"
+#include "ember/autodiff/compile/trace.h"
 #include "ember/autodiff/op.h"
 #include "ember/device.h"
 
@@ -45,7 +46,10 @@ std::vector<Tensor> run(const Graph& graph, std::vector<Tensor> env,
     inputs.reserve(node.inputs.size());
     for (ValueId in : node.inputs) {
       Tensor& t = env[size_t(in)];
-      if (!t.defined() && graph.value(in).kind == ValueKind::Constant) t = graph.value(in).constant;
+      if (graph.value(in).kind == ValueKind::Constant) {
+        if (!t.defined()) t = graph.value(in).constant;
+        compile::see_constant(t);
+      }
       check_bound(graph, in, t);
       inputs.push_back(t);
     }
@@ -53,7 +57,7 @@ std::vector<Tensor> run(const Graph& graph, std::vector<Tensor> env,
     const auto start = std::chrono::steady_clock::now();
     const int64_t before = options.profile ? in_use(device) : 0;
 
-    std::vector<Tensor> outputs = node.op->run(inputs, node.attrs);
+    std::vector<Tensor> outputs = run_op(*node.op, inputs, node.attrs);
     if (debug_enabled()) log_op(node.op->name, inputs, outputs, start);
     for (size_t o = 0; o < node.outputs.size(); ++o) {
       Tensor& slot = env[size_t(node.outputs[o])];

@@ -7,6 +7,10 @@
 
 #include "bindings.h"
 
+namespace ember::python {
+void bind_memory_plan(py::module_& m);  // bind_memory_plan.cpp
+}  // namespace ember::python
+
 PYBIND11_MODULE(_core, m) {
   namespace ep = ember::python;
   m.doc() = "Ember's compiled core: tensors, ops, autograd, interop, errors and memory";
@@ -37,6 +41,8 @@ PYBIND11_MODULE(_core, m) {
   ep::bind_autograd(m, cls);
   ep::bind_interop(m, cls);
   ep::bind_memory(m);
+  ep::bind_memory_plan(m);
   ep::bind_optim(m);
+  ep::bind_compile(m);
   ep::bind_argument_errors(m, cls);
 }

@@ -149,6 +149,11 @@ void bind_generator(py::module_& m) {
 }  // namespace
 
 Generator* generator_from_object(py::handle obj, const char* op) {
+  check_capturable(op,
+                   std::string("drawing random numbers with ") + op +
+                       " (a tensor made on the host side of the step)",
+                   "draw them outside the step and pass them as an argument; dropout is an "
+                   "op, and a replay draws its masks again");
   if (obj.is_none()) return nullptr;
   if (!py::isinstance<PyGenerator>(obj))
     throw ember::DTypeError(op, std::string("generator is a ") + Py_TYPE(obj.ptr())->tp_name +

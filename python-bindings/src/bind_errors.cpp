@@ -2,6 +2,7 @@
 // subclass of ember.EmberError (a RuntimeError) and of the built-in exception that Python code
 // expects (ValueError, TypeError, IndexError, MemoryError, NotImplementedError). The message
 // keeps its content; the C++ spellings in its advice become the Python ones (python_terms).
+#include <ember/autodiff/compile/trace.h>
 #include <ember/error.h>
 
 #include <cctype>
@@ -79,6 +80,9 @@ void bind_errors(py::module_& m) {
                     "A valid request that is not implemented (for this device).");
   static PyObject* value = new_exception(m, "ValueError", {base, PyExc_ValueError},
                                          "A bad argument value (a ValueError).");
+  static PyObject* capture =
+      new_exception(m, "CaptureError", {unsupported},
+                    "Something a compiled step cannot capture (a NotSupportedError).");
 
   // The most derived C++ types are caught first.
   py::register_exception_translator([](std::exception_ptr p) {
@@ -94,6 +98,8 @@ void bind_errors(py::module_& m) {
       set_error(index, e);
     } catch (const ember::OutOfMemoryError& e) {
       set_error(oom, e);
+    } catch (const ember::autodiff::compile::CaptureError& e) {
+      set_error(capture, e);
     } catch (const ember::NotSupportedError& e) {
       set_error(unsupported, e);
     } catch (const ember::ValueError& e) {

@@ -8,6 +8,7 @@
 // Reads are differentiable. A write x[index] = v is index_put(x, coordinates, v), one coordinate
 // tensor per dim of x (target_of); without history to record it goes into x's storage, through a
 // view for a basic index (no copy) and with index_put_ otherwise.
+#include <ember/autodiff/compile/trace.h>
 #include <ember/autodiff/ops.h>
 #include <ember/error.h>
 #include <ember/ops/creation.h>
@@ -358,6 +359,20 @@ V values_for(py::handle value, const V& x, const Shape& r) {
   return shape == v.shape() ? v : ad::reshape(v, shape);
 }
 
+// x[index] = value while a compiled step is traced: a write of the whole tensor (x[...] = v, as
+// batch norm counts its batches) is the op copy_, which the step records; a write into part of it
+// is refused rather than missed.
+void traced_write(const V& x, const std::vector<Entry>& entries, py::handle value) {
+  std::optional<Tensor> view = basic_view(x.data(), entries);
+  if (!view || view->shape() != x.shape() || view->strides() != x.data().strides() ||
+      view->offset() != x.data().offset())
+    ad::compile::check_capturable("__setitem__",
+                                  "writing into part of a tensor without history (x[index] = v)",
+                                  "compute the new tensor out of place (ember.where, index_put) "
+                                  "and copy_ it into x whole, or write outside the step");
+  x.copy_(values_for(value, x, x.shape()));
+}
+
 // x[index] = value. With history to record (grad mode on, x or the value requires grad) the write
 // is index_put out of place, and the Tensor object takes the result (assign_recorded). Otherwise
 // it goes into x's storage: through a view for a basic index (no copy), else index_put_.
@@ -371,6 +386,7 @@ void write(py::object self, py::handle index, py::handle value) {
     return;
   }
   ad::NoGradGuard no_grad;
+  if (ad::compile::tracing()) return traced_write(x, entries, value);
   if (std::optional<Tensor> view = basic_view(x.data(), entries)) {
     if (is_scalar(value)) view->fill_(scalar_value(value));
     else view->copy_(values_for(value, x, view->shape()).data());

@@ -244,12 +244,21 @@ Tensor tensor_from_numpy(py::handle array) {
 
 void bind_interop(py::module_& m, TensorClass& cls) {
   m.def(
-      "from_numpy", [](py::buffer a) { return V(tensor_from_numpy(a)); }, py::arg("array"),
+      "from_numpy",
+      [](py::buffer a) {
+        check_capturable("from_numpy",
+                         "a tensor made from a NumPy array inside the step (its "
+                         "values would be fixed into the compiled step)",
+                         "make it outside the step and pass it as an argument");
+        return V(tensor_from_numpy(a));
+      },
+      py::arg("array"),
       "A CPU tensor sharing the array's memory (writes through one show in the other); the "
       "array stays alive while the tensor does.");
   cls.def(
       "numpy",
       [](const V& x) {
+        check_host_read("numpy", ".numpy()");
         if (x.requires_grad())
           throw ember::ValueError("numpy", "the tensor requires grad. Fix: x.detach().numpy()");
         return numpy_view(x);
@@ -258,6 +267,7 @@ void bind_interop(py::module_& m, TensorClass& cls) {
   cls.def(
       "__array__",
       [](const V& x, py::handle dtype, py::handle copy) {
+        check_host_read("__array__", "converting a tensor to a NumPy array");
         py::array a = numpy_view(x.device().is_cpu() ? x : V(x.data().to(Device())));
         if (!dtype.is_none()) return py::array(a.attr("astype")(dtype));
         if (!copy.is_none() && py::cast<bool>(copy)) return py::array(a.attr("copy")());

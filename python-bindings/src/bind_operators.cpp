@@ -2,6 +2,7 @@
 // unary - and ~, abs(), with numbers on either side (reflected forms), and the in-place forms
 // (+= ...) and methods (add_, fill_, uniform_, ...), which write into the tensor's storage, or,
 // with history to record, make the tensor the recorded result (records_in_place).
+#include <ember/autodiff/compile/trace.h>
 #include <ember/autodiff/ops.h>
 #include <ember/error.h>
 #include <ember/ops/elementwise.h>
@@ -169,7 +170,8 @@ void bind_operators(TensorClass& cls) {
       "fill_",
       [](py::object self, double value) {
         const V& x = py::cast<const V&>(self);
-        Tensor t = Tensor::empty(x.shape(), x.dtype(), x.device());
+        // One value, broadcast by the write: a compiled step takes it as a constant.
+        Tensor t = Tensor::empty({}, x.dtype(), x.device());
         return overwrite(self, t.fill_(value), "fill_");
       },
       py::arg("value"), "Sets every element to value; returns self.");
@@ -177,7 +179,7 @@ void bind_operators(TensorClass& cls) {
       "zero_",
       [](py::object self) {
         const V& x = py::cast<const V&>(self);
-        Tensor t = Tensor::empty(x.shape(), x.dtype(), x.device());
+        Tensor t = Tensor::empty({}, x.dtype(), x.device());
         return overwrite(self, t.zero_(), "zero_");
       },
       "Sets every element to 0; returns self.");
@@ -186,6 +188,7 @@ void bind_operators(TensorClass& cls) {
       [](py::object self, py::handle src) {
         const V& x = py::cast<const V&>(self);
         const Tensor s = to_variable(src, std::nullopt, x.device()).data();
+        if (ad::compile::tracing()) return overwrite(self, s, "copy_");  // a node reading src
         Tensor t = Tensor::empty(x.shape(), x.dtype(), x.device());
         return overwrite(self, t.copy_(s), "copy_");
       },

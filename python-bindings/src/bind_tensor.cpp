@@ -22,7 +22,8 @@ void require_one_element(const Tensor& t, const char* op) {
                                     t.str() + ". Fix: index or reduce it first");
 }
 
-py::object item(const Tensor& t) {
+py::object item(const Tensor& t, const char* op = "item") {
+  check_host_read(op, "." + std::string(op) + "()");
   require_one_element(t, "item");
   if (t.dtype() == DType::Bool) return py::bool_(t.item<bool>());
   if (is_floating(t.dtype())) return py::float_(t.item<double>());
@@ -30,7 +31,8 @@ py::object item(const Tensor& t) {
 }
 
 py::object tolist(const Tensor& t) {
-  if (t.dim() == 0) return item(t);
+  if (t.dim() == 0) return item(t, "tolist");
+  check_host_read("tolist", ".tolist()");
   py::list out;
   for (int64_t i = 0; i < t.size(0); ++i) out.append(tolist(t.select(0, i)));
   return std::move(out);
@@ -184,17 +186,24 @@ void bind_tensor(py::module_& m, TensorClass& cls) {
            })
       .def("__bool__",
            [](const Variable& x) {
+             check_capturable("bool",
+                              "bool(tensor), Python control flow (if, while, and, or) "
+                              "on a tensor's value",
+                              "choose values with ember.where(condition, a, b) inside the "
+                              "step, or decide outside it and pass the choice as a Python "
+                              "argument (each value is traced once)");
              if (x.numel() != 1)
                throw ember::ValueError("bool", "the truth value of a tensor of " + x.str() +
                                                    " is ambiguous. Fix: use .any() or .all()");
              return x.data().item<double>() != 0;
            })
-      .def("__float__", [](const Variable& x) { return py::float_(item(x.data())); })
-      .def("__int__", [](const Variable& x) { return py::int_(item(x.data())); })
+      .def("__float__", [](const Variable& x) { return py::float_(item(x.data(), "float")); })
+      .def("__int__", [](const Variable& x) { return py::int_(item(x.data(), "int")); })
       .def("__index__",
            [](const Variable& x) {
              if (!is_integral(x.dtype()))
                throw py::type_error("only integer tensors of one element can be an index");
+             check_host_read("__index__", "using a tensor as a Python index");
              require_one_element(x.data(), "__index__");
              return x.data().item<int64_t>();
            })

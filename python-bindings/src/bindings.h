@@ -64,6 +64,12 @@ void register_tensor_class(const TensorClass& cls);
 bool is_tensor(py::handle obj);
 const Variable& tensor_of(py::handle obj);  // obj must be a tensor (is_tensor)
 
+// While a compiled step is traced (ember.compile): a CaptureError saying that `what` (done by
+// `op`) cannot be captured, and the fix. Does nothing otherwise.
+void check_capturable(const char* op, const std::string& what, const std::string& fix);
+// The same for a read of a tensor's values on the host (.item(), printing, bool(), ...).
+void check_host_read(const char* op, const std::string& what);
+
 // Raises the ember error for a tensor argument of the wrong type.
 [[noreturn]] void not_a_tensor(const char* op, py::handle obj);
 
@@ -81,6 +87,7 @@ void bind_autograd(py::module_& m, TensorClass& cls);
 void bind_interop(py::module_& m, TensorClass& cls);
 void bind_memory(py::module_& m);
 void bind_optim(py::module_& m);
+void bind_compile(py::module_& m);
 // Last: explains calls that no overload takes (bind_argument_errors.cpp).
 void bind_argument_errors(py::module_& m, TensorClass& cls);
 

@@ -1,5 +1,6 @@
 // convert.cpp — Python arguments to C++ values: dtypes, devices, shapes, dims, scalars, and the
 // tensor a nested list, scalar or NumPy array holds (ember.tensor).
+#include <ember/autodiff/compile/trace.h>
 #include <ember/dtype.h>
 #include <ember/error.h>
 
@@ -186,6 +187,14 @@ double scalar_value(py::handle obj) {
 }
 
 Tensor tensor_from_data(py::handle data, std::optional<DType> dtype, Device device) {
+  // A Python number is a constant of the step; anything longer may differ from call to call.
+  if (!is_scalar(data))
+    check_capturable("tensor",
+                     "a tensor made from Python data (a list, an array, a copy of a "
+                     "tensor) inside the step, whose values would be fixed into the compiled "
+                     "step,",
+                     "make it outside the step and pass it as an argument (for a copy of a "
+                     "tensor: x.clone())");
   if (is_tensor(data)) {
     const Tensor& t = tensor_of(data).data();
     return t.to(device, dtype.value_or(t.dtype())).clone();
@@ -210,6 +219,15 @@ Tensor tensor_from_data(py::handle data, std::optional<DType> dtype, Device devi
   const DType inferred = n.kind == 0 ? DType::Bool : n.kind == 1 ? DType::Int64 : DType::Float32;
   Tensor t = Tensor::from_vector(n.values, n.shape);
   return t.to(device, dtype.value_or(inferred));
+}
+
+void check_capturable(const char* op, const std::string& what, const std::string& fix) {
+  autodiff::compile::check_capturable(op, what, fix);
+}
+
+void check_host_read(const char* op, const std::string& what) {
+  check_capturable(op, what + " reads its values on the host",
+                   "return the tensor from the step and read it after the call");
 }
 
 Variable to_variable(py::handle obj, std::optional<DType> dtype, Device device) {

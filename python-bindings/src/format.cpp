@@ -100,6 +100,7 @@ std::vector<double> shown_values(const Tensor& t, bool summarise) {
 }  // namespace
 
 std::string tensor_repr(const Variable& v) {
+  check_host_read("repr", "printing a tensor (print, str, repr, an f-string)");
   const Tensor& t = v.data();
   const bool summarise = t.numel() > kSummarise;
   std::vector<double> values = shown_values(t, summarise);

@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "ember/autodiff/compile/trace.h"
 #include "ember/autodiff/executor.h"
 #include "ember/autodiff/grad.h"
 #include "ember/autodiff/variable.h"
@@ -349,7 +350,7 @@ std::vector<Variable> run_backward(const History& h, const BackwardGraph& bg,
 // its storage when nothing else shares it.
 Variable owned_gradient(const Tensor& g) {
   const bool shared = g.storage().use_count() > 1;
-  return Variable(shared || !g.is_contiguous() ? g.clone() : g);
+  return Variable(shared || !g.is_contiguous() ? run_op(EMBER_OP("clone"), {g}, {})[0] : g);
 }
 
 void release(const History& h) {
@@ -440,8 +441,10 @@ void Variable::backward(const Variable& grad_output, bool retain_graph, bool cre
     } else if (create_graph) {
       impl.grad = apply1<Variable>(op_def("add"), {impl.grad, grads[w]});
     } else {
-      impl.grad = Variable(add(impl.grad.data(), grads[w].data()));
+      compile::see_grad(target.impl_ptr());
+      impl.grad = Variable(run_op(EMBER_OP("add"), {impl.grad.data(), grads[w].data()}, {})[0]);
     }
+    if (compile::tracing()) compile::grad_written(target.impl_ptr(), impl.grad.data());
   }
   if (!retain_graph && !create_graph) release(h);
 }

@@ -36,6 +36,9 @@ struct VariableImpl {
   bool retains_grad = false;
   std::vector<std::pair<int64_t, GradHook>> hooks;  // (id, hook) in registration order
   int64_t next_hook_id = 0;
+  // The trace (compile/trace.h) that was running when this leaf was made from a tensor, 0 if
+  // none: its tensor came from inside the step.
+  int64_t made_in_trace = 0;
 };
 
 // Per input and per output of an op: whether its gradient rule reads the value (saved.cpp).

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "../debug_log.h"
+#include "ember/autodiff/compile/trace.h"
 #include "record.h"
 
 namespace ember::autodiff {
@@ -28,6 +29,7 @@ void set_grad_enabled(bool enabled) { grad_mode = enabled; }
 Variable::Variable(Tensor data, bool requires_grad) : impl_(std::make_shared<VariableImpl>()) {
   if (!data.defined()) throw ValueError("Variable", "the tensor is undefined");
   impl_->data = std::move(data);
+  impl_->made_in_trace = compile::current_trace_id();
   set_requires_grad(requires_grad);
 }
 
@@ -59,9 +61,14 @@ void Variable::set_grad(Variable grad) const {
     throw ShapeError("grad", "a gradient of " + grad.str() + " for a Variable of " +
                                  impl.data.str() + "; the shapes must match");
   impl.grad = std::move(grad);
+  if (!compile::tracing()) return;
+  if (impl.grad.defined()) compile::grad_written(impl_, impl.grad.data());
+  else compile::grad_dropped(impl_);
 }
 void Variable::zero_grad() const {
-  if (impl_) impl_->grad = Variable();
+  if (!impl_) return;
+  impl_->grad = Variable();
+  if (compile::tracing()) compile::grad_dropped(impl_);
 }
 void Variable::retain_grad() const {
   VariableImpl& impl = checked(impl_, "retain_grad");
@@ -100,6 +107,12 @@ const Variable& Variable::copy_(const Variable& src) const {
                                   ") would lose its history. Fix: write under "
                                   "NoGradGuard (as an optimizer step does), or make a new "
                                   "Variable");
+  if (compile::tracing()) {  // as an op, so that the write is a node of the step's graph
+    compile::see_variable(*this);
+    compile::see_variable(src);
+    run_op(EMBER_OP("copy_"), {impl.data, src.data()}, {});
+    return *this;
+  }
   impl.data.copy_(src.data());
   return *this;
 }
@@ -114,11 +127,12 @@ std::vector<Variable> apply(const OpDef& op, const std::vector<Variable>& inputs
     if (!v.defined()) continue;
     tensors.push_back(v.data());
     any_requires_grad = any_requires_grad || v.requires_grad();
+    if (compile::tracing()) compile::see_variable(v);
   }
   const bool log = debug_enabled();
   const auto start =
       log ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
-  std::vector<Tensor> outs = op.run(tensors, attrs);
+  std::vector<Tensor> outs = run_op(op, tensors, attrs);
   if (log) log_op(op.name, tensors, outs, start);
   const bool record = grad_mode && any_requires_grad && op.grad != nullptr;
 

@@ -214,7 +214,8 @@ Grads batch_norm_grad(const GradContext& c) {
   return d;
 }
 
-// running_mean, running_var, batch_mean, batch_var: [C] -> nothing (running_* updated in place).
+// running_mean, running_var, batch_mean, batch_var: [C] -> running_mean, running_var, updated in
+// place (the outputs alias inputs 0 and 1, so a compiled step sees the statistics' new values).
 Types batch_norm_update_stats_infer(const Types& in, const Attrs& a) {
   const char* op = "batch_norm_update_stats";
   infer::arity(op, in, 4);
@@ -231,12 +232,12 @@ Types batch_norm_update_stats_infer(const Types& in, const Attrs& a) {
   if (a.i("count") <= 1)
     throw ValueError(op, "count is " + std::to_string(a.i("count")) +
                              "; the unbiased variance needs more than 1 value per channel");
-  return {};
+  return {in[0], in[1]};
 }
 
 Tensors batch_norm_update_stats_run(const Tensors& in, const Attrs& a) {
   ember::batch_norm_update_stats(in[0], in[1], in[2], in[3], a.f("momentum"), a.i("count"));
-  return {};
+  return {in[0], in[1]};
 }
 
 // batch_norm_backward's inputs: grad, x, weight (if has_weight), save_mean, save_invstd.
@@ -474,7 +475,7 @@ Types dropout_backward_infer(const Types& in, const Attrs& a) {
 std::vector<OpDef> normalization_ops() {
   return {
       {"batch_norm", batch_norm_infer, batch_norm_run, batch_norm_grad},
-      // Writes running_mean and running_var in place; no outputs, no gradient.
+      // Writes running_mean and running_var in place (its outputs alias them); no gradient.
       {"batch_norm_update_stats", batch_norm_update_stats_infer, batch_norm_update_stats_run,
        nullptr, false, true},
       {"batch_norm_backward", batch_norm_backward_infer, batch_norm_backward_run,

@@ -1,6 +1,8 @@
 // adam.cpp — Adam and AdamW: options, their checks and the fused update.
 #include "ember/autodiff/optim/adam.h"
 
+#include "ember/autodiff/compile/trace.h"
+#include "ember/autodiff/op.h"
 #include "ember/ops/creation.h"
 #include "ember/ops/optimizer.h"
 
@@ -50,6 +52,35 @@ void Adam::update(const Options& o, const TensorList& params, const TensorList& 
     adam_step(b.params, b.grads, b.exp_avgs, b.exp_avg_sqs, step, o.at("lr"), o.at("beta1"),
               o.at("beta2"), o.at("eps"), o.at("weight_decay"), decoupled_,
               o.at("maximize") != 0.0);
+}
+
+// One adam_update node per parameter (src/ops/update.cpp), its step count read live.
+void Adam::traced_update(size_t group, const std::vector<Variable>& params, const TensorList& grads,
+                         const std::vector<ParamState*>& states) {
+  const Options& o = param_groups()[group].options;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Variable& p = params[i];
+    compile::see_variable(p);
+    compile::see_grad(p.impl_ptr());
+    auto& b = states[i]->buffers;
+    for (const char* name : {"exp_avg", "exp_avg_sq"}) {
+      if (!b.count(name)) b[name] = traced_zeros_like(p.data());
+      else declare_buffer(p, name, b[name]);
+    }
+    const VariableImpl* impl = p.impl();
+    Tensor h = hyper(p, 6, [this, group, impl](double* h) {
+      const Options& live = param_groups()[group].options;
+      h[0] = live.at("lr");
+      h[1] = live.at("beta1");
+      h[2] = live.at("beta2");
+      h[3] = live.at("eps");
+      h[4] = live.at("weight_decay");
+      const ParamState* live_state = state_of(impl);
+      h[5] = live_state ? double(live_state->step) : 0.0;
+    });
+    run_op(EMBER_OP("adam_update"), {p.data(), b["exp_avg"], b["exp_avg_sq"], grads[i], h},
+           {{"decoupled", int64_t(decoupled_)}, {"maximize", int64_t(o.at("maximize") != 0.0)}});
+  }
 }
 
 }  // namespace ember::autodiff::optim

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "ember/autodiff/compile/trace.h"
+
 namespace ember::autodiff::optim {
 
 namespace {
@@ -44,6 +46,9 @@ SequentialLR::SequentialLR(Optimizer& optimizer,
 }
 
 void SequentialLR::step() {
+  compile::check_capturable("LRScheduler.step", "a learning-rate schedule's step (host state)",
+                            "call scheduler.step() outside the compiled step; the replay reads "
+                            "the learning rate it sets at every call");
   ++last_epoch_;
   const size_t i = current();
   LRScheduler& current = *children_[i];
@@ -66,6 +71,9 @@ ChainedScheduler::ChainedScheduler(Optimizer& optimizer,
 }
 
 void ChainedScheduler::step() {
+  compile::check_capturable("LRScheduler.step", "a learning-rate schedule's step (host state)",
+                            "call scheduler.step() outside the compiled step; the replay reads "
+                            "the learning rate it sets at every call");
   for (const auto& s : children_) s->step();
   record_lrs();
 }

@@ -1,6 +1,8 @@
 // lr_scheduler.cpp — what every schedule shares: base lrs, the step counter, state.
 #include "ember/autodiff/optim/lr_scheduler.h"
 
+#include "ember/autodiff/compile/trace.h"
+
 namespace ember::autodiff::optim {
 
 LRScheduler::LRScheduler(Optimizer& optimizer) : optimizer_(&optimizer) {
@@ -18,6 +20,9 @@ void LRScheduler::initial_step() {
 }
 
 void LRScheduler::step() {
+  compile::check_capturable("LRScheduler.step", "a learning-rate schedule's step (host state)",
+                            "call scheduler.step() outside the compiled step; the replay reads "
+                            "the learning rate it sets at every call");
   ++step_count_;
   update_lr(std::nullopt);
 }

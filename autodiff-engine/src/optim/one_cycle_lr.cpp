@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ember/autodiff/compile/trace.h"
+
 namespace ember::autodiff::optim {
 
 namespace {
@@ -88,6 +90,9 @@ double OneCycleLR::anneal(double start, double end, double pct) const {
 }
 
 void OneCycleLR::step() {
+  compile::check_capturable("LRScheduler.step", "a learning-rate schedule's step (host state)",
+                            "call scheduler.step() outside the compiled step; the replay reads "
+                            "the learning rate it sets at every call");
   if (last_epoch_ + 1 > total_steps_)
     throw ValueError("OneCycleLR.step",
                      "stepped " + std::to_string(last_epoch_ + 1) + " times but total_steps is " +

@@ -5,6 +5,8 @@
 #include <set>
 #include <sstream>
 
+#include "ember/autodiff/compile/trace.h"
+#include "ember/autodiff/op.h"
 #include "ember/ops/creation.h"
 
 namespace ember::autodiff::optim {
@@ -93,9 +95,23 @@ void Optimizer::zero_grad() {
 
 void Optimizer::step() {
   NoGradGuard no_grad;
-  for (const ParamGroup& g : groups_) {
+  const bool traced = compile::tracing();
+  std::vector<const VariableImpl*> updated;
+  if (traced) {
+    std::weak_ptr<char> alive = alive_;
+    bool first = false;
+    for (const ParamGroup& g : groups_)
+      for (const Variable& p : g.params) first = first || (p.grad().defined() && !state(p));
+    compile::add_guard(
+        name_ + " state",
+        [this, alive] { return alive.expired() ? std::string("gone") : traced_structure(); },
+        first);
+  }
+  for (size_t i = 0; i < groups_.size(); ++i) {
+    const ParamGroup& g = groups_[i];
     TensorList params, grads;
     std::vector<ParamState*> states;
+    std::vector<Variable> vars;
     for (const Variable& p : g.params) {
       if (!p.grad().defined()) continue;
       params.push_back(p.data());
@@ -103,9 +119,78 @@ void Optimizer::step() {
       ParamState& s = state_[p.impl()];
       ++s.step;
       states.push_back(&s);
+      vars.push_back(p);
+      updated.push_back(p.impl());
     }
-    if (!params.empty()) update(g.options, params, grads, states);
+    if (params.empty()) continue;
+    if (traced) traced_update(i, vars, grads, states);
+    else update(g.options, params, grads, states);
   }
+  if (traced) trace_host_state(updated);
+}
+
+void Optimizer::traced_update(size_t, const std::vector<Variable>&, const TensorList&,
+                              const std::vector<ParamState*>&) {
+  compile::check_capturable(name_ + ".step", name_ + "'s update",
+                            "use SGD, Adam or AdamW inside a compiled step (their updates are "
+                            "ops), or call step() outside it");
+}
+
+void Optimizer::trace_host_state(const std::vector<const VariableImpl*>& updated) {
+  // A replay runs no step(): it advances the step counts itself, before its kernels read them.
+  std::weak_ptr<char> alive = alive_;
+  compile::on_replay([this, alive, updated] {
+    if (alive.expired()) return;
+    for (const VariableImpl* p : updated) ++state_[p].step;
+  });
+}
+
+std::string Optimizer::traced_structure() const {
+  std::ostringstream os;
+  for (const ParamGroup& g : groups_) {
+    os << "{";
+    for (const auto& [name, value] : g.options)
+      if (name != "lr" && name != "initial_lr") os << name << "=" << value << " ";
+    for (const Variable& p : g.params) {
+      const ParamState* s = state(p);
+      os << "[";
+      if (s)
+        for (const auto& [name, buffer] : s->buffers) os << name << " ";
+      os << (s ? "" : "no state") << "]";
+    }
+    os << "}";
+  }
+  return os.str();
+}
+
+void Optimizer::declare_buffer(const Variable& p, const std::string& name, const Tensor& buffer) {
+  std::weak_ptr<char> alive = alive_;
+  const VariableImpl* impl = p.impl();
+  compile::declare_state(buffer, compile::DeclaredKind::OptimizerState, name, impl,
+                         [this, alive, impl, name]() -> Tensor {
+                           if (alive.expired()) return Tensor();
+                           auto it = state_.find(impl);
+                           if (it == state_.end() || !it->second.buffers.count(name))
+                             return Tensor();
+                           return it->second.buffers.at(name);
+                         });
+}
+
+Tensor Optimizer::traced_zeros_like(const Tensor& like) {
+  return run_op(op_def("zeros_like"), {like}, {})[0];
+}
+
+Tensor Optimizer::hyper(const Variable& p, int64_t count, std::function<void(double*)> fill) {
+  Tensor h = Tensor::empty({count}, DType::Float64, Device());
+  fill(h.data<double>());
+  std::weak_ptr<char> alive = alive_;
+  compile::declare_state(h, compile::DeclaredKind::Hyper, "hyper", p.impl(),
+                         [h, alive, fill]() -> Tensor {
+                           if (alive.expired()) return Tensor();
+                           fill(h.data<double>());
+                           return h;
+                         });
+  return h;
 }
 
 const ParamState* Optimizer::state(const Variable& param) const {

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ember/autodiff/compile/trace.h"
+
 namespace ember::autodiff::optim {
 
 ReduceLROnPlateau::ReduceLROnPlateau(Optimizer& optimizer, const std::string& mode, double factor,
@@ -46,6 +48,9 @@ bool ReduceLROnPlateau::is_better(double metric) const {
 }
 
 void ReduceLROnPlateau::step(double metric) {
+  compile::check_capturable("LRScheduler.step", "a learning-rate schedule's step (host state)",
+                            "call scheduler.step() outside the compiled step; the replay reads "
+                            "the learning rate it sets at every call");
   std::vector<ParamGroup>& groups = optimizer_->param_groups();
   if (groups.size() != min_lrs_.size())
     throw ValueError("ReduceLROnPlateau.step",

@@ -1,6 +1,8 @@
 // sgd.cpp — SGD: options, their checks and the fused update.
 #include "ember/autodiff/optim/sgd.h"
 
+#include "ember/autodiff/compile/trace.h"
+#include "ember/autodiff/op.h"
 #include "ember/ops/creation.h"
 #include "ember/ops/optimizer.h"
 
@@ -54,6 +56,41 @@ void SGD::update(const Options& o, const TensorList& params, const TensorList& g
     }
     if (!p.empty())
       sgd_step(p, g, buffers, lr, momentum, dampening, nesterov, weight_decay, first, maximize);
+  }
+}
+
+// One sgd_update node per parameter (src/ops/update.cpp): the same arithmetic, element for
+// element, as the fused call over the group.
+void SGD::traced_update(size_t group, const std::vector<Variable>& params, const TensorList& grads,
+                        const std::vector<ParamState*>& states) {
+  const Options& o = param_groups()[group].options;
+  const bool momentum = o.at("momentum") != 0.0;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Variable& p = params[i];
+    compile::see_variable(p);
+    compile::see_grad(p.impl_ptr());
+    std::vector<Tensor> inputs{p.data()};
+    bool first = false;
+    if (momentum) {
+      auto& b = states[i]->buffers;
+      first = !b.count("momentum_buffer");
+      if (first) b["momentum_buffer"] = traced_zeros_like(p.data());
+      else declare_buffer(p, "momentum_buffer", b["momentum_buffer"]);
+      inputs.push_back(b["momentum_buffer"]);
+    }
+    inputs.push_back(grads[i]);
+    inputs.push_back(hyper(p, 4, [this, group](double* h) {
+      const Options& live = param_groups()[group].options;
+      h[0] = live.at("lr");
+      h[1] = live.at("momentum");
+      h[2] = live.at("dampening");
+      h[3] = live.at("weight_decay");
+    }));
+    run_op(EMBER_OP("sgd_update"), inputs,
+           {{"has_buffer", int64_t(momentum)},
+            {"first_step", int64_t(first)},
+            {"nesterov", int64_t(o.at("nesterov") != 0.0)},
+            {"maximize", int64_t(o.at("maximize") != 0.0)}});
   }
 }
 

@@ -1,4 +1,8 @@
 // allocator.cpp — the caching allocator (one per device) and the memory cap.
+//
+// Compiled mode places tensors inside an arena that is one block of this allocator
+// (ember/placement.h); storage serves those requests from the arena before asking here, so
+// allocate() and the statistics never see them: the arena's bytes are counted once, as one block.
 #include "ember/allocator.h"
 
 #include <algorithm>

@@ -6,14 +6,25 @@
 
 #include "ember/allocator.h"
 #include "ember/backend.h"
+#include "ember/placement.h"
 
 namespace ember {
 
 StorageImpl::StorageImpl(size_t nbytes, Device device, const char* op)
     : nbytes_(nbytes), device_(device) {
   if (nbytes == 0) return;  // an empty tensor of any device, present or not
-  allocator_ = &allocator_for(device);
-  data_ = allocator_->allocate(nbytes, op);
+  // A placement on this thread (placement.h) may serve the request from its arena.
+  bool placed = false;
+  if (PlacedAllocations* placement = detail::current_placement()) {
+    data_ = placement->take(nbytes, device);
+    placed = data_ != nullptr;
+    if (placed) allocator_ = placement->arena()->allocator();  // the arena's, which contains it
+  }
+  if (!data_) {
+    allocator_ = &allocator_for(device);
+    data_ = allocator_->allocate(nbytes, op);
+  }
+  detail::record_allocation(RecordedAllocation{nbytes, device, data_, placed, false});
 }
 
 StorageImpl::StorageImpl(size_t nbytes, Device device, CachingAllocator& allocator, const char* op)
@@ -30,7 +41,9 @@ StorageImpl::StorageImpl(void* data, size_t nbytes, Device device, Deleter delet
 
 StorageImpl::~StorageImpl() {
   if (!external_) {
-    if (data_) allocator_->deallocate(data_);
+    if (data_) detail::record_free(data_);
+    // A placed block is the arena's: it is only let go of (placement.h).
+    if (data_ && !detail::release_placed(data_)) allocator_->deallocate(data_);
     return;
   }
   if (!deleter_) return;

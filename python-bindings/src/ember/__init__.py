@@ -19,8 +19,10 @@ from ember import (
     utils,
 )
 from ember._arguments import ArgumentTypeError
+from ember._compile import compile  # noqa: A004 (as torch)
 from ember._composites import allclose, as_tensor, isclose, meshgrid, ravel, where
 from ember._core import (  # noqa: A004 (as torch)
+    CaptureError,
     DeviceError,
     DTypeError,
     EmberError,
@@ -93,5 +95,6 @@ __all__ = [
     "Generator", "accelerator", "allclose", "as_tensor", "einsum", "finfo", "iinfo",
     "inference_mode", "isclose", "meshgrid", "ravel", "where",
     "ArgumentTypeError", "utils",
+    "CaptureError", "compile",
 ]
 del _core

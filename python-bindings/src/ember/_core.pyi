@@ -49,6 +49,10 @@ class NotSupportedError(EmberError, NotImplementedError):
     """
     A valid request that is not implemented (for this device).
     """
+class CaptureError(NotSupportedError):
+    """
+    Something a compiled step cannot capture (a NotSupportedError).
+    """
 class dtype(metaclass=_pybind11_type):
     """
     An element type: ember.float32, ember.int64, ...
@@ -1125,6 +1129,33 @@ class ValueError(EmberError, builtins.ValueError):
     """
     A bad argument value (a ValueError).
     """
+class _CompiledStep(metaclass=_pybind11_type):
+    """
+    A traced and replayed step (ember.compile wraps it).
+    """
+    def __call__(self, inputs: collections.abc.Sequence[Tensor]) -> list[Tensor]:
+        ...
+    def __init__(self, fn: collections.abc.Callable, name: str, memory_budget: typing.SupportsInt | typing.SupportsIndex, input_names: collections.abc.Sequence[str], state_names: collections.abc.Sequence[tuple[Tensor, str]], guards: typing.Any, warn: typing.Any, optimize: builtins.bool = True) -> None:
+        ...
+    def explain(self) -> str:
+        ...
+    def graph(self) -> str:
+        ...
+    @property
+    def last_call_replayed(self) -> builtins.bool:
+        ...
+    @property
+    def plan_id(self) -> builtins.int:
+        ...
+    @property
+    def plans(self) -> builtins.int:
+        ...
+    @property
+    def replays(self) -> builtins.int:
+        ...
+    @property
+    def traces(self) -> builtins.int:
+        ...
 def _calculate_fan_in_and_fan_out(tensor: Tensor) -> tuple[builtins.int, builtins.int]:
     """
     (fan_in, fan_out) of a weight [out, in, k...].
@@ -1145,9 +1176,17 @@ def _normal_(tensor: Tensor, mean: typing.SupportsFloat | typing.SupportsIndex, 
     ...
 def _orthogonal_(tensor: Tensor, gain: typing.SupportsFloat | typing.SupportsIndex, generator: Generator | None = None) -> Tensor:
     ...
+def _plan_intervals(sizes: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], starts: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], ends: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], alignment: typing.SupportsInt | typing.SupportsIndex = 64) -> dict:
+    """
+    Places buffers (sizes[k] bytes, live from step starts[k] to ends[k] inclusive) in one arena, best fit, as compiled mode's memory plan does. Returns {'offsets': [...], 'planned_peak', 'naive_peak' (no reuse), 'lower_bound' (most bytes live at once)}; sizes are rounded up to alignment.
+    """
 def _record_function(name: str, backward: collections.abc.Callable, inputs: collections.abc.Sequence[Tensor], outputs: collections.abc.Sequence[Tensor], saved_inputs: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], saved_outputs: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], non_differentiable: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> list[Tensor]:
     """
     Records outputs computed from inputs as one node whose gradient calls backward (ember.autograd.Function.apply uses it).
+    """
+def _tracing() -> builtins.bool:
+    """
+    Whether a compiled step is being traced on this thread.
     """
 def _uniform_(tensor: Tensor, a: typing.SupportsFloat | typing.SupportsIndex, b: typing.SupportsFloat | typing.SupportsIndex, generator: Generator | None = None) -> Tensor:
     ...

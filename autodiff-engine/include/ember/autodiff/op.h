@@ -53,6 +53,10 @@ struct OpDef {
   bool random = false;
 };
 
+// Runs `op` on tensors: op.run, and while a step is being compiled, its node in the step's graph
+// (compile/trace.h). Eager mode and the executor call ops only through here.
+std::vector<Tensor> run_op(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs);
+
 // The definition of an op by name; NotSupportedError naming the op when there is none.
 const OpDef& op_def(const std::string& name);
 // Every registered op, in registration order (for tests and documentation).

@@ -20,6 +20,8 @@ class Adam : public Optimizer {
   std::vector<std::string> buffer_names() const override { return {"exp_avg", "exp_avg_sq"}; }
   void update(const Options& options, const TensorList& params, const TensorList& grads,
               const std::vector<ParamState*>& states) override;
+  void traced_update(size_t group, const std::vector<Variable>& params, const TensorList& grads,
+                     const std::vector<ParamState*>& states) override;
 
  private:
   bool decoupled_ = false;  // AdamW: p *= 1 - lr * weight_decay instead of g += weight_decay * p

@@ -11,7 +11,9 @@
 // group with one fused core-runtime call (ops/optimizer.h) over all its parameters.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -93,6 +95,26 @@ class Optimizer {
   // counting this update; missing buffers are the implementation's to create.
   virtual void update(const Options& options, const TensorList& params, const TensorList& grads,
                       const std::vector<ParamState*>& states) = 0;
+  // The same while a compiled step is traced (compile/compile.h): one in-place update node per
+  // parameter over its state, with the numbers that change between steps (lr, the step count)
+  // in a hyper tensor the replay refills. The default is a CaptureError: only the optimizers
+  // that override it can be compiled.
+  virtual void traced_update(size_t group, const std::vector<Variable>& params,
+                             const TensorList& grads, const std::vector<ParamState*>& states);
+
+  // Helpers for traced_update. A state buffer `name` of p that existed before the step: bound
+  // to the live buffer at every replay.
+  void declare_buffer(const Variable& p, const std::string& name, const Tensor& buffer);
+  // A new buffer of p's type, as a node of the step's graph (its first step creates it).
+  static Tensor traced_zeros_like(const Tensor& like);
+  // A float64 CPU tensor of `count` numbers that `fill` writes, from the live options and
+  // state, now and before every replay.
+  Tensor hyper(const Variable& p, int64_t count, std::function<void(double*)> fill);
+  // The state of the parameter whose Variable is `p` (nullptr before its first update).
+  const ParamState* state_of(const VariableImpl* p) const {
+    auto it = state_.find(p);
+    return it == state_.end() ? nullptr : &it->second;
+  }
 
   // Helpers for check_options: each throws a ValueError naming this optimizer and the option.
   void check_at_least(const Options& options, const char* option, double low) const;
@@ -108,7 +130,14 @@ class Optimizer {
   std::string name_;
   Options defaults_;
   std::vector<ParamGroup> groups_;
+  // While tracing: what the replay depends on (which state exists, the options that are not
+  // read live) and the step counts it advances.
+  std::string traced_structure() const;
+  void trace_host_state(const std::vector<const VariableImpl*>& updated);
+
   std::map<const VariableImpl*, ParamState> state_;  // by parameter identity
+  // Expires with the optimizer: what a compiled step's replay holds of it.
+  std::shared_ptr<char> alive_ = std::make_shared<char>(0);
 };
 
 }  // namespace ember::autodiff::optim

@@ -1,0 +1,66 @@
+// passes.h — the passes over a traced step (program.h), one file each in src/compile/passes/.
+// Each takes a Program and returns a new one, and writes what it did (or why it did nothing) to
+// its section of `explain`. They keep the program's meaning exactly: the same state updates and
+// returned values, bit for bit, with the same random numbers drawn in the same order.
+#pragma once
+#include <cstdint>
+
+#include "ember/autodiff/compile/memory_plan.h"
+#include "ember/autodiff/compile/program.h"
+
+namespace ember::autodiff::compile {
+
+// Removes nodes none of whose results reach a root: the state tensors' final values, the returned
+// values, a write into state or an input (an in-place node over memory the step does not own),
+// or a later read of a buffer it writes in place. Random nodes stay: they advance the generator,
+// and removing one would change every random number drawn after it.
+Program dead_code_elimination(const Program& program, Explain& explain);
+
+// Merges nodes of the same op, attributes and inputs into the first of them, unless the op is
+// random (two dropouts draw two masks) or in place, or a buffer either reads or produces was
+// overwritten in place in between.
+Program common_subexpressions(const Program& program, Explain& explain);
+
+// Computes at compile time every node whose inputs are all constants (or that has none, or whose
+// result depends on its input's type alone: zeros_like, ones_like, full_like) and is neither
+// random nor in place, and makes its outputs constants. Never state: it changes between
+// calls. Not a value returned or written into state (returned tensors are fresh every call), one
+// whose buffer is later written in place, or one larger than kMaxFoldedBytes (it would be held for
+// good instead of living in the arena for a moment).
+constexpr int64_t kMaxFoldedBytes = int64_t(1) << 20;
+Program fold_constants(const Program& program, Explain& explain);
+
+// Lets a node write its output over an input's buffer when that input is read for the last time
+// there, both are in the arena, and the kernel is elementwise over equal shapes and dtypes
+// (may_write_over_input). Recorded in program.reuse; the memory plan gives the two one buffer.
+Program reuse_in_place(const Program& program, Explain& explain);
+// Whether `op`'s kernel reads element i of its input `input` only to write element i of its
+// output, so that the output may be placed over that input (of the same type, contiguous).
+bool may_write_over_input(const std::string& op, int32_t input);
+
+// Chooses values to compute again right before a later read (in a training step: forward values
+// recomputed in the backward pass) until the memory plan of `allocations` (recorded while
+// tracing, indexed by traced node; empty: output_allocations) fits `budget_bytes`. Each choice
+// is reported with its cost in recomputed FLOPs. Random nodes are never recomputed, nor a value
+// whose inputs were overwritten in place before the recomputation. A budget that cannot be met
+// throws BudgetError giving the smallest budget these choices reach.
+Program rematerialize(const Program& program, int64_t budget_bytes,
+                      const NodeAllocations& allocations, Explain& explain);
+
+// The budget cannot be met; `smallest()` is the least planned peak that recomputation reaches.
+class BudgetError : public ValueError {
+ public:
+  BudgetError(int64_t budget, int64_t smallest);
+  int64_t budget() const { return budget_; }
+  int64_t smallest() const { return smallest_; }
+
+ private:
+  int64_t budget_;
+  int64_t smallest_;
+};
+
+// An estimate of the floating-point operations a node performs (2 per multiply-add of matmul,
+// linear and conv2d, one per output element elsewhere): the cost rematerialisation reports.
+int64_t estimate_flops(const Graph& graph, const Node& node);
+
+}  // namespace ember::autodiff::compile

@@ -1,0 +1,104 @@
+// update.cpp — the ops that write state in place: copy_ and the optimizers' per-parameter updates.
+// Eager code calls core-runtime for these directly (a fused update per group); while a step is
+// traced (compile/), they run through these ops so that the update is a node of the step's graph.
+//
+// The optimizers' numbers that change between steps (the learning rate a schedule sets, Adam's
+// step count) are not attributes but an input: `hyper`, a small float64 CPU tensor the replay
+// refills from the live optimizer before every call, so a compiled step never bakes them in.
+#include "ember/ops/optimizer.h"
+#include "families.h"
+#include "infer.h"
+
+namespace ember::autodiff {
+
+namespace {
+
+using Types = std::vector<TensorType>;
+using Tensors = std::vector<Tensor>;
+
+// The layout of each update's hyper tensor.
+enum SgdHyper { kSgdLr, kSgdMomentum, kSgdDampening, kSgdWeightDecay, kSgdCount };
+enum AdamHyper {
+  kAdamLr,
+  kAdamBeta1,
+  kAdamBeta2,
+  kAdamEps,
+  kAdamWeightDecay,
+  kAdamStep,
+  kAdamCount
+};
+
+void check_hyper(const char* op, const TensorType& hyper, int64_t count) {
+  if (hyper.dtype != DType::Float64 || hyper.shape != Shape{count} ||
+      hyper.device.type != DeviceType::CPU)
+    throw ShapeError(op, infer::describe("hyper", hyper) + "; expected f64[" +
+                             std::to_string(count) + "] on the CPU");
+}
+
+// param, then its state buffers and grad, all of param's type; hyper last.
+void check_update(const char* op, const Types& in, size_t tensors, int64_t hyper_count) {
+  infer::arity(op, in, tensors + 1);
+  infer::floating(op, in, 0);
+  for (size_t i = 1; i < tensors; ++i)
+    if (in[i] != in[0])
+      throw ShapeError(op, infer::describe("param", in[0]) + ", " +
+                               infer::describe(("operand " + std::to_string(i)).c_str(), in[i]) +
+                               "; every operand must have the parameter's type");
+  check_hyper(op, in[tensors], hyper_count);
+}
+
+const double* hyper_of(const Tensor& t) { return t.data<double>(); }
+
+// (param, [momentum_buffer], grad, hyper) -> (param, [momentum_buffer]), in place.
+Types sgd_update_infer(const Types& in, const Attrs& a) {
+  const bool buffer = a.b("has_buffer");
+  check_update("sgd_update", in, buffer ? 3 : 2, kSgdCount);
+  return buffer ? Types{in[0], in[1]} : Types{in[0]};
+}
+
+Tensors sgd_update_run(const Tensors& in, const Attrs& a) {
+  const bool buffer = a.b("has_buffer");
+  const Tensor& grad = in[buffer ? 2 : 1];
+  const double* h = hyper_of(in[buffer ? 3 : 2]);
+  sgd_step({in[0]}, {grad}, buffer ? TensorList{in[1]} : TensorList{}, h[kSgdLr], h[kSgdMomentum],
+           h[kSgdDampening], a.b("nesterov"), h[kSgdWeightDecay], a.b("first_step"),
+           a.b("maximize"));
+  return buffer ? Tensors{in[0], in[1]} : Tensors{in[0]};
+}
+
+// (param, exp_avg, exp_avg_sq, grad, hyper) -> (param, exp_avg, exp_avg_sq), in place.
+Types adam_update_infer(const Types& in, const Attrs&) {
+  check_update("adam_update", in, 4, kAdamCount);
+  return {in[0], in[1], in[2]};
+}
+
+Tensors adam_update_run(const Tensors& in, const Attrs& a) {
+  const double* h = hyper_of(in[4]);
+  adam_step({in[0]}, {in[3]}, {in[1]}, {in[2]}, int64_t(h[kAdamStep]), h[kAdamLr], h[kAdamBeta1],
+            h[kAdamBeta2], h[kAdamEps], h[kAdamWeightDecay], a.b("decoupled"), a.b("maximize"));
+  return {in[0], in[1], in[2]};
+}
+
+// (dst, src) -> dst with src's values (broadcast and cast), in place.
+Types copy_infer(const Types& in, const Attrs&) {
+  infer::arity("copy_", in, 2);
+  infer::broadcasts_to("copy_", "src", in[1], in[0].shape);
+  return {in[0]};
+}
+
+}  // namespace
+
+std::vector<OpDef> update_ops() {
+  return {
+      {"copy_", copy_infer,
+       [](const Tensors& in, const Attrs&) -> Tensors {
+         in[0].copy_(in[1]);
+         return {in[0]};
+       },
+       nullptr, false, true},
+      {"sgd_update", sgd_update_infer, sgd_update_run, nullptr, false, true},
+      {"adam_update", adam_update_infer, adam_update_run, nullptr, false, true},
+  };
+}
+
+}  // namespace ember::autodiff
