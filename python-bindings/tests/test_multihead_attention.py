@@ -23,7 +23,8 @@ def mha_ref(m, query, key, value, kpm=None, attn_mask=None, causal=False):
         w = m.in_proj_weight.detach().numpy()
         wq, wk, wv = w[:e], w[e:2 * e], w[2 * e:]
     else:
-        wq, wk, wv = (p.detach().numpy() for p in (m.q_proj_weight, m.k_proj_weight, m.v_proj_weight))
+        projections = (m.q_proj_weight, m.k_proj_weight, m.v_proj_weight)
+        wq, wk, wv = (p.detach().numpy() for p in projections)
     b = m.in_proj_bias.detach().numpy() if m.in_proj_bias is not None else np.zeros(3 * e)
     L, N, _ = query.shape
     S = key.shape[0]
