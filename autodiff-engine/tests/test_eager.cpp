@@ -240,7 +240,7 @@ TEST(Eager, PrintsTheRecordedForwardAndItsBackward) {
   EXPECT_TRUE(contains(text, "param %0:f32[2]")) << text;
   EXPECT_TRUE(contains(text, "= tanh(%0)")) << text;
   EXPECT_TRUE(contains(text, "tanh_backward")) << text;
-  EXPECT_TRUE(contains(text, "# grad of %0, via tanh")) << text;
+  EXPECT_TRUE(contains(text, "# grad of %0 via tanh")) << text;
   EXPECT_TRUE(contains(ad::Variable(vec({1}), false).graph_str(), "no recorded history"));
   const std::string of_vector = ad::tanh(x).graph_str();  // its gradient is an input
   EXPECT_TRUE(contains(of_vector, "input %2:f32[2]  grad_output")) << of_vector;

@@ -2,7 +2,6 @@
 tutorials/solutions.py and rejects a wrong one, and each notebook ends with exercises that call
 checks that exist."""
 
-import functools
 import math
 import re
 import sys
@@ -67,7 +66,8 @@ WRONG = {
     "kernels_2": lambda intensity, bandwidth, peak: np.maximum(bandwidth * intensity, peak),
     "mlp_1": lambda logits, labels: (logits.argmin(1) == labels).float().mean().item(),
     "mlp_2": lambda true, predicted, classes: solutions.mlp_2(predicted, true, classes),
-    "cnn_1": functools.partial(solutions.cnn_1, dilation=1),
+    "cnn_1": lambda size, kernel, stride, padding, dilation: solutions.cnn_1(  # no dilation
+        size, kernel, stride, padding),
     "cnn_2": lambda x, k: x[:, :, :x.shape[2] // k * k:k, :x.shape[3] // k * k:k],  # corners
     "memory_1": lambda snapshot: (sum(s["size"] for s in snapshot), 0),
     "memory_2": accumulate_without_dividing,

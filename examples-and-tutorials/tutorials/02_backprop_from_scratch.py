@@ -245,19 +245,20 @@ for name, make in optimizers.items():
 # differences.
 
 # %%
-class MyValue(Value):
-    def tanh(self):
-        out = MyValue(math.tanh(self.data), (self,))
+def tanh(self):
+    out = Value(math.tanh(self.data), (self,))
 
-        def backward_step():
-            self.grad += 0.0 * out.grad  # replace 0.0 by the derivative of tanh at self.data
+    def backward_step():
+        self.grad += 0.0 * out.grad  # replace 0.0 by the derivative of tanh at self.data
 
-        out.backward_step = backward_step
-        return out
+    out.backward_step = backward_step
+    return out
 
+
+Value.tanh = tanh  # a method of every Value from now on
 
 # %%
-check.backprop_1(MyValue)
+check.backprop_1(Value)
 
 # %% [markdown]
 # **2.** Write RMSprop (PyTorch's form, no momentum): $s \leftarrow \alpha s + (1 - \alpha)

@@ -45,31 +45,27 @@ std::string label(const Graph& g, ValueId id) {
 
 }  // namespace
 
-// What a node of the backward says of itself: for each output a rule returned as an input's
-// gradient, "d/d %7 (0.weight) via linear"; for each final gradient, "grad of 0.weight"; then
-// the driver's note. The other nodes a rule made say nothing: their line is read with the one
-// that uses them.
+// What a node of the backward says of itself: which gradient each output is, "d/d %7
+// (0.weight)" for a rule's result for an input, "grad of 0.weight" for a final gradient, then the
+// rule that made them ("via linear") and the driver's note. The other nodes a rule made say
+// nothing: their line is read with the one that uses them.
 std::string Graph::comment(int32_t index) const {
   const Node& n = node(index);
-  const std::string via = n.grad_of >= 0 ? " via " + node(n.grad_of).op->name : "";
-  std::vector<std::string> parts;
+  std::string text;
+  auto add = [&](const std::string& part, const char* separator) {
+    text += (text.empty() ? "" : separator) + part;
+  };
   for (ValueId out : n.outputs) {
     const Value& v = value(out);
-    if (!v.grad_of.empty()) {
-      std::string part = "grad of ";
-      for (size_t k = 0; k < v.grad_of.size(); ++k)
-        part += (k ? ", " : "") + label(*this, v.grad_of[k]);
-      parts.push_back(part + (v.rule_grad_of.empty() || via.empty() ? "" : "," + via));
-    } else if (!v.rule_grad_of.empty()) {
-      std::string part = "d/d ";
-      for (size_t k = 0; k < v.rule_grad_of.size(); ++k)
-        part += (k ? ", " : "") + value_name(v.rule_grad_of[k]);
-      parts.push_back(part + via);
-    }
+    std::string part;
+    for (size_t k = 0; k < v.grad_of.size(); ++k)
+      part += (k ? ", " : "grad of ") + label(*this, v.grad_of[k]);
+    for (size_t k = 0; k < v.rule_grad_of.size() && v.grad_of.empty(); ++k)
+      part += (k ? ", " : "d/d ") + value_name(v.rule_grad_of[k]);
+    if (!part.empty()) add(part, "; ");
   }
-  if (!n.note.empty()) parts.push_back(n.note);
-  std::string text;
-  for (size_t k = 0; k < parts.size(); ++k) text += (k ? "; " : "") + parts[k];
+  if (!text.empty() && n.grad_of >= 0) text += " via " + node(n.grad_of).op->name;
+  if (!n.note.empty()) add(n.note, "; ");
   return text;
 }
 

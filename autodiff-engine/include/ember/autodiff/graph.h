@@ -14,7 +14,7 @@
 // and the line where a gradient rule's result for an input is made says which, and the line of
 // each final gradient says whose it is:
 //   %12:f32[32,10] = mul(%11, %9)    # d/d %6 via tanh
-//   %15:f32[10,64] = matmul(%14, %3)    # grad of 0.weight, via linear
+//   %15:f32[10,64] = matmul(%14, %3)    # grad of 0.weight via linear
 #pragma once
 #include <cstdint>
 #include <deque>
