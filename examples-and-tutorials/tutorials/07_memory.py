@@ -109,9 +109,9 @@ plt.show()
 # right, after the step, when they have been freed: the segments stay, their blocks cached.
 
 # %%
-def draw_snapshot(ax, snapshot, title):
-    """Each segment a bar of its blocks: allocated ones coloured by op, free ones grey."""
-    colours = {}
+def draw_snapshot(ax, snapshot, title, colours):
+    """Each segment a bar of its blocks: allocated ones coloured by op (colours: op -> colour,
+    shared by the panels), free ones grey."""
     for row, segment in enumerate(sorted(snapshot, key=lambda s: -s["size"])):
         for block in segment["blocks"]:
             start = (block["address"] - segment["address"]) / MiB
@@ -127,7 +127,6 @@ def draw_snapshot(ax, snapshot, title):
     ax.set(title=f"{title}\nallocated {allocated / MiB:.1f} of {reserved / MiB:.1f} MiB "
                  "reserved", xlabel="MiB from the segment's start", ylabel="segment")
     ax.invert_yaxis()
-    return colours
 
 
 model = small_cnn()
@@ -141,8 +140,9 @@ model.zero_grad()
 after_step = ember.memory_snapshot(device)
 
 fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4), sharex=True)
-colours = draw_snapshot(left, during, "after the forward")
-colours.update(draw_snapshot(right, after_step, "after the step"))
+colours = {}
+draw_snapshot(left, during, "after the forward", colours)
+draw_snapshot(right, after_step, "after the step", colours)
 handles = [Patch(color=c, label=op) for op, c in colours.items()]
 handles.append(Patch(color="0.85", label="cached (free)"))
 fig.legend(handles=handles, loc="center right", fontsize=8)
