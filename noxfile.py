@@ -6,6 +6,7 @@
   nox -s asan     core-runtime's tests under AddressSanitizer + UBSan (CPU-only build)
   nox -s cross_aarch64   core-runtime's CPU sources compiled for aarch64 (objects only)
   nox -s demo     the main job: builds Ember and trains the default example (train_digits)
+  nox -s tutorials_html   the tutorial notebooks executed and rendered to build/tutorials-html/
   nox -s bench_gate   the benchmark gate: this checkout against a base commit, side by side
   nox -s bench, bench_compare, bench_plot, bench_baseline: see benchmarks/README.md
 
@@ -311,6 +312,17 @@ def demo(session):
     session.install("-r", str(ROOT / "examples-and-tutorials/requirements.txt"))
     session.run("python", str(ROOT / "examples-and-tutorials/python/train_digits.py"),
                 *session.posargs, env={"MPLBACKEND": "Agg"})
+
+
+@nox.session
+def tutorials_html(session):
+    """Executes every tutorial notebook and renders it to HTML, pictures included, into
+    build/tutorials-html/ (index.html lists the course); args: notebooks to render (e.g. 02)."""
+    install_cpp_packages(session, with_tests=False)
+    install_python_package(session)
+    session.install("-r", str(ROOT / "examples-and-tutorials/requirements.txt"))
+    session.run("python", str(ROOT / "examples-and-tutorials/tutorials_html.py"),
+                str(BUILD / "tutorials-html"), *session.posargs)
 
 
 # ---------------------------------------------------------------- benchmarks

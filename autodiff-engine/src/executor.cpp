@@ -99,7 +99,7 @@ std::vector<Tensor> run(const Graph& graph, const std::vector<Tensor>& inputs) {
   size_t next = 0;
   for (ValueId id = 0; id < graph.num_values(); ++id) {
     const ValueKind kind = graph.value(id).kind;
-    if (kind != ValueKind::Input && kind != ValueKind::Parameter) continue;
+    if (kind == ValueKind::Computed || kind == ValueKind::Constant) continue;
     if (next == inputs.size())
       throw ValueError("run", "got " + std::to_string(inputs.size()) +
                                   " tensors but the graph has more inputs and parameters");

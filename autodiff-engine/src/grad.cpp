@@ -20,9 +20,13 @@ Val sum_uses(Graph& g, std::vector<Val>& uses, ValueId of) {
   if (uses.empty()) return Val();
   Val total = uses[0];
   if (uses.size() > 1) {
-    g.set_provenance(-1, "d/d %" + std::to_string(of) + ": sum over its " +
-                             std::to_string(uses.size()) + " uses");
-    for (size_t k = 1; k < uses.size(); ++k) total = apply1<Val>(op_def("add"), {total, uses[k]});
+    // The note goes on the last add only, the one whose output is the sum.
+    for (size_t k = 1; k < uses.size(); ++k) {
+      if (k + 1 == uses.size())
+        g.set_provenance(-1, "d/d %" + std::to_string(of) + ": sum over its " +
+                                 std::to_string(uses.size()) + " uses");
+      total = apply1<Val>(op_def("add"), {total, uses[k]});
+    }
     g.set_provenance(-1);
     uses.assign(1, total);
   }
@@ -124,6 +128,7 @@ std::vector<Val> grad(const std::vector<Val>& outputs, const std::vector<Val>& w
     for (ValueId in : node.inputs) ins.push_back(g.val(in));
     for (ValueId out : node.outputs) outs.push_back(g.val(out));
     GradContext ctx{g, ins, outs, douts, needs, node.attrs};
+    const int32_t first_rule_node = g.num_nodes();
     g.set_provenance(k);
     std::vector<Val> dins = node.op->grad(ctx);
     g.set_provenance(-1);
@@ -148,12 +153,17 @@ std::vector<Val> grad(const std::vector<Val>& outputs, const std::vector<Val>& w
         d = apply1<Val>(op_def("sum_to"), {d}, {{"shape", want.shape}});
         g.set_provenance(-1);
       }
+      if (d.value().node >= first_rule_node) g.mark_rule_gradient(d.id, node.inputs[i]);
       pending[size_t(node.inputs[i])].push_back(d);
     }
   }
 
   std::vector<Val> result;
-  for (const Val& w : wrt) result.push_back(sum_uses(g, pending[size_t(w.id)], w.id));
+  for (const Val& w : wrt) {
+    result.push_back(sum_uses(g, pending[size_t(w.id)], w.id));
+    if (result.back().defined() && result.back().value().node >= num_nodes)
+      g.mark_gradient(result.back().id, w.id);
+  }
   return result;
 }
 

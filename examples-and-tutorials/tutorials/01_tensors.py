@@ -20,6 +20,7 @@
 # contiguous tensor — only change those numbers: they return a *view* that shares the storage.
 
 # %%
+import check
 import numpy as np
 
 import ember
@@ -111,3 +112,30 @@ print("allocated grew by", (ember.memory_allocated(device) - before) / 2**20, "M
 del big
 print("after del:", (ember.memory_allocated(device) - before) / 2**20, "MiB")
 print(ember.memory_stats(device))
+
+# %% [markdown]
+# ## Exercises
+# Each exercise ends with a cell that checks your answer (`check.py`, beside the notebooks):
+# it prints ✓, or ✗ and what is wrong. The cells below start from a wrong answer; fix them.
+#
+# **1.** Write `strides_of(shape)`: the strides, in elements, of a contiguous (row-major)
+# tensor of that shape, e.g. `(12, 4, 1)` for `(2, 3, 4)`. The check compares it with
+# `ember.empty(shape).stride()` for shapes of 0 to 4 dims.
+
+# %%
+def strides_of(shape):
+    return tuple(1 for _ in shape)
+
+
+check.tensors_1(strides_of)
+
+# %% [markdown]
+# **2.** Write `last_column(x)`: the last column of a 2-D tensor as a *view*, so that writing
+# into it writes into `x`. The check writes through your result.
+
+# %%
+def last_column(x):
+    return ember.tensor(x.numpy()[:, -1])
+
+
+check.tensors_2(last_column)

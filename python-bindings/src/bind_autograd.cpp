@@ -114,7 +114,14 @@ void bind_autograd(py::module_& m, TensorClass& cls) {
           "replacement tensor (None keeps the gradient). Returns a handle whose remove() "
           "unregisters the hook.")
       .def("_graph_str", &V::graph_str)
-      .def("_graph_dot", &V::graph_dot);
+      .def("_graph_dot", &V::graph_dot)
+      .def_property_readonly("_name", &V::name)
+      .def(
+          "_set_name",
+          [](const V& x, std::string name, bool buffer) { x.set_name(std::move(name), buffer); },
+          py::arg("name"), py::arg("buffer") = false,
+          "The name the printed graph gives this leaf (nn.Module sets it for its parameters "
+          "and buffers); buffer: printed as a buffer rather than an input.");
 
   m.def("is_grad_enabled", &ad::grad_enabled, "Whether ops on tensors are recorded.");
   m.def("set_grad_enabled", &ad::set_grad_enabled, py::arg("mode"), "Turns recording on or off.");

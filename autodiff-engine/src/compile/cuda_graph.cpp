@@ -15,7 +15,8 @@ CudaGraphStep::CudaGraphStep(const Program& program, const Replay& replay,
   for (ValueId id = 0; id < g.num_values(); ++id) {
     const ValueKind kind = g.value(id).kind;
     if (kind == ValueKind::Input) inputs_.push_back(id);
-    if (kind == ValueKind::Input || kind == ValueKind::Parameter) bound_.push_back(id);
+    if (kind == ValueKind::Input || kind == ValueKind::Parameter || kind == ValueKind::Buffer)
+      bound_.push_back(id);
   }
 }
 

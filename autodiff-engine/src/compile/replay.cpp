@@ -15,7 +15,8 @@ namespace {
 Device step_device(const Graph& g) {
   for (ValueId id = 0; id < g.num_values(); ++id) {
     const ValueKind kind = g.value(id).kind;
-    if (kind == ValueKind::Input || kind == ValueKind::Parameter) return g.value(id).type.device;
+    if (kind == ValueKind::Input || kind == ValueKind::Parameter || kind == ValueKind::Buffer)
+      return g.value(id).type.device;
   }
   return Device();
 }

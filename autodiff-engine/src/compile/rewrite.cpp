@@ -21,6 +21,7 @@ void Rewriter::catch_up(ValueId before) {
     Val now;
     if (v.kind == ValueKind::Input) now = to_.graph->input(v.type, v.name);
     else if (v.kind == ValueKind::Parameter) now = to_.graph->parameter(v.type, v.name);
+    else if (v.kind == ValueKind::Buffer) now = to_.graph->buffer(v.type, v.name);
     else if (v.kind == ValueKind::Constant) now = to_.graph->constant(v.constant, v.name);
     else continue;
     map_[size_t(next_uncomputed_)] = now.id;

@@ -75,7 +75,13 @@ struct History {
                        "first backward (or grad()), or run the forward again");
 }
 
-History walk(const std::vector<Variable>& roots) {
+TensorType leaf_type(const VariableImpl& leaf) {
+  return leaf.data.defined() ? type_of(leaf.data) : *leaf.stand_in_type;
+}
+
+// `printing`: records whose saved values a backward freed are walked too (their structure is
+// all the printed graph needs).
+History walk(const std::vector<Variable>& roots, bool printing = false) {
   History h;
   // Iterative post-order over records: a record is placed after every record it reads.
   std::vector<std::pair<std::shared_ptr<Record>, size_t>> stack;
@@ -84,7 +90,7 @@ History walk(const std::vector<Variable>& roots) {
     if (!v->record) {
       if (h.leaf_slot.emplace(v.get(), int32_t(h.leaves.size())).second) h.leaves.push_back(v);
     } else if (!seen.count(v->record.get())) {
-      if (v->record->released) throw_freed(*v->record);
+      if (v->record->released && !printing) throw_freed(*v->record);
       seen[v->record.get()] = 1;
       stack.emplace_back(v->record, 0);
     }
@@ -106,11 +112,11 @@ History walk(const std::vector<Variable>& roots) {
   int32_t next_slot = num_leaves;
   for (const auto& rec : h.records) {
     h.first_slot.push_back(next_slot);
-    next_slot += int32_t(rec->outputs.size());
+    next_slot += int32_t(rec->output_types.size());
   }
   Structure& s = h.structure;
   for (const auto& leaf : h.leaves) {
-    s.leaf_types.push_back(type_of(leaf->data));
+    s.leaf_types.push_back(leaf_type(*leaf));
     s.leaf_requires_grad.push_back(leaf->requires_grad);
   }
   for (const auto& rec : h.records) {
@@ -134,13 +140,19 @@ struct BackwardGraph {
   std::vector<char> read;            // per forward value: the backward nodes read it
 };
 
-std::unique_ptr<BackwardGraph> build(const History& h) {
+// `named`: the leaves carry their names and buffers are told from inputs, for printing (the
+// cached graphs serve every history of one structure, whatever its names).
+std::unique_ptr<BackwardGraph> build(const History& h, bool named = false) {
   auto bg = std::make_unique<BackwardGraph>();
   const Structure& s = h.structure;
   bg->structure = s;
   Graph& g = bg->graph;
   for (size_t i = 0; i < s.leaf_types.size(); ++i) {
-    Val v = s.leaf_requires_grad[i] ? g.parameter(s.leaf_types[i]) : g.input(s.leaf_types[i]);
+    const VariableImpl& leaf = *h.leaves[i];
+    const std::string name = named ? leaf.name : "";
+    Val v = s.leaf_requires_grad[i]   ? g.parameter(s.leaf_types[i], name)
+            : named && leaf.is_buffer ? g.buffer(s.leaf_types[i], name)
+                                      : g.input(s.leaf_types[i], name);
     bg->slot_value.push_back(v.id);
   }
   for (size_t k = 0; k < s.ops.size(); ++k) {
@@ -353,10 +365,24 @@ Variable owned_gradient(const Tensor& g) {
   return Variable(shared || !g.is_contiguous() ? run_op(EMBER_OP("clone"), {g}, {})[0] : g);
 }
 
+// Frees what the records saved. Their structure stays for the printed graph; a leaf that does
+// not require grad (a batch of data) is swapped for a stand-in holding only its type and name,
+// so that the data is not kept alive by a loss that has been differentiated.
 void release(const History& h) {
+  std::unordered_map<const VariableImpl*, std::shared_ptr<VariableImpl>> stand_ins;
   for (const auto& rec : h.records) {
     rec->released = true;
-    rec->inputs.clear();
+    for (auto& in : rec->inputs) {
+      if (in->record || in->requires_grad || !in->data.defined()) continue;
+      auto& stand_in = stand_ins[in.get()];
+      if (!stand_in) {
+        stand_in = std::make_shared<VariableImpl>();
+        stand_in->stand_in_type = std::make_shared<const TensorType>(type_of(in->data));
+        stand_in->name = in->name;
+        stand_in->is_buffer = in->is_buffer;
+      }
+      in = stand_in;
+    }
     rec->outputs.clear();
     rec->owner.reset();
   }
@@ -488,23 +514,25 @@ std::vector<Variable> grad(const std::vector<Variable>& outputs,
 }
 
 namespace {
-// The forward graph recorded up to v with its backward graph appended (from the cache).
-const Graph& recorded_graph(const Variable& v) {
-  History h = prepare({v}, {});
-  h.structure.root_has_grad[0] = v.numel() != 1;  // a non-scalar's gradient is an input
+// The forward graph recorded up to v with its backward graph appended, with the leaves' names:
+// built for the printer alone (neither taken from the cache nor put into it), from the
+// structure, so that it prints after a backward freed the saved values too.
+std::unique_ptr<BackwardGraph> recorded_graph(const Variable& v) {
+  History h = walk({v}, /*printing=*/true);
+  h.structure.root_has_grad.push_back(v.numel() != 1);  // a non-scalar's gradient is an input
   want_accumulated(h);
-  return backward_graph(h).graph;
+  return build(h, /*named=*/true);
 }
 }  // namespace
 
 std::string Variable::graph_str() const {
   if (!requires_grad()) return "(no recorded history: " + str() + ")\n";
-  return recorded_graph(*this).str();
+  return recorded_graph(*this)->graph.str();
 }
 
 std::string Variable::graph_dot() const {
   if (!requires_grad()) return "digraph ember {\n}\n";
-  return recorded_graph(*this).to_dot();
+  return recorded_graph(*this)->graph.to_dot();
 }
 
 BackwardCacheStats backward_cache_stats() { return stats; }

@@ -1,6 +1,7 @@
 // record.h — what eager mode keeps of each op it recorded (private to src/eager).
 #pragma once
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "ember/autodiff/op.h"
@@ -23,7 +24,9 @@ struct Record {
   std::vector<std::weak_ptr<VariableImpl>> output_vars;  // for hooks and retain_grad
   // Storage versions when recorded: a saved tensor changed in place since is an error.
   std::vector<int64_t> input_versions, output_versions;
-  bool released = false;        // a backward without retain_graph freed the saved outputs
+  // A backward without retain_graph freed the saved outputs. The inputs stay, for the printed
+  // graph, but a leaf that does not require grad is swapped for a stand-in without its data.
+  bool released = false;
   std::shared_ptr<void> owner;  // what a custom function's call keeps (custom_function.cpp)
 };
 
@@ -39,6 +42,10 @@ struct VariableImpl {
   // The trace (compile/trace.h) that was running when this leaf was made from a tensor, 0 if
   // none: its tensor came from inside the step.
   int64_t made_in_trace = 0;
+  std::string name;        // for printed graphs (Variable::set_name)
+  bool is_buffer = false;  // printed as a buffer, not an input
+  // A released record's stand-in for a leaf (Record::released) has no data, only its type.
+  std::shared_ptr<const TensorType> stand_in_type;
 };
 
 // Per input and per output of an op: whether its gradient rule reads the value (saved.cpp).

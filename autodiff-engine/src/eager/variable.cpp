@@ -33,6 +33,17 @@ Variable::Variable(Tensor data, bool requires_grad) : impl_(std::make_shared<Var
   set_requires_grad(requires_grad);
 }
 
+const std::string& Variable::name() const {
+  static const std::string none;
+  return impl_ ? impl_->name : none;
+}
+const Variable& Variable::set_name(std::string name, bool is_buffer) const {
+  VariableImpl& impl = checked(impl_, "set_name");
+  impl.name = std::move(name);
+  impl.is_buffer = is_buffer;
+  return *this;
+}
+
 const Tensor& Variable::data() const { return checked(impl_, "Variable.data").data; }
 bool Variable::requires_grad() const { return impl_ && impl_->requires_grad; }
 bool Variable::is_leaf() const { return !impl_ || impl_->record == nullptr; }

@@ -1,6 +1,7 @@
 // graph.cpp — values, attributes and adding nodes (the type check happens here).
 #include "ember/autodiff/graph.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "ember/autodiff/op.h"
@@ -86,13 +87,15 @@ const std::string& Attrs::s(const std::string& name) const {
   return get<std::string>(find(name), name, "a string");
 }
 
+// An empty string is an attribute with no value (conv2d's padding_mode when not given): left out.
 std::string Attrs::str() const {
-  if (items_.empty()) return "";
   std::ostringstream os;
-  os << "{";
-  for (size_t k = 0; k < items_.size(); ++k) {
-    os << (k ? ", " : "") << items_[k].first << "=";
-    const Attr& a = items_[k].second;
+  bool first = true;
+  for (const auto& [name, a] : items_) {
+    const auto* text = std::get_if<std::string>(&a);
+    if (text && text->empty()) continue;
+    os << (first ? "{" : ", ") << name << "=";
+    first = false;
     if (auto* i = std::get_if<int64_t>(&a)) {
       os << *i;
     } else if (auto* f = std::get_if<double>(&a)) {
@@ -102,10 +105,10 @@ std::string Attrs::str() const {
       for (size_t j = 0; j < l->size(); ++j) os << (j ? "," : "") << (*l)[j];
       os << "]";
     } else {
-      os << std::get<std::string>(a);
+      os << *text;
     }
   }
-  os << "}";
+  if (!first) os << "}";
   return os.str();
 }
 
@@ -131,6 +134,9 @@ Val Graph::input(TensorType type, std::string name) {
 }
 Val Graph::parameter(TensorType type, std::string name) {
   return new_value(std::move(type), ValueKind::Parameter, std::move(name));
+}
+Val Graph::buffer(TensorType type, std::string name) {
+  return new_value(std::move(type), ValueKind::Buffer, std::move(name));
 }
 Val Graph::constant(Tensor value, std::string name) {
   Val v = new_value(type_of(value), ValueKind::Constant, std::move(name));
@@ -197,6 +203,17 @@ std::vector<Val> Graph::add(const OpDef& op, const std::vector<Val>& inputs, Att
   nodes_.push_back(std::move(node));
   return outs;
 }
+
+namespace {
+void add_once(std::vector<ValueId>& list, ValueId id) {
+  if (std::find(list.begin(), list.end(), id) == list.end()) list.push_back(id);
+}
+}  // namespace
+
+void Graph::mark_rule_gradient(ValueId grad, ValueId of) {
+  add_once(values_[size_t(grad)].rule_grad_of, of);
+}
+void Graph::mark_gradient(ValueId grad, ValueId of) { add_once(values_[size_t(grad)].grad_of, of); }
 
 void Graph::mark_output(Val v) {
   if (v.graph != this) throw ValueError("mark_output", "the value belongs to another graph");

@@ -1,5 +1,7 @@
 // printer.cpp — the text form of a graph (one typed line per node) and its Graphviz DOT.
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "ember/autodiff/graph.h"
 #include "ember/autodiff/op.h"
@@ -14,6 +16,8 @@ const char* kind_name(ValueKind kind) {
       return "input";
     case ValueKind::Parameter:
       return "param";
+    case ValueKind::Buffer:
+      return "buffer";
     case ValueKind::Constant:
       return "const";
     case ValueKind::Computed:
@@ -23,35 +27,54 @@ const char* kind_name(ValueKind kind) {
 }
 
 std::string typed(const Graph& g, ValueId id) {
-  return g.value_name(id) + ":" + g.value(id).type.str();
+  return "%" + std::to_string(id) + ":" + g.value(id).type.str();
 }
 
-// "# d/d %3, %4 via mul (%5)": which forward node's rule made a backward node.
-std::string provenance_comment(const Graph& g, const Node& n) {
-  if (n.grad_of < 0) return n.note.empty() ? "" : "    # " + n.note;
-  const Node& fwd = g.node(n.grad_of);
-  std::ostringstream os;
-  os << "    # d/d ";
-  bool first = true;
-  for (ValueId in : fwd.inputs) {
-    if (!is_floating(g.value(in).type.dtype)) continue;
-    os << (first ? "" : ", ") << "%" << in;
-    first = false;
-  }
-  os << " via " << fwd.op->name << " (%" << fwd.outputs[0] << ")";
-  if (!n.note.empty()) os << ": " << n.note;
-  return os.str();
+// "param %1:f32[16,1,3,3]  0.weight": a value that no node computes, with its name.
+std::string header(const Graph& g, ValueId id) {
+  const Value& v = g.value(id);
+  return std::string(kind_name(v.kind)) + " " + typed(g, id) +
+         (v.name.empty() ? "" : "  " + v.name);
+}
+
+// "0.weight", or "%7" for a value without a name.
+std::string label(const Graph& g, ValueId id) {
+  const std::string& name = g.value(id).name;
+  return name.empty() ? "%" + std::to_string(id) : name;
 }
 
 }  // namespace
 
+// What a node of the backward says of itself: which gradient each output is, "d/d %7
+// (0.weight)" for a rule's result for an input, "grad of 0.weight" for a final gradient, then the
+// rule that made them ("via linear") and the driver's note. The other nodes a rule made say
+// nothing: their line is read with the one that uses them.
+std::string Graph::comment(int32_t index) const {
+  const Node& n = node(index);
+  std::string text;
+  auto add = [&](const std::string& part, const char* separator) {
+    text += (text.empty() ? "" : separator) + part;
+  };
+  for (ValueId out : n.outputs) {
+    const Value& v = value(out);
+    std::string part;
+    for (size_t k = 0; k < v.grad_of.size(); ++k)
+      part += (k ? ", " : "grad of ") + label(*this, v.grad_of[k]);
+    for (size_t k = 0; k < v.rule_grad_of.size() && v.grad_of.empty(); ++k)
+      part += (k ? ", " : "d/d ") + value_name(v.rule_grad_of[k]);
+    if (!part.empty()) add(part, "; ");
+  }
+  if (!text.empty() && n.grad_of >= 0) text += " via " + node(n.grad_of).op->name;
+  if (!n.note.empty()) add(n.note, "; ");
+  return text;
+}
+
 std::string Graph::str() const {
   std::ostringstream os;
-  for (ValueId id = 0; id < num_values(); ++id) {
-    const Value& v = values_[size_t(id)];
-    if (v.kind != ValueKind::Computed) os << kind_name(v.kind) << " " << typed(*this, id) << "\n";
-  }
-  for (const Node& n : nodes_) {
+  for (ValueId id = 0; id < num_values(); ++id)
+    if (values_[size_t(id)].kind != ValueKind::Computed) os << header(*this, id) << "\n";
+  for (int32_t index = 0; index < num_nodes(); ++index) {
+    const Node& n = nodes_[size_t(index)];
     std::ostringstream line;
     for (size_t k = 0; k < n.outputs.size(); ++k)
       line << (k ? ", " : "") << typed(*this, n.outputs[k]);
@@ -60,7 +83,8 @@ std::string Graph::str() const {
     line << ")";
     const std::string attrs = n.attrs.str();
     if (!attrs.empty()) line << " " << attrs;
-    os << line.str() << provenance_comment(*this, n) << "\n";
+    const std::string remark = comment(index);
+    os << line.str() << (remark.empty() ? "" : "    # " + remark) << "\n";
   }
   if (!outputs_.empty()) {
     os << "return ";
@@ -81,25 +105,28 @@ std::string dot_escape(const std::string& s) {
 }
 }  // namespace
 
-// Nodes are boxes "n<index>" labelled with the op, its attributes and its outputs' types;
-// inputs, parameters and constants are ellipses "v<id>". An edge runs from what made a value to
-// each node reading it, labelled with the value. Backward nodes are filled, so the two halves
-// of a training graph are told apart at a glance.
+// Nodes are boxes "n<index>" labelled with the op, its attributes, its outputs' types and the
+// comment of its text line; inputs, parameters, buffers and constants are ellipses "v<id>"
+// labelled with their header line. An edge runs from what made a value to each node reading
+// it, labelled with the value. Backward nodes are filled, so the two halves of a training graph
+// are told apart at a glance.
 std::string Graph::to_dot() const {
   std::ostringstream os;
   os << "digraph ember {\n  rankdir=TB;\n  node [fontname=\"monospace\", fontsize=10];\n";
   for (ValueId id = 0; id < num_values(); ++id) {
     const Value& v = values_[size_t(id)];
     if (v.kind == ValueKind::Computed) continue;
-    os << "  v" << id << " [shape=ellipse, label=\""
-       << dot_escape(std::string(kind_name(v.kind)) + " " + typed(*this, id)) << "\"];\n";
+    os << "  v" << id << " [shape=ellipse, label=\"" << dot_escape(header(*this, id)) << "\"];\n";
   }
   for (size_t k = 0; k < nodes_.size(); ++k) {
     const Node& n = nodes_[k];
-    std::string label = n.op->name;
-    if (!n.attrs.items().empty()) label += "\\n" + dot_escape(n.attrs.str());
-    for (ValueId out : n.outputs) label += "\\n" + dot_escape(typed(*this, out));
-    os << "  n" << k << " [shape=box, label=\"" << label << "\"";
+    std::string text = n.op->name;
+    const std::string attrs = n.attrs.str();
+    if (!attrs.empty()) text += "\\n" + dot_escape(attrs);
+    for (ValueId out : n.outputs) text += "\\n" + dot_escape(typed(*this, out));
+    const std::string remark = comment(int32_t(k));
+    if (!remark.empty()) text += "\\n# " + dot_escape(remark);
+    os << "  n" << k << " [shape=box, label=\"" << text << "\"";
     if (n.grad_of >= 0 || !n.note.empty()) os << ", style=filled, fillcolor=\"#fde2c8\"";
     os << "];\n";
   }

@@ -271,6 +271,13 @@ class Tensor(metaclass=_pybind11_type):
         ...
     def _graph_str(self) -> str:
         ...
+    @property
+    def _name(self) -> str:
+        ...
+    def _set_name(self, name: str, buffer: builtins.bool = False) -> None:
+        """
+        The name the printed graph gives this leaf (nn.Module sets it for its parameters and buffers); buffer: printed as a buffer rather than an input.
+        """
     def abs(self) -> Tensor:
         """
         |x|.

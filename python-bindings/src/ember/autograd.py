@@ -4,6 +4,7 @@ ops of your own with their gradients (Function), gradcheck() and the recorded gr
 
 import functools
 import html
+import pathlib
 import shutil
 import subprocess
 
@@ -273,14 +274,32 @@ class Graph:
         (backward nodes shaded), an edge per value used, labelled with the value."""
         return self.dot
 
-    def render(self, path, format: str = "svg") -> str:  # noqa: A002 (Graphviz's name)
-        """Writes the graph drawn by Graphviz's dot to path (svg, png, pdf...); returns path."""
+    def render(self, path, format: str | None = None) -> str:  # noqa: A002 (Graphviz's name)
+        """Draws the graph with Graphviz's dot into path, in the format its extension names
+        (.svg, .png or .pdf; format, if given, must agree with it); returns path."""
+        path = pathlib.Path(path)
+        suffix = path.suffix.lower().lstrip(".")
+        if suffix not in _RENDER_FORMATS:
+            raise _core.ValueError(
+                f"render: cannot tell the format from the file name {str(path)!r}; give it one "
+                f"of the extensions {', '.join('.' + f for f in _RENDER_FORMATS)}")
+        if format is not None and format.lower() != suffix:
+            raise _core.ValueError(
+                f"render: format={format!r} but the file name {str(path)!r} says {suffix}; a "
+                f"file holds what its extension says. Fix: name it {path.stem}.{format.lower()}"
+                " or leave format out")
         dot = shutil.which("dot")
         if dot is None:
             raise _core.NotSupportedError(
                 "render: Graphviz's `dot` program is not installed. Install the graphviz "
-                "package (apt install graphviz, brew install graphviz or conda install "
-                "graphviz), or write to_dot() to a file and render it elsewhere")
-        subprocess.run([dot, f"-T{format}", "-o", str(path)], input=self.to_dot(), text=True,
-                       check=True)
+                "package (ci/install-system-deps.sh, apt install graphviz, brew install graphviz "
+                "or conda install graphviz), or write to_dot() to a file and render it elsewhere")
+        done = subprocess.run([dot, f"-T{suffix}", "-o", str(path)], input=self.to_dot(),
+                              text=True, capture_output=True)
+        if done.returncode != 0:
+            raise _core.EmberError(f"render: dot -T{suffix} failed: {done.stderr.strip()}")
         return str(path)
+
+
+# What render() writes, by file extension (each is also dot's -T name).
+_RENDER_FORMATS = ("svg", "png", "pdf")

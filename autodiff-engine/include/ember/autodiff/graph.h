@@ -9,8 +9,12 @@
 //
 // Printed (str()), a graph reads like a JAX jaxpr, one typed line per node:
 //   %7:f32[32,16,26,26] = conv2d(%3, %4) {stride=[1,1], padding=[0,0]}
-// and nodes that a gradient rule added say which forward node's rule made them:
-//   %12:f32[32,10] = mul(%11, %9)    # d/d %6 via tanh (%7)
+// Inputs, parameters and buffers head the listing with their names (nn.Module's, in eager mode):
+//   param %1:f32[16,1,3,3]  0.weight
+// and the line where a gradient rule's result for an input is made says which, and the line of
+// each final gradient says whose it is:
+//   %12:f32[32,10] = mul(%11, %9)    # d/d %6 via tanh
+//   %15:f32[10,64] = matmul(%14, %3)    # grad of 0.weight via linear
 #pragma once
 #include <cstdint>
 #include <deque>
@@ -59,7 +63,8 @@ class Attrs {
   bool b(const std::string& name) const { return i(name) != 0; }
 
   const std::vector<std::pair<std::string, Attr>>& items() const { return items_; }
-  std::string str() const;  // "{stride=[1,1], padding=[0,0]}", "" when empty
+  // "{stride=[1,1], padding=[0,0]}", "" when empty; an empty string attribute is left out
+  std::string str() const;
   bool operator==(const Attrs& o) const { return items_ == o.items_; }
 
  private:
@@ -72,6 +77,7 @@ using ValueId = int32_t;
 enum class ValueKind : uint8_t {
   Input,      // bound to a tensor when the graph runs (data, labels, an incoming gradient)
   Parameter,  // an input that is trained: what gradients are usually taken with respect to
+  Buffer,     // an input that is a model's state but not trained (batch norm's running stats)
   Constant,   // a tensor held by the graph itself
   Computed,   // the output of a node
 };
@@ -83,6 +89,9 @@ struct Value {
   int32_t node = -1;   // the node computing it (Computed only)
   int32_t output = 0;  // which of that node's outputs it is
   Tensor constant;     // the data of a Constant
+  // For the printer, set by the gradient driver (grad.h): the forward values whose gradient a
+  // rule returned as this value, and those whose whole gradient grad() returned it as.
+  std::vector<ValueId> rule_grad_of, grad_of;
 };
 
 struct Node {
@@ -123,6 +132,7 @@ class Graph {
 
   Val input(TensorType type, std::string name = "");
   Val parameter(TensorType type, std::string name = "");
+  Val buffer(TensorType type, std::string name = "");
   Val constant(Tensor value, std::string name = "");
 
   // Appends a node of `op` over `inputs` after running the op's shape/dtype rule; returns its
@@ -147,11 +157,18 @@ class Graph {
   }
   int32_t provenance() const { return provenance_; }
   const std::string& provenance_note() const { return provenance_note_; }
+  // What the printer says of a gradient value: a rule returned `grad` as (part of) the gradient
+  // of the forward value `of`; grad() returned `grad` as the whole gradient of `of`.
+  void mark_rule_gradient(ValueId grad, ValueId of);
+  void mark_gradient(ValueId grad, ValueId of);
 
   // "%3" or "%3 (w1)" when named: how the printer names a value.
   std::string value_name(ValueId id) const;
-  std::string str() const;     // the text form: a header of inputs, one line per node, outputs
+  // The text form: a header of inputs, one line per node, outputs. Each line of a node made by a
+  // gradient rule carries the comment that the text form shows (also a DOT node's last line).
+  std::string str() const;
   std::string to_dot() const;  // Graphviz DOT: a box per node, an ellipse per input or constant
+  std::string comment(int32_t node) const;  // "d/d %7 (0.weight) via linear", "" for none
 
  private:
   friend struct Val;

@@ -57,6 +57,12 @@ class Variable {
   int64_t size(int64_t d) const { return data().size(d); }
   int64_t numel() const { return data().numel(); }
 
+  // A name for printed graphs ("0.weight": nn.Module names its parameters and buffers); a
+  // buffer (state a model reads but does not train) prints as `buffer`, other leaves as `param`
+  // (requires grad) or `input`. Only a leaf's name is printed. Costs nothing per op.
+  const std::string& name() const;
+  const Variable& set_name(std::string name, bool is_buffer = false) const;
+
   bool requires_grad() const;
   // Leaves only (a recorded result requires grad when an input does): ValueError otherwise.
   Variable& set_requires_grad(bool requires_grad);
@@ -85,7 +91,8 @@ class Variable {
   const Variable& copy_(const Variable& src) const;
 
   // The recorded forward graph that led here with its backward graph: as text, and as Graphviz
-  // DOT (an empty digraph for a Variable without history).
+  // DOT (an empty digraph for a Variable without history). After a backward that freed the
+  // saved values the structure is still there, so the graph still prints.
   std::string graph_str() const;
   std::string graph_dot() const;
   std::string str() const { return data().str(); }

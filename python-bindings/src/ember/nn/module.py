@@ -19,6 +19,18 @@ from ember.nn.parameter import Parameter
 _calls = threading.local()  # the stack of module calls in progress, per thread
 
 
+def _name_tensors(module, prefix):
+    """Gives every parameter and buffer of module its dotted name under prefix ('0.weight',
+    '1.running_mean'): the names printed graphs show (Tensor.graph()). Called where tensors or
+    submodules are registered, so that each registration names its subtree: a model's
+    parameters end up named from the outermost module they were registered into."""
+    for name, p in module.named_parameters(prefix):
+        p._set_name(name)
+    for name, b in module.named_buffers(prefix):
+        if isinstance(b, _core.Tensor):
+            b._set_name(name, buffer=True)
+
+
 def zero_grads(params, set_to_none):
     """Module.zero_grad and Optimizer.zero_grad: each grad None, or zeroed in place."""
     for p in params:
@@ -65,8 +77,10 @@ class Module:
             self._forget(name)
             table = self._parameters if isinstance(value, Parameter) else self._modules
             table[name] = value
+            _name_entry(self, name, value)
         elif name in self._buffers or (name in self._parameters and value is None):
             (self._buffers if name in self._buffers else self._parameters)[name] = value
+            _name_entry(self, name, value)
         elif name in self._parameters:
             raise TypeError(
                 f"{type(self).__name__}.{name} is a parameter; assign an nn.Parameter or None, "
@@ -99,16 +113,19 @@ class Module:
         """Registers a tensor that is state but not a parameter (BatchNorm's running stats); it
         is in state_dict() unless persistent is False, and moves with to()."""
         self._buffers[name] = tensor
+        _name_entry(self, name, tensor)
         if not persistent:
             self.__dict__.setdefault("_non_persistent", set()).add(name)
 
     def register_parameter(self, name, param):
         """Registers a Parameter (or None) under name, as assigning it does."""
         self._parameters[name] = param
+        _name_entry(self, name, param)
 
     def add_module(self, name, module):
         """Registers a submodule under name, as assigning it does."""
         self._modules[name] = module
+        _name_entry(self, name, module)
 
     # ---- calling ----
     def forward(self, *args, **kwargs):
@@ -243,6 +260,7 @@ class Module:
                 moved = p.detach().to(*args, **kwargs) if p is not None else None
                 if moved is not None and (moved.dtype, moved.device) != (p.dtype, p.device):
                     module._parameters[name] = Parameter(moved, requires_grad=p.requires_grad)
+                    module._parameters[name]._set_name(p._name)  # the name it had
             for name, b in module._buffers.items():
                 if b is not None:
                     if b.is_floating_point():
@@ -252,6 +270,7 @@ class Module:
                             (a for a in args if _is_device(a)), None
                         )
                         module._buffers[name] = b.to(device) if device is not None else b
+                    module._buffers[name]._set_name(b._name, buffer=True)
         return self
 
     def cpu(self):
@@ -377,6 +396,16 @@ def _run_hooks(module, hooks, args, kwargs, output):
         if result is not None:
             output = result
     return output
+
+
+def _name_entry(module, name, value):
+    """Names what was just registered in module under name (see _name_tensors)."""
+    if isinstance(value, Module):
+        _name_tensors(value, name)
+    elif isinstance(value, Parameter):
+        value._set_name(name)
+    elif isinstance(value, _core.Tensor):
+        value._set_name(name, buffer=name in module._buffers)
 
 
 def _indent(text):

@@ -12,7 +12,7 @@
 # ---
 
 # %% [markdown]
-# # 2 · Automatic differentiation
+# # 3 · Automatic differentiation
 #
 # Every op on a tensor with `requires_grad=True` runs at once *and* is recorded. `backward()`
 # asks the engine for the **backward graph** of what was recorded — built from one gradient rule
@@ -22,9 +22,11 @@
 # %%
 import shutil
 
+import check
 import numpy as np
 
 import ember
+from ember import nn
 
 device = "cuda" if ember.cuda.is_available() else "cpu"
 
@@ -40,19 +42,23 @@ print("f =", f.item())
 
 # %% [markdown]
 # `f.graph()` prints the forward graph (one typed line per node, `%id:dtype[shape] = op(...)`)
-# and then the backward graph; each backward line says which forward node's rule made it.
-# (Ask for it before `backward()`, which frees the tensors the graph saved.)
+# and then the backward graph. The leaves come first: `param` for those that require grad.
+# In the backward part, the line where a rule's result for one input is made says so
+# (`# d/d %3 via tanh`: part of the gradient of `%3`, made by the rule of `tanh`); the lines a
+# rule needs on the way say nothing; and each final gradient is marked (`# grad of %0`).
+# `backward()` frees the values the graph saved, but not its structure: it still prints.
 
 # %%
 graph = f.graph()
-print(graph)
 f.backward()
+print(f.graph())
 print("df/dx =", x.grad)
 print("df/dw =", w.grad)
 
 # %% [markdown]
-# With Graphviz's `dot` installed the same graph is drawn (backward nodes shaded); without it,
-# `to_dot()` still gives the DOT text.
+# With Graphviz's `dot` installed the same graph is drawn (backward nodes shaded), in the
+# format the file's extension names (`.svg`, `.png`, `.pdf`); without it, `to_dot()` still
+# gives the DOT text.
 
 # %%
 if shutil.which("dot"):
@@ -61,6 +67,17 @@ if shutil.which("dot"):
     display(SVG(graph.render("autodiff_graph.svg")))
 else:
     print(graph.to_dot()[:400], "...")
+
+# %% [markdown]
+# ## A model's graph
+# A module names its parameters and buffers (`0.weight`, as in `named_parameters()`), and the
+# printed graph uses those names, so the gradient of each weight can be found by name.
+
+# %%
+ember.manual_seed(0)
+model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+loss = model(ember.randn(5, 3, device=device)).square().mean()
+print(loss.graph())
 
 # %% [markdown]
 # ## Checking a gradient against finite differences
@@ -125,3 +142,44 @@ for step in range(3):
 x.grad = None  # what zero_grad() does
 (x * x).backward()
 print("after clearing:", x.grad.item())
+
+# %% [markdown]
+# ## Exercises
+# Each exercise ends with a cell that checks your answer (`check.py`, beside the notebooks):
+# it prints ✓, or ✗ and what is wrong. The cells below start from a wrong answer; fix them.
+#
+# **1.** Write `second_derivative(f, x)`: $f''(x)$ at a number `x`, for `f` written with
+# Ember's ops, using `ember.autograd.grad` twice.
+
+# %%
+def second_derivative(f, x):
+    t = ember.tensor(x, dtype=ember.float64, requires_grad=True)
+    (first,) = ember.autograd.grad(f(t), t)
+    return first.item()  # the first derivative: not yet the second
+
+
+check.autodiff_1(second_derivative)
+
+# %% [markdown]
+# **2.** Write `numeric_gradient(f, x, h)`: the gradient of a scalar function `f` of a tensor
+# at a float64 NumPy array `x`, by central differences with step `h` (as above, but for any
+# `f`). The check compares it with `backward()`.
+
+# %%
+def numeric_gradient(f, x, h):
+    return np.zeros_like(x)
+
+
+check.autodiff_2(numeric_gradient)
+
+# %% [markdown]
+# **3.** Reading a graph: write `parameter_names(text)`, the names of the parameters that a
+# printed graph lists at its top, in order (a model's buffers are listed too, as `buffer`,
+# and are not parameters).
+
+# %%
+def parameter_names(text):
+    return [line.split()[-1] for line in text.splitlines() if line.startswith("input")]
+
+
+check.autodiff_3(parameter_names)

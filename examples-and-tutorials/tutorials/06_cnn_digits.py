@@ -12,13 +12,14 @@
 # ---
 
 # %% [markdown]
-# # 5 · A CNN on the digits
+# # 6 · A CNN on the digits
 #
 # What a convolution computes (by hand, with NumPy loops, on a tiny input) against
 # `ember.conv2d`; what batch norm and max pooling do to a feature map; then the small CNN of
 # `python/train_digits.py` trained for a few epochs, and the filters it learned.
 
 # %%
+import check
 import matplotlib.pyplot as plt
 import numpy as np
 from sklearn.datasets import load_digits
@@ -40,7 +41,9 @@ rng = np.random.default_rng(0)
 # $$y[n, o, i, j] = b[o] + \sum_{c, u, v} x[n, c, i + u, j + v]\, w[o, c, u, v]$$
 #
 # (deep-learning libraries call this cross-correlation "convolution": the filter is not
-# flipped). Six nested loops in NumPy, checked against Ember's kernel:
+# flipped). Below, four nested loops (over the images `n`, the filters `o`, the output rows `i`
+# and columns `j`) and, inside them, NumPy's sum over the patch (`c`, `u`, `v`), checked
+# against Ember's kernel:
 
 # %%
 x = rng.standard_normal((2, 3, 6, 5)).astype(np.float32)  # [N, C, H, W]
@@ -117,31 +120,66 @@ optimizer = optim.SGD(model.parameters(), lr=0.03, momentum=0.9)
 loader = DataLoader(TensorDataset(x_train, y_train.astype(np.int64)), batch_size=32,
                     shuffle=True)
 
-for epoch in range(3):
+for epoch in range(1, 4):
     model.train()
+    losses = []
     for xb, yb in loader:
         loss = loss_fn(model(xb.to(device)), yb.to(device))
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
+        losses.append(loss.item())
     model.eval()
     with ember.no_grad():
         predicted = model(ember.tensor(x_test).to(device)).argmax(1).cpu().numpy()
-    print(f"epoch {epoch + 1}: loss {loss.item():.4f}, test accuracy "
+    # The mean over the epoch's batches: one batch's loss jumps up and down with its images.
+    print(f"epoch {epoch}: train loss {np.mean(losses):.4f} (epoch mean), test accuracy "
           f"{np.mean(predicted == y_test):.2%}")
 
 # %% [markdown]
 # ## What the first layer learned
-# The 16 filters of the first conv layer (3 × 3 each), and what they make of one digit.
+# The 16 filters of the first conv layer (3 × 3 each), and what they make of one digit. The
+# filters share one colour range, symmetric about zero, so white is a weight of 0, red a
+# negative weight and blue a positive one, equally strong colours equally large weights.
 
 # %%
 filters = model[0].weight.detach().cpu().numpy()[:, 0]  # [16, 3, 3]
-fig, axes = plt.subplots(2, 16, figsize=(14, 2))
+fig, axes = plt.subplots(2, 16, figsize=(14, 2.2))
 with ember.no_grad():
     maps = model[:3](ember.tensor(x_test[:1]).to(device)).cpu().numpy()[0]  # [16, 26, 26]
+limit = np.abs(filters).max()
 for k in range(16):
-    axes[0, k].imshow(filters[k], cmap="RdBu")
+    shown = axes[0, k].imshow(filters[k], cmap="RdBu", vmin=-limit, vmax=limit)
     axes[1, k].imshow(maps[k], cmap="gray")
 for ax in axes.flat:
     ax.axis("off")
+fig.colorbar(shown, ax=axes[0].tolist(), shrink=0.8, label="weight")
 plt.show()
+
+# %% [markdown]
+# ## Exercises
+# Each exercise ends with a cell that checks your answer (`check.py`, beside the notebooks):
+# it prints ✓, or ✗ and what is wrong. The cells below start from a wrong answer; fix them.
+#
+# **1.** Write `conv_output_size(size, kernel, stride, padding, dilation)`: the height of a
+# convolution's output. With dilation $d$ a kernel's taps are $d$ apart, so it covers
+# $d (k - 1) + 1$ input rows. The check compares with `ember.conv2d`.
+
+# %%
+def conv_output_size(size, kernel, stride=1, padding=0, dilation=1):
+    return size - kernel + 1
+
+
+check.cnn_1(conv_output_size)
+
+# %% [markdown]
+# **2.** Write `max_pool(x, k)` in NumPy: the maximum of every k × k window of a
+# `[N, C, H, W]` array, windows k apart, dropping rows and columns that do not fill a window
+# (as `MaxPool2d(k)` does). Hint: a reshape to `[N, C, H // k, k, W // k, k]` needs no loop.
+
+# %%
+def max_pool(x, k):
+    return x[:, :, ::k, ::k]
+
+
+check.cnn_2(max_pool)

@@ -12,7 +12,7 @@
 # ---
 
 # %% [markdown]
-# # 3 · Inside the kernels
+# # 4 · Inside the kernels
 #
 # How fast do ops run, and what limits them? An elementwise `add` does one flop per 12 bytes
 # moved (two float32 reads, one write): it can go no faster than memory. A matmul of two
@@ -23,6 +23,7 @@
 # %%
 import time
 
+import check
 import matplotlib.pyplot as plt
 import numpy as np
 
@@ -49,8 +50,11 @@ def timed(fn, device, repeat=5):
 
 # %% [markdown]
 # ## Elementwise: bytes per second
-# Small tensors are dominated by the fixed cost of a call; large ones settle at the memory
-# bandwidth. NumPy on the same data is the reference.
+# NumPy on the same data is the reference. Read the curve from left to right: small tensors are
+# dominated by the fixed cost of a call, so the rate climbs with the size; it peaks while the
+# three arrays (two read, one written) still fit in the processor's caches; past that every
+# element comes from main memory, and the rate *falls* to the memory bandwidth, which is lower
+# than the caches'. The largest size here (48 MiB moved per add) is well past the caches.
 
 # %%
 sizes = [2**k for k in range(10, 23, 2)]
@@ -71,7 +75,11 @@ plt.ylabel("GB/s moved")
 plt.legend()
 plt.grid(alpha=0.3, which="both")
 plt.show()
-print(f"largest size: ember {results['cpu'][-1]:.1f} GB/s, numpy {numpy_rates[-1]:.1f} GB/s")
+best = int(np.argmax(results["cpu"]))
+print(f"cpu peak: {results['cpu'][best]:.1f} GB/s at {sizes[best]} elements "
+      f"({12 * sizes[best] / 2**20:.2f} MiB moved: in cache)")
+print(f"largest size: ember {results['cpu'][-1]:.1f} GB/s, numpy {numpy_rates[-1]:.1f} GB/s "
+      f"({12 * sizes[-1] / 2**20:.0f} MiB moved: from main memory)")
 
 # %% [markdown]
 # ## Matmul: flops per second
@@ -94,7 +102,8 @@ for n, f, g in zip(ns, flops["cpu"], numpy_flops):
 # ## The roofline
 # Each measurement at its arithmetic intensity (add: 1/12 flop per byte; n × n matmul:
 # $2n^3 / 12n^2 = n/6$). The dashed lines are the two roofs read off these measurements: the
-# best bandwidth seen (a slope) and the best flop rate seen (a flat line). Points under the
+# best bandwidth seen (a slope; the caches' bandwidth, from the peak above) and the best flop
+# rate seen (a flat line). Points under the
 # slope are memory-bound, points under the flat line compute-bound.
 
 # %%
@@ -111,3 +120,30 @@ plt.ylabel("GFLOP/s")
 plt.legend()
 plt.grid(alpha=0.3, which="both")
 plt.show()
+
+# %% [markdown]
+# ## Exercises
+# Each exercise ends with a cell that checks your answer (`check.py`, beside the notebooks):
+# it prints ✓, or ✗ and what is wrong. The cells below start from a wrong answer; fix them.
+#
+# **1.** Write `matmul_intensity(m, k, n, bytes_per_element)`: the arithmetic intensity of
+# multiplying an m × k matrix by a k × n one, counting a multiply and an add per term, and the
+# bytes of reading both inputs and writing the output once (the `n/6` above, for any shape).
+
+# %%
+def matmul_intensity(m, k, n, bytes_per_element=4):
+    return m * k * n / (bytes_per_element * (m * k + k * n))
+
+
+check.kernels_1(matmul_intensity)
+
+# %% [markdown]
+# **2.** Write `attainable(intensity, bandwidth, peak)`: the flop rate the roofline allows at
+# an arithmetic intensity (a number or a NumPy array), the dashed lines of the last plot.
+
+# %%
+def attainable(intensity, bandwidth, peak):
+    return bandwidth * np.asarray(intensity)
+
+
+check.kernels_2(attainable)
