@@ -176,6 +176,7 @@ template <class T>
 void attention_typed(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionMask& mask,
                      const AttentionParams& p, Tensor& out, Tensor& logsumexp) {
   using C = compute_t<T>;
+  keep_blas_single_threaded();  // the tiles' GEMMs run inside Ember's threads (cpu/blas.h)
   const ForwardTask<T> task{p,
                             q.data<T>(),
                             k.data<T>(),
@@ -289,6 +290,7 @@ void attention_backward_typed(const Tensor& grad_out, const Tensor& q, const Ten
                               const Tensor& logsumexp, const AttentionParams& p, Tensor& grad_q,
                               Tensor& grad_k, Tensor& grad_v) {
   using C = compute_t<T>;
+  keep_blas_single_threaded();
   const BackwardTask<T> task{p,
                              grad_out.data<T>(),
                              q.data<T>(),
