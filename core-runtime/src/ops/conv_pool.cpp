@@ -1,5 +1,7 @@
 // conv_pool.cpp — front functions of conv2d and the pooling ops: argument checks, output sizes,
-// then the kernels of conv_pool_kernels.h on contiguous NCHW tensors.
+// then the kernels of conv_pool_kernels.h on contiguous NCHW tensors. The checks of shapes and
+// the output sizes are the public shape rules (conv_pool.h), which autodiff-engine's inference
+// calls too.
 #include "ember/ops/conv_pool.h"
 
 #include <string>
