@@ -3,6 +3,7 @@
   nox -s build    configure, build and install the C++ packages into .install/
   nox -s tests    every test suite of every package (what CI runs, with lint and asan)
   nox -s lint     clang-format (C++/CUDA) and ruff (Python), checking only
+  nox -s stubs    rewrites the .pyi stubs' parts that follow from the op schemas (*.def)
   nox -s asan     core-runtime's tests under AddressSanitizer + UBSan (CPU-only build)
   nox -s cross_aarch64   core-runtime's CPU sources compiled for aarch64 (objects only)
   nox -s demo     the main job: builds Ember and trains the default example (train_digits)
@@ -259,6 +260,14 @@ def lint(session):
     cpp = tracked_files("*.h", "*.cpp", "*.cu", "*.cuh")
     session.run("clang-format", "--dry-run", "-Werror", *cpp, external=True)
     session.run("ruff", "check", str(ROOT))
+
+
+@nox.session(python=False)
+def stubs(session):
+    """Writes the parts of the Python package's type stubs that follow from the op schemas
+    (core-runtime/include/ember/ops/*.def): python-bindings/tools/gen_stubs.py. No build needed;
+    tests/test_stubs.py fails while they are stale."""
+    session.run(sys.executable, str(ROOT / "python-bindings/tools/gen_stubs.py"), *session.posargs)
 
 
 @nox.session(python=False)

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -75,51 +76,72 @@ struct UnaryCase {
   MakeInput input;
 };
 
+// Where the plain unary ops of core-runtime's unary.def are checked: [-1, 1] unless named here.
+// The piecewise constant ones (sign, rounding) are not: finite differences see their jumps.
+const MakeInput& unary_op_input(const std::string& name) {
+  static const MakeInput any = uniform_in(-1.0, 1.0), positive = uniform_in(0.5, 2.0);
+  static const std::map<std::string, MakeInput> inputs = {
+      {"abs", away_from_zero},
+      {"log", positive},
+      {"log1p", uniform_in(-0.5, 1.0)},
+      {"sqrt", positive},
+      {"rsqrt", positive},
+      {"sigmoid", uniform_in(-3.0, 3.0)},
+      {"relu", away_from_zero},
+      {"silu", uniform_in(-3.0, 3.0)},
+      {"reciprocal", positive},
+      {"erf", uniform_in(-2.0, 2.0)},
+  };
+  auto it = inputs.find(name);
+  return it == inputs.end() ? any : it->second;
+}
+bool piecewise_constant(const std::string& name) {
+  return name == "sign" || name == "floor" || name == "ceil" || name == "round" || name == "trunc";
+}
+
 const std::vector<UnaryCase>& unary_cases() {
   static const MakeInput any = uniform_in(-1.0, 1.0), positive = uniform_in(0.5, 2.0);
-  static const std::vector<UnaryCase> all = {
-      {"neg", [](const Variable& x) { return ad::neg(x); }, any},
-      {"abs", [](const Variable& x) { return ad::abs(x); }, away_from_zero},
-      {"exp", [](const Variable& x) { return ad::exp(x); }, any},
-      {"log", [](const Variable& x) { return ad::log(x); }, positive},
-      {"log1p", [](const Variable& x) { return ad::log1p(x); }, uniform_in(-0.5, 1.0)},
-      {"sqrt", [](const Variable& x) { return ad::sqrt(x); }, positive},
-      {"rsqrt", [](const Variable& x) { return ad::rsqrt(x); }, positive},
-      {"sin", [](const Variable& x) { return ad::sin(x); }, any},
-      {"cos", [](const Variable& x) { return ad::cos(x); }, any},
-      {"tanh", [](const Variable& x) { return ad::tanh(x); }, any},
-      {"sigmoid", [](const Variable& x) { return ad::sigmoid(x); }, uniform_in(-3.0, 3.0)},
-      {"relu", [](const Variable& x) { return ad::relu(x); }, away_from_zero},
-      {"silu", [](const Variable& x) { return ad::silu(x); }, uniform_in(-3.0, 3.0)},
-      {"leaky_relu", [](const Variable& x) { return ad::leaky_relu(x, 0.1); }, away_from_zero},
-      {"elu", [](const Variable& x) { return ad::elu(x, 1.5); }, away_from_zero},
-      {"gelu", [](const Variable& x) { return ad::gelu(x); }, uniform_in(-3.0, 3.0)},
-      {"gelu tanh", [](const Variable& x) { return ad::gelu(x, "tanh"); }, uniform_in(-3.0, 3.0)},
-      {"softplus", [](const Variable& x) { return ad::softplus(x); }, uniform_in(-3.0, 3.0)},
-      // beta x > 1 is the linear region: both regions appear, the switch (x = 0.5) is avoided.
-      {"softplus beta 2 threshold 1", [](const Variable& x) { return ad::softplus(x, 2.0, 1.0); },
-       [](const Shape& s, uint64_t seed) {
-         return ember::add(ember::mul(away_from_zero(s, seed), 0.4), 0.5);
-       }},
-      {"x + s", [](const Variable& x) { return x + 0.7; }, any},
-      {"x s", [](const Variable& x) { return x * -1.3; }, any},
-      {"s - x", [](const Variable& x) { return 2.0 - x; }, any},
-      {"x / s", [](const Variable& x) { return x / 0.6; }, any},
-      {"s / x", [](const Variable& x) { return 1.5 / x; }, away_from_zero},
-      {"x^2.5", [](const Variable& x) { return ad::pow(x, 2.5); }, positive},
-      {"x^3", [](const Variable& x) { return ad::pow(x, 3.0); }, any},
-      {"x^-1", [](const Variable& x) { return ad::pow(x, -1.0); }, away_from_zero},
-      {"1.7^x", [](const Variable& x) { return ad::pow(1.7, x); }, any},
-      {"0.4^x", [](const Variable& x) { return ad::pow(0.4, x); }, any},
-      {"maximum(x, 0.1)", [](const Variable& x) { return ad::maximum(x, 0.1); }, away_from_zero},
-      {"minimum(x, -0.1)", [](const Variable& x) { return ad::minimum(x, -0.1); }, away_from_zero},
-      {"clamp(x, -0.5, 0.5)", [](const Variable& x) { return ad::clamp(x, -0.5, 0.5); },
-       uniform_in(-0.45, 0.45)},
-      {"clamp(x, 0.0)", [](const Variable& x) { return ad::clamp(x, 0.0); }, away_from_zero},
-      {"clamp(x, {}, 0.3)", [](const Variable& x) { return ad::clamp(x, {}, 0.3); }, any},
-      {"to(x, f64)", [](const Variable& x) { return ad::to(x, DType::Float64); }, any},
-      {"to(x, cpu)", [](const Variable& x) { return ad::to(x, ember::Device("cpu")); }, any},
-  };
+  static const std::vector<UnaryCase> all = [] {
+    std::vector<UnaryCase> cases;
+#define EMBER_UNARY_OP(name, Formula, dtypes, cost, api, doc) \
+  if (!piecewise_constant(#name))                             \
+    cases.push_back({#name, [](const Variable& x) { return ad::name(x); }, unary_op_input(#name)});
+#include "ember/ops/unary.def"
+#undef EMBER_UNARY_OP
+    std::vector<UnaryCase> more = {
+        {"leaky_relu", [](const Variable& x) { return ad::leaky_relu(x, 0.1); }, away_from_zero},
+        {"elu", [](const Variable& x) { return ad::elu(x, 1.5); }, away_from_zero},
+        {"gelu", [](const Variable& x) { return ad::gelu(x); }, uniform_in(-3.0, 3.0)},
+        {"gelu tanh", [](const Variable& x) { return ad::gelu(x, "tanh"); }, uniform_in(-3.0, 3.0)},
+        {"softplus", [](const Variable& x) { return ad::softplus(x); }, uniform_in(-3.0, 3.0)},
+        // beta x > 1 is the linear region: both regions appear, the switch (x = 0.5) is avoided.
+        {"softplus beta 2 threshold 1", [](const Variable& x) { return ad::softplus(x, 2.0, 1.0); },
+         [](const Shape& s, uint64_t seed) {
+           return ember::add(ember::mul(away_from_zero(s, seed), 0.4), 0.5);
+         }},
+        {"x + s", [](const Variable& x) { return x + 0.7; }, any},
+        {"x s", [](const Variable& x) { return x * -1.3; }, any},
+        {"s - x", [](const Variable& x) { return 2.0 - x; }, any},
+        {"x / s", [](const Variable& x) { return x / 0.6; }, any},
+        {"s / x", [](const Variable& x) { return 1.5 / x; }, away_from_zero},
+        {"x^2.5", [](const Variable& x) { return ad::pow(x, 2.5); }, positive},
+        {"x^3", [](const Variable& x) { return ad::pow(x, 3.0); }, any},
+        {"x^-1", [](const Variable& x) { return ad::pow(x, -1.0); }, away_from_zero},
+        {"1.7^x", [](const Variable& x) { return ad::pow(1.7, x); }, any},
+        {"0.4^x", [](const Variable& x) { return ad::pow(0.4, x); }, any},
+        {"maximum(x, 0.1)", [](const Variable& x) { return ad::maximum(x, 0.1); }, away_from_zero},
+        {"minimum(x, -0.1)", [](const Variable& x) { return ad::minimum(x, -0.1); },
+         away_from_zero},
+        {"clamp(x, -0.5, 0.5)", [](const Variable& x) { return ad::clamp(x, -0.5, 0.5); },
+         uniform_in(-0.45, 0.45)},
+        {"clamp(x, 0.0)", [](const Variable& x) { return ad::clamp(x, 0.0); }, away_from_zero},
+        {"clamp(x, {}, 0.3)", [](const Variable& x) { return ad::clamp(x, {}, 0.3); }, any},
+        {"to(x, f64)", [](const Variable& x) { return ad::to(x, DType::Float64); }, any},
+        {"to(x, cpu)", [](const Variable& x) { return ad::to(x, ember::Device("cpu")); }, any},
+    };
+    cases.insert(cases.end(), more.begin(), more.end());
+    return cases;
+  }();
   return all;
 }
 

@@ -67,20 +67,9 @@ void expect_infer_matches_run(const std::string& op, const std::vector<Tensor>& 
 
 TEST(ElementwiseTypes, UnaryAndScalarOpsInferWhatCoreRuntimeComputes) {
   const std::vector<std::pair<std::string, ad::Attrs>> ops = {
-      {"neg", {}},
-      {"abs", {}},
-      {"sign", {}},
-      {"exp", {}},
-      {"log", {}},
-      {"log1p", {}},
-      {"sqrt", {}},
-      {"rsqrt", {}},
-      {"sin", {}},
-      {"cos", {}},
-      {"tanh", {}},
-      {"sigmoid", {}},
-      {"relu", {}},
-      {"silu", {}},
+#define EMBER_UNARY_OP(name, Formula, dtypes, cost, api, doc) {#name, {}},
+#include "ember/ops/unary.def"
+#undef EMBER_UNARY_OP
       {"logical_not", {}},
       {"detach", {}},
       {"leaky_relu", {{"negative_slope", 0.1}}},

@@ -277,7 +277,7 @@ TEST_P(Conv2d, ErrorsNameTheOperands) {
         conv2d(x, random_tensor({4, 2, 3, 3}, 2, DType::Float32, d));
       },
       {"conv2d: x is [2, 3, 8, 8] float32" + dev + ", weight is [4, 2, 3, 3] float32" + dev,
-       "the input has 3 channels but weight expects 2"});
+       "the input has 3 channels, but weight [4, 2, 3, 3] with groups 1 expects 2"});
   expect_error<ShapeError>(
       [&] {
         conv2d(random_tensor({1, 4, 5, 5}, 1, DType::Float32, d),
@@ -294,7 +294,7 @@ TEST_P(Conv2d, ErrorsNameTheOperands) {
       [&] {
         conv2d(x.select(0, 0), random_tensor({4, 3, 3, 3}, 2, DType::Float32, d));
       },
-      {"conv2d", "x is [3, 8, 8] float32", "must be 4-D [N, C, H, W]", "unsqueeze(0)"});
+      {"conv2d", "x is [3, 8, 8] float32", "expected 4-D [N, C, H, W]", "unsqueeze(0)"});
   // A batch of 16 single-channel images [N, H, W] lacks the channel dim, not the batch dim.
   expect_error<ShapeError>(
       [&] {
@@ -347,7 +347,7 @@ TEST_P(Conv2d, ErrorsNameTheOperands) {
       [&] {
         conv2d_backward_weight(random_tensor({2, 4, 6, 6}, 3, DType::Float32, d), x, {4, 3, 3});
       },
-      {"conv2d_backward_weight", "weight_shape is [4, 3, 3]", "weight must be 4-D"});
+      {"conv2d_backward_weight", "weight_shape is [4, 3, 3]", "weight is [4, 3, 3], expected 4-D"});
   if (d.is_cuda())
     expect_error<DeviceError>([&] { conv2d(x, w.to(Device("cpu"))); },
                               {"conv2d", "x is [2, 3, 8, 8] float32 cuda:0",

@@ -153,33 +153,29 @@ py::object values_indices(const Variable& values, const Variable& indices) {
 
 void bind_ops(py::module_& m, TensorClass& cls) {
   // ---- unary: x [*] -> [*] ----
-#define EMBER_UNARY(name, doc) \
-  def_op(                      \
+  // core-runtime's ember/ops/unary.def: one binding per line there (Own ones are bound below)
+#define EMBER_BIND_UNARY(name, doc) \
+  def_op(                           \
       m, cls, #name, [](const V& x) { return ad::name(x); }, doc);
-  EMBER_UNARY(neg, "-x.")
-  EMBER_UNARY(abs, "|x|.")
-  EMBER_UNARY(sign, "-1, 0 or 1 (no gradient).")
-  EMBER_UNARY(exp, "e^x.")
-  EMBER_UNARY(log, "The natural logarithm.")
-  EMBER_UNARY(log1p, "log(1 + x), accurate for small x.")
-  EMBER_UNARY(sqrt, "The square root.")
-  EMBER_UNARY(rsqrt, "1 / sqrt(x).")
-  EMBER_UNARY(sin, "The sine.")
-  EMBER_UNARY(cos, "The cosine.")
-  EMBER_UNARY(tanh, "The hyperbolic tangent.")
-  EMBER_UNARY(sigmoid, "1 / (1 + e^-x).")
-  EMBER_UNARY(relu, "max(x, 0).")
-  EMBER_UNARY(silu, "x sigmoid(x).")
-  EMBER_UNARY(logical_not, "not x, as bool.")
-  EMBER_UNARY(reciprocal, "1 / x.")
-  EMBER_UNARY(floor, "Rounded down (zero gradient).")
-  EMBER_UNARY(ceil, "Rounded up (zero gradient).")
-  EMBER_UNARY(trunc, "Rounded toward zero (zero gradient).")
-  EMBER_UNARY(square, "x * x.")
-  EMBER_UNARY(isnan, "Whether x is NaN, as bool.")
-  EMBER_UNARY(isinf, "Whether x is +inf or -inf, as bool.")
-  EMBER_UNARY(isfinite, "Whether x is neither NaN nor infinite, as bool.")
-#undef EMBER_UNARY
+#define EMBER_BIND_UNARY_Plain(name, doc) EMBER_BIND_UNARY(name, doc)
+#define EMBER_BIND_UNARY_Own(name, doc)
+#define EMBER_UNARY_OP(name, Formula, dtypes, cost, api, doc) EMBER_BIND_UNARY_##api(name, doc)
+#include <ember/ops/unary.def>
+#undef EMBER_UNARY_OP
+  // Their names, for ember._ops to export.
+  py::list unary_ops;
+#define EMBER_UNARY_OP(name, Formula, dtypes, cost, api, doc) unary_ops.append(#name);
+#include <ember/ops/unary.def>
+#undef EMBER_UNARY_OP
+  m.attr("_unary_ops") = py::tuple(unary_ops);
+#undef EMBER_BIND_UNARY_Plain
+#undef EMBER_BIND_UNARY_Own
+  EMBER_BIND_UNARY(logical_not, "not x, as bool.")
+  EMBER_BIND_UNARY(square, "x * x.")
+  EMBER_BIND_UNARY(isnan, "Whether x is NaN, as bool.")
+  EMBER_BIND_UNARY(isinf, "Whether x is +inf or -inf, as bool.")
+  EMBER_BIND_UNARY(isfinite, "Whether x is neither NaN nor infinite, as bool.")
+#undef EMBER_BIND_UNARY
   def_op(
       m, cls, "round", [](const V& x, int64_t decimals) { return ad::round(x, decimals); },
       "Rounded half to even, to `decimals` places (zero gradient).", py::kw_only(),
@@ -207,15 +203,15 @@ void bind_ops(py::module_& m, TensorClass& cls) {
       "log(1 + e^(beta x)) / beta.", py::arg("beta") = 1.0, py::arg("threshold") = 20.0);
 
   // ---- the backward ops of the activations: (grad, x) or (grad, y) -> dx ----
-#define EMBER_BACKWARD(name)                                                         \
+#define EMBER_BIND_BACKWARD(name)                                                    \
   m.def(                                                                             \
       #name, [](const V& g, const V& x) { return ad::name(g, x); }, py::arg("grad"), \
       py::arg("x"));
-  EMBER_BACKWARD(relu_backward)
-  EMBER_BACKWARD(silu_backward)
-  EMBER_BACKWARD(sigmoid_backward)
-  EMBER_BACKWARD(tanh_backward)
-#undef EMBER_BACKWARD
+  EMBER_BIND_BACKWARD(relu_backward)
+  EMBER_BIND_BACKWARD(silu_backward)
+  EMBER_BIND_BACKWARD(sigmoid_backward)
+  EMBER_BIND_BACKWARD(tanh_backward)
+#undef EMBER_BIND_BACKWARD
 
   // ---- binary: tensors or scalars on either side, broadcast ----
   for (const auto& entry : binaries()) {

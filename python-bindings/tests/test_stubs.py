@@ -1,6 +1,7 @@
 """The type stubs of the compiled module (src/ember/_core.pyi, with _ops.pyi for ember.<op>) match
 it, checked by mypy's stubtest against the installed package, and type a program that uses
-ember: a correct one passes mypy, one with type errors fails where it should."""
+ember: a correct one passes mypy, one with type errors fails where it should. Their parts that
+follow from the op schemas are what `nox -s stubs` (tools/gen_stubs.py) writes."""
 
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import ember
 pytest.importorskip("mypy", reason="mypy is not installed (it is in the test extra: ember[test])")
 
 ALLOWLIST = Path(__file__).with_name("stubtest-allowlist.txt")
+GENERATOR = Path(__file__).parents[1] / "tools" / "gen_stubs.py"
 PACKAGE = Path(ember.__file__).parent
 
 
@@ -25,6 +27,13 @@ def run_mypy(cwd: Path, *args: str) -> subprocess.CompletedProcess:
 def test_the_package_ships_its_stubs():
     for name in ("_core.pyi", "_ops.pyi", "py.typed"):
         assert (PACKAGE / name).is_file(), name
+
+
+def test_the_stubs_are_what_the_schemas_give():
+    """A line added to a schema (core-runtime's ember/ops/unary.def) without `nox -s stubs`."""
+    run = subprocess.run([sys.executable, str(GENERATOR), "--check"], capture_output=True,
+                         text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
 
 
 def test_the_stubs_match_the_compiled_module(tmp_path):

@@ -52,6 +52,8 @@ Grads neg_grad(const GradContext& c) { return {neg(c.dy())}; }
 Grads abs_grad(const GradContext& c) { return {c.dy() * sign(c.x())}; }
 // y = e^x;  dx = dy y
 Grads exp_grad(const GradContext& c) { return {c.dy() * c.y()}; }
+// y = e^x - 1;  dx = dy (y + 1)
+Grads expm1_grad(const GradContext& c) { return {c.dy() * (c.y() + 1.0)}; }
 // y = log x;  dx = dy / x
 Grads log_grad(const GradContext& c) { return {c.dy() / c.x()}; }
 // y = log(1 + x);  dx = dy / (1 + x)
@@ -68,10 +70,20 @@ Grads cos_grad(const GradContext& c) { return {neg(c.dy() * sin(c.x()))}; }
 Grads tanh_grad(const GradContext& c) { return {tanh_backward(c.dy(), c.y())}; }
 // y = sigmoid x;  dx = dy y (1 - y)
 Grads sigmoid_grad(const GradContext& c) { return {sigmoid_backward(c.dy(), c.y())}; }
+// y = erf x;  dx = dy 2 / sqrt(pi) e^(-x^2)
+Grads erf_grad(const GradContext& c) {
+  return {c.dy() * exp(neg(c.x() * c.x())) * (2 / std::sqrt(kPi))};
+}
 // y = 1 / x;  dx = -dy y^2
 Grads reciprocal_grad(const GradContext& c) { return {neg(c.dy() * c.y() * c.y())}; }
 // floor, ceil, round, trunc: piecewise constant;  dx = 0 (as PyTorch: a gradient, of zeros)
 Grads rounding_grad(const GradContext& c) { return {zeros_like(c.dy())}; }
+constexpr GradRule floor_grad = rounding_grad;
+constexpr GradRule ceil_grad = rounding_grad;
+constexpr GradRule round_grad = rounding_grad;
+constexpr GradRule trunc_grad = rounding_grad;
+// sign: zero almost everywhere and undefined at 0; no rule, so its output stops gradients
+constexpr GradRule sign_grad = nullptr;
 // y = x where finite, else the replacement;  dx = dy where x is finite, else 0
 Grads nan_to_num_grad(const GradContext& c) { return {where_else_zero(isfinite(c.x()), c.dy())}; }
 // y = max(x, 0);  dx = dy where x > 0, i.e. where y > 0: the output is what is saved, which the
@@ -370,59 +382,44 @@ Tensor copy_to(const Tensor& x, Device device, DType dtype) {
 // The table's entries for ops whose rule for types needs only the op's name and a dtype rule.
 // `call` computes the output from `in` (the input tensors) and `a` (the attributes).
 // clang-format off
-#define EMBER_UNARY(name, rule, grad)                                                 \
+#define EMBER_UNARY_OPDEF(name, rule, grad)                                                 \
   {#name,                                                                             \
    [](const Types& in, const Attrs&) -> Types {                                       \
      return {infer::unary(#name, in, DTypeRule::rule)};                               \
    },                                                                                 \
    [](const Tensors& in, const Attrs&) -> Tensors { return one(ember::name(in[0])); }, \
    grad}
-#define EMBER_BINARY(name, rule, grad)                                                    \
+#define EMBER_BINARY_OPDEF(name, rule, grad)                                                    \
   {#name,                                                                                 \
    [](const Types& in, const Attrs&) -> Types {                                           \
      return {infer::binary(#name, in, DTypeRule::rule)};                                  \
    },                                                                                     \
    [](const Tensors& in, const Attrs&) -> Tensors { return one(ember::name(in[0], in[1])); }, \
    grad}
-#define EMBER_SCALAR(name, rule, call, grad)                                          \
+#define EMBER_SCALAR_OPDEF(name, rule, call, grad)                                          \
   {#name,                                                                             \
    [](const Types& in, const Attrs& a) -> Types {                                     \
      return {infer::with_scalar(#name, in, a, DTypeRule::rule)};                      \
    },                                                                                 \
    [](const Tensors& in, const Attrs& a) -> Tensors { return one(call); },            \
    grad}
-#define EMBER_BACKWARD(name, call, grad)                                                       \
+#define EMBER_BACKWARD_OPDEF(name, call, grad)                                                       \
   {#name,                                                                                      \
    [](const Types& in, const Attrs&) -> Types { return backward_infer(#name, in); },           \
    [](const Tensors& in, [[maybe_unused]] const Attrs& a) -> Tensors { return one(call); },    \
    grad}
+// unary.def's ops: the dtype rule of its dtypes column (infer.h), the gradient rule name_grad.
+#define EMBER_UNARY_OP(name, Formula, dtypes, cost, api, doc) \
+  EMBER_UNARY_OPDEF(name, dtypes, name##_grad),
 // clang-format on
 
 std::vector<OpDef> elementwise_ops() {
+  // ---- unary: the ops of unary.def first ----
   return {
-      // ---- unary ----
-      EMBER_UNARY(neg, Numeric, neg_grad),
-      EMBER_UNARY(abs, Numeric, abs_grad),
-      EMBER_UNARY(sign, Numeric, nullptr),
-      EMBER_UNARY(exp, Floating, exp_grad),
-      EMBER_UNARY(log, Floating, log_grad),
-      EMBER_UNARY(log1p, Floating, log1p_grad),
-      EMBER_UNARY(sqrt, Floating, sqrt_grad),
-      EMBER_UNARY(rsqrt, Floating, rsqrt_grad),
-      EMBER_UNARY(sin, Floating, sin_grad),
-      EMBER_UNARY(cos, Floating, cos_grad),
-      EMBER_UNARY(tanh, Floating, tanh_grad),
-      EMBER_UNARY(sigmoid, Floating, sigmoid_grad),
-      EMBER_UNARY(relu, Numeric, relu_grad),
-      EMBER_UNARY(silu, Floating, silu_grad),
-      EMBER_UNARY(reciprocal, Floating, reciprocal_grad),
-      EMBER_UNARY(floor, Numeric, rounding_grad),
-      EMBER_UNARY(ceil, Numeric, rounding_grad),
-      EMBER_UNARY(round, Numeric, rounding_grad),
-      EMBER_UNARY(trunc, Numeric, rounding_grad),
-      EMBER_UNARY(isnan, Bool, nullptr),
-      EMBER_UNARY(isinf, Bool, nullptr),
-      EMBER_UNARY(isfinite, Bool, nullptr),
+#include "ember/ops/unary.def"
+      EMBER_UNARY_OPDEF(isnan, Bool, nullptr),
+      EMBER_UNARY_OPDEF(isinf, Bool, nullptr),
+      EMBER_UNARY_OPDEF(isfinite, Bool, nullptr),
       {"nan_to_num", infer::same_as_first,
        [](const Tensors& in, const Attrs& a) -> Tensors {
          std::optional<double> posinf, neginf;
@@ -431,7 +428,7 @@ std::vector<OpDef> elementwise_ops() {
          return {ember::nan_to_num(in[0], a.f("nan"), posinf, neginf)};
        },
        nan_to_num_grad},
-      EMBER_UNARY(logical_not, Bool, nullptr),
+      EMBER_UNARY_OPDEF(logical_not, Bool, nullptr),
       // y = a copy of x in new memory (contiguous);  dx = dy
       {"clone",
        [](const Types& in, const Attrs&) -> Types {
@@ -480,19 +477,19 @@ std::vector<OpDef> elementwise_ops() {
        softplus_grad},
 
       // ---- the activations' backward ops ----
-      EMBER_BACKWARD(relu_backward, ember::relu_backward(in[0], in[1]), relu_backward_grad),
-      EMBER_BACKWARD(leaky_relu_backward,
-                     ember::leaky_relu_backward(in[0], in[1], a.f("negative_slope")),
-                     leaky_relu_backward_grad),
-      EMBER_BACKWARD(elu_backward, ember::elu_backward(in[0], in[1], a.f("alpha")),
-                     elu_backward_grad),
-      EMBER_BACKWARD(silu_backward, ember::silu_backward(in[0], in[1]), silu_backward_grad),
-      EMBER_BACKWARD(softplus_backward,
-                     ember::softplus_backward(in[0], in[1], a.f("beta"), a.f("threshold")),
-                     softplus_backward_grad),
-      EMBER_BACKWARD(sigmoid_backward, ember::sigmoid_backward(in[0], in[1]),
-                     sigmoid_backward_grad),
-      EMBER_BACKWARD(tanh_backward, ember::tanh_backward(in[0], in[1]), tanh_backward_grad),
+      EMBER_BACKWARD_OPDEF(relu_backward, ember::relu_backward(in[0], in[1]), relu_backward_grad),
+      EMBER_BACKWARD_OPDEF(leaky_relu_backward,
+                           ember::leaky_relu_backward(in[0], in[1], a.f("negative_slope")),
+                           leaky_relu_backward_grad),
+      EMBER_BACKWARD_OPDEF(elu_backward, ember::elu_backward(in[0], in[1], a.f("alpha")),
+                           elu_backward_grad),
+      EMBER_BACKWARD_OPDEF(silu_backward, ember::silu_backward(in[0], in[1]), silu_backward_grad),
+      EMBER_BACKWARD_OPDEF(softplus_backward,
+                           ember::softplus_backward(in[0], in[1], a.f("beta"), a.f("threshold")),
+                           softplus_backward_grad),
+      EMBER_BACKWARD_OPDEF(sigmoid_backward, ember::sigmoid_backward(in[0], in[1]),
+                           sigmoid_backward_grad),
+      EMBER_BACKWARD_OPDEF(tanh_backward, ember::tanh_backward(in[0], in[1]), tanh_backward_grad),
       {"gelu_backward",
        [](const Types& in, const Attrs& a) -> Types {
          check_approximate("gelu_backward", a);
@@ -504,43 +501,43 @@ std::vector<OpDef> elementwise_ops() {
        gelu_backward_grad},
 
       // ---- binary ----
-      EMBER_BINARY(add, Promoted, add_grad),
-      EMBER_BINARY(sub, Numeric, sub_grad),
-      EMBER_BINARY(mul, Promoted, mul_grad),
-      EMBER_BINARY(div, Floating, div_grad),
-      EMBER_BINARY(pow, Numeric, pow_grad),
-      EMBER_BINARY(maximum, Promoted, maximum_grad),
-      EMBER_BINARY(minimum, Promoted, minimum_grad),
-      EMBER_BINARY(floor_divide, Numeric, nullptr),
-      EMBER_BINARY(remainder, Numeric, remainder_grad),
-      EMBER_BINARY(eq, Bool, nullptr),
-      EMBER_BINARY(ne, Bool, nullptr),
-      EMBER_BINARY(lt, Bool, nullptr),
-      EMBER_BINARY(le, Bool, nullptr),
-      EMBER_BINARY(gt, Bool, nullptr),
-      EMBER_BINARY(ge, Bool, nullptr),
-      EMBER_BINARY(logical_and, Bool, nullptr),
-      EMBER_BINARY(logical_or, Bool, nullptr),
-      EMBER_BINARY(logical_xor, Bool, nullptr),
+      EMBER_BINARY_OPDEF(add, Promoted, add_grad),
+      EMBER_BINARY_OPDEF(sub, Numeric, sub_grad),
+      EMBER_BINARY_OPDEF(mul, Promoted, mul_grad),
+      EMBER_BINARY_OPDEF(div, Floating, div_grad),
+      EMBER_BINARY_OPDEF(pow, Numeric, pow_grad),
+      EMBER_BINARY_OPDEF(maximum, Promoted, maximum_grad),
+      EMBER_BINARY_OPDEF(minimum, Promoted, minimum_grad),
+      EMBER_BINARY_OPDEF(floor_divide, Numeric, nullptr),
+      EMBER_BINARY_OPDEF(remainder, Numeric, remainder_grad),
+      EMBER_BINARY_OPDEF(eq, Bool, nullptr),
+      EMBER_BINARY_OPDEF(ne, Bool, nullptr),
+      EMBER_BINARY_OPDEF(lt, Bool, nullptr),
+      EMBER_BINARY_OPDEF(le, Bool, nullptr),
+      EMBER_BINARY_OPDEF(gt, Bool, nullptr),
+      EMBER_BINARY_OPDEF(ge, Bool, nullptr),
+      EMBER_BINARY_OPDEF(logical_and, Bool, nullptr),
+      EMBER_BINARY_OPDEF(logical_or, Bool, nullptr),
+      EMBER_BINARY_OPDEF(logical_xor, Bool, nullptr),
 
       // ---- with a scalar ----
-      EMBER_SCALAR(add_scalar, Promoted, ember::add(in[0], a.f("value")), add_scalar_grad),
-      EMBER_SCALAR(mul_scalar, Promoted, ember::mul(in[0], a.f("value")), mul_scalar_grad),
-      EMBER_SCALAR(rsub_scalar, Numeric, ember::sub(a.f("value"), in[0]), rsub_scalar_grad),
-      EMBER_SCALAR(div_scalar, Floating, ember::div(in[0], a.f("value")), div_scalar_grad),
-      EMBER_SCALAR(rdiv_scalar, Floating, ember::div(a.f("value"), in[0]), rdiv_scalar_grad),
-      EMBER_SCALAR(pow_scalar, Numeric, ember::pow(in[0], a.f("value")), pow_scalar_grad),
-      EMBER_SCALAR(rpow_scalar, Numeric, ember::pow(a.f("value"), in[0]), rpow_scalar_grad),
-      EMBER_SCALAR(maximum_scalar, Promoted, ember::maximum(in[0], a.f("value")),
-                   maximum_scalar_grad),
-      EMBER_SCALAR(minimum_scalar, Promoted, ember::minimum(in[0], a.f("value")),
-                   minimum_scalar_grad),
-      EMBER_SCALAR(eq_scalar, Bool, ember::eq(in[0], a.f("value")), nullptr),
-      EMBER_SCALAR(ne_scalar, Bool, ember::ne(in[0], a.f("value")), nullptr),
-      EMBER_SCALAR(lt_scalar, Bool, ember::lt(in[0], a.f("value")), nullptr),
-      EMBER_SCALAR(le_scalar, Bool, ember::le(in[0], a.f("value")), nullptr),
-      EMBER_SCALAR(gt_scalar, Bool, ember::gt(in[0], a.f("value")), nullptr),
-      EMBER_SCALAR(ge_scalar, Bool, ember::ge(in[0], a.f("value")), nullptr),
+      EMBER_SCALAR_OPDEF(add_scalar, Promoted, ember::add(in[0], a.f("value")), add_scalar_grad),
+      EMBER_SCALAR_OPDEF(mul_scalar, Promoted, ember::mul(in[0], a.f("value")), mul_scalar_grad),
+      EMBER_SCALAR_OPDEF(rsub_scalar, Numeric, ember::sub(a.f("value"), in[0]), rsub_scalar_grad),
+      EMBER_SCALAR_OPDEF(div_scalar, Floating, ember::div(in[0], a.f("value")), div_scalar_grad),
+      EMBER_SCALAR_OPDEF(rdiv_scalar, Floating, ember::div(a.f("value"), in[0]), rdiv_scalar_grad),
+      EMBER_SCALAR_OPDEF(pow_scalar, Numeric, ember::pow(in[0], a.f("value")), pow_scalar_grad),
+      EMBER_SCALAR_OPDEF(rpow_scalar, Numeric, ember::pow(a.f("value"), in[0]), rpow_scalar_grad),
+      EMBER_SCALAR_OPDEF(maximum_scalar, Promoted, ember::maximum(in[0], a.f("value")),
+                         maximum_scalar_grad),
+      EMBER_SCALAR_OPDEF(minimum_scalar, Promoted, ember::minimum(in[0], a.f("value")),
+                         minimum_scalar_grad),
+      EMBER_SCALAR_OPDEF(eq_scalar, Bool, ember::eq(in[0], a.f("value")), nullptr),
+      EMBER_SCALAR_OPDEF(ne_scalar, Bool, ember::ne(in[0], a.f("value")), nullptr),
+      EMBER_SCALAR_OPDEF(lt_scalar, Bool, ember::lt(in[0], a.f("value")), nullptr),
+      EMBER_SCALAR_OPDEF(le_scalar, Bool, ember::le(in[0], a.f("value")), nullptr),
+      EMBER_SCALAR_OPDEF(gt_scalar, Bool, ember::gt(in[0], a.f("value")), nullptr),
+      EMBER_SCALAR_OPDEF(ge_scalar, Bool, ember::ge(in[0], a.f("value")), nullptr),
 
       // ---- selection ----
       {"where", where_infer,
@@ -588,9 +585,10 @@ std::vector<OpDef> elementwise_ops() {
   };
 }
 
-#undef EMBER_UNARY
-#undef EMBER_BINARY
-#undef EMBER_SCALAR
-#undef EMBER_BACKWARD
+#undef EMBER_UNARY_OP
+#undef EMBER_UNARY_OPDEF
+#undef EMBER_BINARY_OPDEF
+#undef EMBER_SCALAR_OPDEF
+#undef EMBER_BACKWARD_OPDEF
 
 }  // namespace ember::autodiff

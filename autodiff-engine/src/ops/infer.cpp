@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ember/ops/elementwise.h"
+
 namespace ember::autodiff::infer {
 
 void arity(const char* op, const std::vector<TensorType>& in, size_t n) {
@@ -47,14 +49,10 @@ DType result_dtype(const char* op, DType t, DTypeRule rule, const std::string& o
   switch (rule) {
     case DTypeRule::Promoted:
       return t;
-    case DTypeRule::Numeric:
-      if (t == DType::Bool)
-        throw DTypeError(op, operands +
-                                 "; expected a numeric dtype, not bool. Fix: cast first, "
-                                 "e.g. to(x, DType::Int64), or use a logical op");
-      return t;
+    case DTypeRule::Numeric:  // core-runtime's rule (ember/ops/elementwise.h)
+      return unary_result_dtype(op, UnaryDTypes::Numeric, t, [&] { return operands; });
     case DTypeRule::Floating:
-      return is_floating(t) ? t : DType::Float32;
+      return unary_result_dtype(op, UnaryDTypes::Floating, t, [&] { return operands; });
     case DTypeRule::Bool:
       return DType::Bool;
   }

@@ -101,19 +101,15 @@ inline auto vectorised(math::SoftplusBackward<float> f) {
 // per element cost several adds, so smaller tensors of them are worth a second thread.
 static int64_t unary_cost(UnaryOp op) {
   switch (op) {
-    case UnaryOp::Exp:
-    case UnaryOp::Log:
-    case UnaryOp::Log1p:
-    case UnaryOp::Sin:
-    case UnaryOp::Cos:
-    case UnaryOp::Tanh:
-    case UnaryOp::Sigmoid:
+#define EMBER_UNARY_OP(name, Formula, dtypes, work, api, doc) \
+  case UnaryOp::Formula:                                      \
+    return cost::k##work;
+#include "ember/ops/unary.def"
+#undef EMBER_UNARY_OP
     case UnaryOp::Elu:
     case UnaryOp::Gelu:
     case UnaryOp::GeluTanh:
-    case UnaryOp::Silu:
     case UnaryOp::Softplus:
-    case UnaryOp::Erf:
       return cost::kTranscendental;
     default:
       return cost::kCheap;

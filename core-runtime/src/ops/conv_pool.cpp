@@ -1,5 +1,7 @@
 // conv_pool.cpp — front functions of conv2d and the pooling ops: argument checks, output sizes,
-// then the kernels of conv_pool_kernels.h on contiguous NCHW tensors.
+// then the kernels of conv_pool_kernels.h on contiguous NCHW tensors. The checks of shapes and
+// the output sizes are the public shape rules (conv_pool.h), which autodiff-engine's inference
+// calls too.
 #include "ember/ops/conv_pool.h"
 
 #include <string>
@@ -25,18 +27,11 @@ void check_positive(const char* op, const char* what, Size2 s) {
                              " must be >= 1 in both dims; pass a positive int or (h, w) pair");
 }
 
-// The tensors every op checks alike: defined, one device, one floating dtype.
-void check_tensors(const char* op, std::initializer_list<Named> args) {
-  check_same_device(op, args);
-  check_floating(op, args);
-  check_same_dtype(op, args);
-}
-
 void check_4d(const char* op, const std::string& who, const char* name, const Shape& s,
               const char* layout) {
   if (s.size() != 4)
-    throw ShapeError(op, who + "; " + name + " must be 4-D " + layout +
-                             (s.size() == 3 ? ", for one image use unsqueeze(0)" : ""));
+    throw ShapeError(op, who + "; " + name + " is " + shape_str(s) + ", expected 4-D " + layout +
+                             (s.size() == 3 ? " (for one image use unsqueeze(0))" : ""));
 }
 
 // A convolution's input x against weight w: a 3-D x lacks the batch dim when it is one image
@@ -45,117 +40,124 @@ void check_4d(const char* op, const std::string& who, const char* name, const Sh
 void check_conv_input(const char* op, const std::string& who, const Shape& x, const Shape& w,
                       int64_t groups) {
   if (x.size() == 3 && w.size() == 4 && x[0] != w[1] * groups && w[1] * groups == 1)
-    throw ShapeError(op, who +
-                             "; the input must be 4-D [N, C, H, W]; it looks like a batch of "
+    throw ShapeError(op, who + "; the input is " + shape_str(x) +
+                             ", expected 4-D [N, C, H, W]; it looks like a batch of "
                              "single-channel images [N, H, W], add the channel dim with "
                              "unsqueeze(1)");
   check_4d(op, who, "the input", x, "[N, C, H, W]");
 }
 
-// ---- convolution ----
+// Positions of a window of `kernel` taps `dilation` apart sliding by `stride` over `in` elements
+// padded by pad_before and pad_after (conv2d.h's formula). ceil_mode rounds up, keeping a last
+// partial window unless it would start in the trailing padding (as PyTorch).
+int64_t window_count(int64_t in, int64_t kernel, int64_t stride, int64_t pad_before,
+                     int64_t pad_after, int64_t dilation, bool ceil_mode) {
+  const int64_t room = in + pad_before + pad_after - (dilation * (kernel - 1) + 1);
+  int64_t out = (ceil_mode ? (room + stride - 1) / stride : room / stride) + 1;
+  if (ceil_mode && (out - 1) * stride >= in + pad_before) --out;
+  return out;
+}
 
-struct ConvGeometry {
-  Conv2dParams params;
-  Shape out_shape;  // [N, O, Ho, Wo]
-};
-
-// Checks a convolution of an input of x_shape [N, C, H, W] with a weight of w_shape
-// [O, C / groups, kh, kw] and works out its padding and output shape. `who` lists the operands
-// for error messages.
-ConvGeometry conv_geometry(const char* op, const std::string& who, const Shape& x_shape,
-                           const Shape& w_shape, Size2 stride, const Padding2& padding,
-                           Size2 dilation, int64_t groups) {
-  check_conv_input(op, who, x_shape, w_shape, groups);
-  check_4d(op, who, "weight", w_shape, "[O, C / groups, kh, kw]");
-  check_positive(op, "stride", stride);
-  check_positive(op, "dilation", dilation);
-  if (groups < 1)
-    throw ValueError(op,
-                     "groups (" + str(groups) + ") must be >= 1; pass 1 for a plain convolution");
-  const int64_t C = x_shape[1], H = x_shape[2], W = x_shape[3];
-  const int64_t O = w_shape[0], kh = w_shape[2], kw = w_shape[3];
-  if (w_shape[1] * groups != C)
-    throw ShapeError(op, who + "; the input has " + str(C) + " channels but weight expects " +
-                             str(w_shape[1] * groups) + " (weight.shape[1] " + str(w_shape[1]) +
-                             " * groups " + str(groups) +
-                             "); weight must be [O, C / groups, kh, kw]");
-  if (O % groups != 0)
-    throw ShapeError(op, who + "; weight.shape[0] (" + str(O) +
-                             " output channels) must divide "
-                             "by groups (" +
-                             str(groups) + ")");
-  if (kh < 1 || kw < 1) throw ShapeError(op, who + "; the kernel must be at least 1 x 1");
-
-  ConvGeometry g;
-  Conv2dParams& p = g.params;
-  p.stride_h = stride.h;
-  p.stride_w = stride.w;
-  p.dilation_h = dilation.h;
-  p.dilation_w = dilation.w;
-  p.groups = groups;
-  // Extent of the dilated kernel, and the padding on each side.
-  const int64_t span_h = dilation.h * (kh - 1) + 1, span_w = dilation.w * (kw - 1) + 1;
-  int64_t pad_bottom = 0, pad_right = 0;
-  if (padding.mode == "same") {
-    if (stride.h != 1 || stride.w != 1)
-      throw ValueError(op, "padding='same' needs stride 1, got stride " + pair_str(stride) +
-                               "; give the padding as numbers instead");
-    p.pad_h = (span_h - 1) / 2;  // an odd total puts the extra row at the bottom, as PyTorch
-    p.pad_w = (span_w - 1) / 2;
-    pad_bottom = span_h - 1 - p.pad_h;
-    pad_right = span_w - 1 - p.pad_w;
-  } else if (padding.mode == "valid" || padding.mode.empty()) {
-    if (!padding.size.given() || padding.size.h < 0 || padding.size.w < 0)
-      throw ValueError(op, "padding " + pair_str(padding.size) +
-                               " must be >= 0 in both dims; pass 0 for none, or 'same'");
-    p.pad_h = pad_bottom = padding.size.h;
-    p.pad_w = pad_right = padding.size.w;
-  } else {
-    throw ValueError(op, "padding '" + padding.mode +
-                             "' is not a mode; use numbers, 'same' or "
-                             "'valid'");
-  }
-  const int64_t room_h = H + p.pad_h + pad_bottom, room_w = W + p.pad_w + pad_right;
-  if (span_h > room_h || span_w > room_w)
-    throw ShapeError(op, who + "; the kernel (" + str(span_h) + " x " + str(span_w) +
-                             " with dilation) is larger than the padded input (" + str(room_h) +
-                             " x " + str(room_w) + "); use a smaller kernel or more padding");
-  g.out_shape = {x_shape[0], O, (room_h - span_h) / stride.h + 1, (room_w - span_w) / stride.w + 1};
-  return g;
+// The tensors every op checks alike: defined, one device, one floating dtype.
+void check_tensors(const char* op, std::initializer_list<Named> args) {
+  check_same_device(op, args);
+  check_floating(op, args);
+  check_same_dtype(op, args);
 }
 
 std::string with_shape(const std::string& who, const char* name, const Shape& s) {
   return who + ", " + name + " is " + shape_str(s);
 }
 
-// grad_out must be what the forward produced: [N, O, Ho, Wo] from the geometry.
-void check_grad_out(const char* op, const std::string& who, const Tensor& grad_out,
-                    const Shape& expected) {
-  if (grad_out.shape() != expected)
-    throw ShapeError(op, who + "; grad_out must be " + shape_str(expected) +
-                             ", the forward's output shape for these arguments");
+Conv2dParams conv_params(const Conv2dShape& g, Size2 stride, Size2 dilation, int64_t groups) {
+  Conv2dParams p;
+  p.stride_h = stride.h;
+  p.stride_w = stride.w;
+  p.pad_h = g.pad_top;  // the kernels pad the bottom and right by what the output shape leaves
+  p.pad_w = g.pad_left;
+  p.dilation_h = dilation.h;
+  p.dilation_w = dilation.w;
+  p.groups = groups;
+  return p;
 }
 
-// ---- pooling ----
-
-struct PoolGeometry {
-  Pool2dParams params;
-  Shape out_shape;  // [N, C, Ho, Wo]
-};
-
-// Output length of a pooling window sliding over `in` (see conv_pool.h for ceil_mode).
-int64_t pooled_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation,
-                    bool ceil_mode) {
-  const int64_t room = in + 2 * pad - (dilation * (kernel - 1) + 1);
-  int64_t out = (ceil_mode ? (room + stride - 1) / stride : room / stride) + 1;
-  if (ceil_mode && (out - 1) * stride >= in + pad) --out;  // last window starts in the padding
-  return out;
+Pool2dParams pool_params(Size2 kernel, Size2 stride, Size2 padding, Size2 dilation) {
+  if (!stride.given()) stride = kernel;
+  return {kernel.h,  kernel.w,   stride.h,   stride.w, padding.h,
+          padding.w, dilation.h, dilation.w, true};
 }
 
-PoolGeometry pool_geometry(const char* op, const std::string& who, const Shape& x_shape,
-                           Size2 kernel, Size2 stride, Size2 padding, Size2 dilation,
-                           bool ceil_mode) {
-  check_4d(op, who, "the input", x_shape, "[N, C, H, W]");
+}  // namespace
+
+// ---- shape rules (conv_pool.h) ----
+
+Conv2dShape conv2d_shape(const char* op, const std::string& who, const Shape& x,
+                         const Shape& weight, Size2 stride, const Padding2& padding, Size2 dilation,
+                         int64_t groups) {
+  check_conv_input(op, who, x, weight, groups);
+  check_4d(op, who, "weight", weight, "[O, C / groups, kh, kw]");
+  check_positive(op, "stride", stride);
+  check_positive(op, "dilation", dilation);
+  if (groups < 1)
+    throw ValueError(op,
+                     "groups (" + str(groups) + ") must be >= 1; pass 1 for a plain convolution");
+  const int64_t C = x[1], O = weight[0], kh = weight[2], kw = weight[3];
+  if (weight[1] * groups != C)
+    throw ShapeError(op, who + "; the input has " + str(C) + " channels, but weight " +
+                             shape_str(weight) + " with groups " + str(groups) + " expects " +
+                             str(weight[1] * groups) +
+                             " (weight.shape[1] * groups); weight must be [O, C / groups, kh, kw]");
+  if (O % groups != 0)
+    throw ShapeError(op, who + "; weight.shape[0] (" + str(O) +
+                             " output channels) must divide by groups (" + str(groups) + ")");
+  if (kh < 1 || kw < 1) throw ShapeError(op, who + "; the kernel must be at least 1 x 1");
+
+  // The extent of the dilated kernel, and the padding on each side.
+  const int64_t span_h = dilation.h * (kh - 1) + 1, span_w = dilation.w * (kw - 1) + 1;
+  Conv2dShape g;
+  if (padding.mode == "same") {
+    if (stride.h != 1 || stride.w != 1)
+      throw ValueError(op, "padding='same' needs stride 1, got stride " + pair_str(stride) +
+                               "; give the padding as numbers instead");
+    g.pad_top = (span_h - 1) / 2;  // an odd total puts the extra row at the bottom, as PyTorch
+    g.pad_left = (span_w - 1) / 2;
+    g.pad_bottom = span_h - 1 - g.pad_top;
+    g.pad_right = span_w - 1 - g.pad_left;
+  } else if (padding.mode == "valid" || padding.mode.empty()) {
+    if (!padding.size.given() || padding.size.h < 0 || padding.size.w < 0)
+      throw ValueError(op, "padding " + pair_str(padding.size) +
+                               " must be >= 0 in both dims; pass 0 for none, or 'same'");
+    g.pad_top = g.pad_bottom = padding.size.h;
+    g.pad_left = g.pad_right = padding.size.w;
+  } else {
+    throw ValueError(op, "padding '" + padding.mode +
+                             "' is not a mode; use numbers, 'same' or 'valid'");
+  }
+  const int64_t room_h = x[2] + g.pad_top + g.pad_bottom, room_w = x[3] + g.pad_left + g.pad_right;
+  if (span_h > room_h || span_w > room_w)
+    throw ShapeError(op, who + "; the kernel (" + str(span_h) + " x " + str(span_w) +
+                             " with dilation) is larger than the padded input (" + str(room_h) +
+                             " x " + str(room_w) + "); use a smaller kernel or more padding");
+  g.out = {x[0], O, window_count(x[2], kh, stride.h, g.pad_top, g.pad_bottom, dilation.h, false),
+           window_count(x[3], kw, stride.w, g.pad_left, g.pad_right, dilation.w, false)};
+  return g;
+}
+
+void check_conv2d_bias_shape(const char* op, const std::string& who, const Shape& bias,
+                             int64_t out_channels) {
+  if (bias != Shape{out_channels})
+    throw ShapeError(op, who + "; bias must be [" + str(out_channels) + "] (weight.shape[0])");
+}
+
+Shape conv2d_backward_bias_shape(const char* op, const std::string& who, const char* grad_name,
+                                 const Shape& grad) {
+  check_4d(op, who, grad_name, grad, "[N, O, Ho, Wo]");
+  return {grad[1]};
+}
+
+Shape pool2d_shape(const char* op, const std::string& who, const Shape& x, Size2 kernel,
+                   Size2 stride, Size2 padding, Size2 dilation, bool ceil_mode) {
+  check_4d(op, who, "the input", x, "[N, C, H, W]");
   check_positive(op, "kernel_size", kernel);
   if (!stride.given()) stride = kernel;  // not given: the kernel size (an explicit 0 is refused)
   check_positive(op, "stride", stride);
@@ -166,27 +168,63 @@ PoolGeometry pool_geometry(const char* op, const std::string& who, const Shape& 
                              " must be >= 0 and at most half of kernel_size " + pair_str(kernel) +
                              "; use padding <= kernel_size // 2 = " +
                              pair_str({kernel.h / 2, kernel.w / 2}));
-  const int64_t H = x_shape[2], W = x_shape[3];
+  const int64_t H = x[2], W = x[3];
   const int64_t span_h = dilation.h * (kernel.h - 1) + 1, span_w = dilation.w * (kernel.w - 1) + 1;
   if (span_h > H + 2 * padding.h || span_w > W + 2 * padding.w)
     throw ShapeError(op, who + "; the window (" + str(span_h) + " x " + str(span_w) +
                              ") is larger than the padded input (" + str(H + 2 * padding.h) +
                              " x " + str(W + 2 * padding.w) + "); use a smaller kernel_size");
-  PoolGeometry g;
-  g.params = {kernel.h,  kernel.w,   stride.h,   stride.w, padding.h,
-              padding.w, dilation.h, dilation.w, true};
-  g.out_shape = {x_shape[0], x_shape[1],
-                 pooled_size(H, kernel.h, stride.h, padding.h, dilation.h, ceil_mode),
-                 pooled_size(W, kernel.w, stride.w, padding.w, dilation.w, ceil_mode)};
-  return g;
+  return {x[0], x[1],
+          window_count(H, kernel.h, stride.h, padding.h, padding.h, dilation.h, ceil_mode),
+          window_count(W, kernel.w, stride.w, padding.w, padding.w, dilation.w, ceil_mode)};
 }
 
+Shape adaptive_avg_pool2d_shape(const char* op, const std::string& who, const Shape& x,
+                                Size2 output_size) {
+  check_4d(op, who, "x", x, "[N, C, H, W]");
+  check_positive(op, "output_size", output_size);
+  if (x[2] < 1 || x[3] < 1)
+    throw ShapeError(op, who + "; H and W must be >= 1, there is nothing to average");
+  return {x[0], x[1], output_size.h, output_size.w};
+}
+
+void check_grad_shape(const char* op, const std::string& who, const char* grad_name,
+                      const Shape& grad, const Shape& expected) {
+  if (grad != expected)
+    throw ShapeError(op, who + "; " + grad_name + " must be " + shape_str(expected) +
+                             ", the forward's output shape for these arguments");
+}
+
+void check_max_pool2d_backward_shapes(const char* op, const std::string& who, const char* grad_name,
+                                      const Shape& grad, const Shape& indices,
+                                      const Shape& input_shape) {
+  check_4d(op, who, "input_shape", input_shape, "[N, C, H, W]");
+  if (grad != indices || grad.size() != 4 || grad[0] != input_shape[0] || grad[1] != input_shape[1])
+    throw ShapeError(op, who + "; " + grad_name +
+                             " and indices must both be [N, C, Ho, Wo] with N, C from "
+                             "input_shape");
+}
+
+void check_adaptive_avg_pool2d_backward_shapes(const char* op, const std::string& who,
+                                               const char* grad_name, const Shape& grad,
+                                               const Shape& input_shape) {
+  check_4d(op, who, "input_shape", input_shape, "[N, C, H, W]");
+  check_4d(op, who, grad_name, grad, "[N, C, Ho, Wo]");
+  if (grad[0] != input_shape[0] || grad[1] != input_shape[1] || grad[2] < 1 || grad[3] < 1 ||
+      input_shape[2] < 1 || input_shape[3] < 1)
+    throw ShapeError(op, who + "; " + grad_name +
+                             " must be [N, C, Ho, Wo] with N, C from input_shape, and every "
+                             "spatial size >= 1");
+}
+
+namespace {
+
 // ---------------------------------------------------------------------------------------------
-// Each op takes `given`, the _out form's output (null: allocate it). Every kernel writes
+// Each op_into takes `given`, the _out form's output (null: allocate it). Every kernel writes
 // contiguous outputs (see write_contiguous).
 
-Tensor run_conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 stride,
-                  const Padding2& padding, Size2 dilation, int64_t groups, const Tensor* given) {
+Tensor conv2d_into(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 stride,
+                   const Padding2& padding, Size2 dilation, int64_t groups, const Tensor* given) {
   const char* op = "conv2d";
   std::string who;
   if (bias.defined()) {
@@ -196,63 +234,64 @@ Tensor run_conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Siz
     check_tensors(op, {{"x", x}, {"weight", weight}});
     who = operands({{"x", x}, {"weight", weight}});
   }
-  ConvGeometry g =
-      conv_geometry(op, who, x.shape(), weight.shape(), stride, padding, dilation, groups);
-  if (bias.defined() && bias.shape() != Shape{weight.size(0)})
-    throw ShapeError(op, who + "; bias must be [" + str(weight.size(0)) + "] (weight.shape[0])");
-  Tensor out = output(op, given, g.out_shape, x.dtype(), x.device(),
+  const Conv2dShape g =
+      conv2d_shape(op, who, x.shape(), weight.shape(), stride, padding, dilation, groups);
+  if (bias.defined()) check_conv2d_bias_shape(op, who, bias.shape(), weight.size(0));
+  Tensor out = output(op, given, g.out, x.dtype(), x.device(),
                       {{"x", x}, {"weight", weight}, {"bias", bias}});
   write_contiguous(op, out, [&](Tensor& dst) {
     conv2d_kernel(x.device())(x.contiguous(), weight.contiguous(),
-                              bias.defined() ? bias.contiguous() : bias, dst, g.params);
+                              bias.defined() ? bias.contiguous() : bias, dst,
+                              conv_params(g, stride, dilation, groups));
   });
   return out;
 }
 
-Tensor run_conv2d_backward_input(const Tensor& grad_out, const Tensor& weight,
-                                 const Shape& input_shape, Size2 stride, const Padding2& padding,
-                                 Size2 dilation, int64_t groups, const Tensor* given) {
+Tensor conv2d_backward_input_into(const Tensor& grad_out, const Tensor& weight,
+                                  const Shape& input_shape, Size2 stride, const Padding2& padding,
+                                  Size2 dilation, int64_t groups, const Tensor* given) {
   const char* op = "conv2d_backward_input";
   check_tensors(op, {{"grad_out", grad_out}, {"weight", weight}});
   const std::string who = with_shape(operands({{"grad_out", grad_out}, {"weight", weight}}),
                                      "input_shape", input_shape);
-  ConvGeometry g =
-      conv_geometry(op, who, input_shape, weight.shape(), stride, padding, dilation, groups);
-  check_grad_out(op, who, grad_out, g.out_shape);
+  const Conv2dShape g =
+      conv2d_shape(op, who, input_shape, weight.shape(), stride, padding, dilation, groups);
+  check_grad_shape(op, who, "grad_out", grad_out.shape(), g.out);
   Tensor grad_x = output(op, given, input_shape, grad_out.dtype(), grad_out.device(),
                          {{"grad_out", grad_out}, {"weight", weight}});
   write_contiguous(op, grad_x, [&](Tensor& dst) {
     conv2d_backward_input_kernel(grad_out.device())(grad_out.contiguous(), weight.contiguous(), dst,
-                                                    g.params);
+                                                    conv_params(g, stride, dilation, groups));
   });
   return grad_x;
 }
 
-Tensor run_conv2d_backward_weight(const Tensor& grad_out, const Tensor& x,
-                                  const Shape& weight_shape, Size2 stride, const Padding2& padding,
-                                  Size2 dilation, int64_t groups, const Tensor* given) {
+Tensor conv2d_backward_weight_into(const Tensor& grad_out, const Tensor& x,
+                                   const Shape& weight_shape, Size2 stride, const Padding2& padding,
+                                   Size2 dilation, int64_t groups, const Tensor* given) {
   const char* op = "conv2d_backward_weight";
   check_tensors(op, {{"grad_out", grad_out}, {"x", x}});
   const std::string who =
       with_shape(operands({{"grad_out", grad_out}, {"x", x}}), "weight_shape", weight_shape);
-  ConvGeometry g =
-      conv_geometry(op, who, x.shape(), weight_shape, stride, padding, dilation, groups);
-  check_grad_out(op, who, grad_out, g.out_shape);
+  const Conv2dShape g =
+      conv2d_shape(op, who, x.shape(), weight_shape, stride, padding, dilation, groups);
+  check_grad_shape(op, who, "grad_out", grad_out.shape(), g.out);
   Tensor grad_w = output(op, given, weight_shape, grad_out.dtype(), grad_out.device(),
                          {{"grad_out", grad_out}, {"x", x}});
   write_contiguous(op, grad_w, [&](Tensor& dst) {
     conv2d_backward_weight_kernel(grad_out.device())(grad_out.contiguous(), x.contiguous(), dst,
-                                                     g.params);
+                                                     conv_params(g, stride, dilation, groups));
   });
   return grad_w;
 }
 
-Tensor run_conv2d_backward_bias(const Tensor& grad_out, const Tensor* given) {
+Tensor conv2d_backward_bias_into(const Tensor& grad_out, const Tensor* given) {
   const char* op = "conv2d_backward_bias";
   check_tensors(op, {{"grad_out", grad_out}});
-  check_4d(op, operands({{"grad_out", grad_out}}), "grad_out", grad_out.shape(), "[N, O, Ho, Wo]");
-  Tensor grad_b = output(op, given, {grad_out.size(1)}, grad_out.dtype(), grad_out.device(),
-                         {{"grad_out", grad_out}});
+  const Shape shape = conv2d_backward_bias_shape(op, operands({{"grad_out", grad_out}}), "grad_out",
+                                                 grad_out.shape());
+  Tensor grad_b =
+      output(op, given, shape, grad_out.dtype(), grad_out.device(), {{"grad_out", grad_out}});
   write_contiguous(op, grad_b, [&](Tensor& dst) {
     conv2d_backward_bias_kernel(grad_out.device())(grad_out.contiguous(), dst);
   });
@@ -261,25 +300,26 @@ Tensor run_conv2d_backward_bias(const Tensor& grad_out, const Tensor* given) {
 
 // ---------------------------------------------------------------------------------------------
 
-MaxPoolResult run_max_pool2d(const Tensor& x, Size2 kernel_size, Size2 stride, Size2 padding,
-                             Size2 dilation, bool ceil_mode, const Tensor* values_out,
-                             const Tensor* indices_out) {
+MaxPoolResult max_pool2d_into(const Tensor& x, Size2 kernel_size, Size2 stride, Size2 padding,
+                              Size2 dilation, bool ceil_mode, const Tensor* values_out,
+                              const Tensor* indices_out) {
   const char* op = "max_pool2d";
   check_tensors(op, {{"x", x}});
-  PoolGeometry g = pool_geometry(op, operands({{"x", x}}), x.shape(), kernel_size, stride, padding,
-                                 dilation, ceil_mode);
+  const Shape shape = pool2d_shape(op, operands({{"x", x}}), x.shape(), kernel_size, stride,
+                                   padding, dilation, ceil_mode);
+  const Pool2dParams params = pool_params(kernel_size, stride, padding, dilation);
   MaxPoolResult r;
-  r.values = output(op, values_out, g.out_shape, x.dtype(), x.device(), {{"x", x}}, "values");
-  r.indices = output(op, indices_out, g.out_shape, DType::Int64, x.device(),
+  r.values = output(op, values_out, shape, x.dtype(), x.device(), {{"x", x}}, "values");
+  r.indices = output(op, indices_out, shape, DType::Int64, x.device(),
                      {{"x", x}, {"values", r.values}}, "indices");
   write_contiguous(op, {r.values, r.indices}, [&](std::vector<Tensor>& dsts) {
-    max_pool2d_kernel(x.device())(x.contiguous(), dsts[0], dsts[1], g.params);
+    max_pool2d_kernel(x.device())(x.contiguous(), dsts[0], dsts[1], params);
   });
   return r;
 }
 
-Tensor run_max_pool2d_backward(const Tensor& grad_out, const Tensor& indices,
-                               const Shape& input_shape, const Tensor* given) {
+Tensor max_pool2d_backward_into(const Tensor& grad_out, const Tensor& indices,
+                                const Shape& input_shape, const Tensor* given) {
   const char* op = "max_pool2d_backward";
   check_same_device(op, {{"grad_out", grad_out}, {"indices", indices}});
   check_floating(op, {{"grad_out", grad_out}});
@@ -287,12 +327,8 @@ Tensor run_max_pool2d_backward(const Tensor& grad_out, const Tensor& indices,
                                      "input_shape", input_shape);
   if (indices.dtype() != DType::Int64)
     throw DTypeError(op, who + "; indices must be int64, as max_pool2d returns them");
-  check_4d(op, who, "input_shape", input_shape, "[N, C, H, W]");
-  if (grad_out.shape() != indices.shape() || grad_out.dim() != 4 ||
-      grad_out.size(0) != input_shape[0] || grad_out.size(1) != input_shape[1])
-    throw ShapeError(op, who +
-                             "; grad_out and indices must both be [N, C, Ho, Wo] with N, C "
-                             "from input_shape");
+  check_max_pool2d_backward_shapes(op, who, "grad_out", grad_out.shape(), indices.shape(),
+                                   input_shape);
   Tensor grad_x = output(op, given, input_shape, grad_out.dtype(), grad_out.device(),
                          {{"grad_out", grad_out}, {"indices", indices}});
   write_contiguous(op, grad_x, [&](Tensor& dst) {
@@ -301,67 +337,59 @@ Tensor run_max_pool2d_backward(const Tensor& grad_out, const Tensor& indices,
   return grad_x;
 }
 
-Tensor run_avg_pool2d(const Tensor& x, Size2 kernel_size, Size2 stride, Size2 padding,
-                      bool ceil_mode, bool count_include_pad, const Tensor* given) {
+Tensor avg_pool2d_into(const Tensor& x, Size2 kernel_size, Size2 stride, Size2 padding,
+                       bool ceil_mode, bool count_include_pad, const Tensor* given) {
   const char* op = "avg_pool2d";
   check_tensors(op, {{"x", x}});
-  PoolGeometry g = pool_geometry(op, operands({{"x", x}}), x.shape(), kernel_size, stride, padding,
-                                 1, ceil_mode);
-  g.params.count_include_pad = count_include_pad;
-  Tensor out = output(op, given, g.out_shape, x.dtype(), x.device(), {{"x", x}});
+  const Shape shape =
+      pool2d_shape(op, operands({{"x", x}}), x.shape(), kernel_size, stride, padding, 1, ceil_mode);
+  Pool2dParams params = pool_params(kernel_size, stride, padding, 1);
+  params.count_include_pad = count_include_pad;
+  Tensor out = output(op, given, shape, x.dtype(), x.device(), {{"x", x}});
   write_contiguous(op, out, [&](Tensor& dst) {
-    avg_pool2d_kernel(x.device())(x.contiguous(), dst, g.params);
+    avg_pool2d_kernel(x.device())(x.contiguous(), dst, params);
   });
   return out;
 }
 
-Tensor run_avg_pool2d_backward(const Tensor& grad_out, const Shape& input_shape, Size2 kernel_size,
-                               Size2 stride, Size2 padding, bool ceil_mode, bool count_include_pad,
-                               const Tensor* given) {
+Tensor avg_pool2d_backward_into(const Tensor& grad_out, const Shape& input_shape, Size2 kernel_size,
+                                Size2 stride, Size2 padding, bool ceil_mode, bool count_include_pad,
+                                const Tensor* given) {
   const char* op = "avg_pool2d_backward";
   check_tensors(op, {{"grad_out", grad_out}});
   const std::string who =
       with_shape(operands({{"grad_out", grad_out}}), "input_shape", input_shape);
-  PoolGeometry g = pool_geometry(op, who, input_shape, kernel_size, stride, padding, 1, ceil_mode);
-  g.params.count_include_pad = count_include_pad;
-  check_grad_out(op, who, grad_out, g.out_shape);
+  const Shape shape =
+      pool2d_shape(op, who, input_shape, kernel_size, stride, padding, 1, ceil_mode);
+  Pool2dParams params = pool_params(kernel_size, stride, padding, 1);
+  params.count_include_pad = count_include_pad;
+  check_grad_shape(op, who, "grad_out", grad_out.shape(), shape);
   Tensor grad_x =
       output(op, given, input_shape, grad_out.dtype(), grad_out.device(), {{"grad_out", grad_out}});
   write_contiguous(op, grad_x, [&](Tensor& dst) {
-    avg_pool2d_backward_kernel(grad_out.device())(grad_out.contiguous(), dst, g.params);
+    avg_pool2d_backward_kernel(grad_out.device())(grad_out.contiguous(), dst, params);
   });
   return grad_x;
 }
 
-Tensor run_adaptive_avg_pool2d(const Tensor& x, Size2 output_size, const Tensor* given) {
+Tensor adaptive_avg_pool2d_into(const Tensor& x, Size2 output_size, const Tensor* given) {
   const char* op = "adaptive_avg_pool2d";
   check_tensors(op, {{"x", x}});
-  const std::string who = operands({{"x", x}});
-  check_4d(op, who, "x", x.shape(), "[N, C, H, W]");
-  check_positive(op, "output_size", output_size);
-  if (x.size(2) < 1 || x.size(3) < 1)
-    throw ShapeError(op, who + "; H and W must be >= 1, there is nothing to average");
-  Tensor out = output(op, given, {x.size(0), x.size(1), output_size.h, output_size.w}, x.dtype(),
-                      x.device(), {{"x", x}});
+  const Shape shape = adaptive_avg_pool2d_shape(op, operands({{"x", x}}), x.shape(), output_size);
+  Tensor out = output(op, given, shape, x.dtype(), x.device(), {{"x", x}});
   write_contiguous(op, out, [&](Tensor& dst) {
     adaptive_avg_pool2d_kernel(x.device())(x.contiguous(), dst);
   });
   return out;
 }
 
-Tensor run_adaptive_avg_pool2d_backward(const Tensor& grad_out, const Shape& input_shape,
-                                        const Tensor* given) {
+Tensor adaptive_avg_pool2d_backward_into(const Tensor& grad_out, const Shape& input_shape,
+                                         const Tensor* given) {
   const char* op = "adaptive_avg_pool2d_backward";
   check_tensors(op, {{"grad_out", grad_out}});
   const std::string who =
       with_shape(operands({{"grad_out", grad_out}}), "input_shape", input_shape);
-  check_4d(op, who, "input_shape", input_shape, "[N, C, H, W]");
-  check_4d(op, who, "grad_out", grad_out.shape(), "[N, C, Ho, Wo]");
-  if (grad_out.size(0) != input_shape[0] || grad_out.size(1) != input_shape[1] ||
-      grad_out.size(2) < 1 || grad_out.size(3) < 1 || input_shape[2] < 1 || input_shape[3] < 1)
-    throw ShapeError(op, who +
-                             "; grad_out must be [N, C, Ho, Wo] with N, C from input_shape, "
-                             "and every spatial size >= 1");
+  check_adaptive_avg_pool2d_backward_shapes(op, who, "grad_out", grad_out.shape(), input_shape);
   Tensor grad_x =
       output(op, given, input_shape, grad_out.dtype(), grad_out.device(), {{"grad_out", grad_out}});
   write_contiguous(op, grad_x, [&](Tensor& dst) {
@@ -375,105 +403,106 @@ Tensor run_adaptive_avg_pool2d_backward(const Tensor& grad_out, const Shape& inp
 // Each op's out-of-place form passes no output (allocate); its _out form passes &out.
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 stride,
               Padding2 padding, Size2 dilation, int64_t groups) {
-  return run_conv2d(x, weight, bias, stride, padding, dilation, groups, nullptr);
+  return conv2d_into(x, weight, bias, stride, padding, dilation, groups, nullptr);
 }
 const Tensor& conv2d_out(const Tensor& out, const Tensor& x, const Tensor& weight,
                          const Tensor& bias, Size2 stride, Padding2 padding, Size2 dilation,
                          int64_t groups) {
-  run_conv2d(x, weight, bias, stride, padding, dilation, groups, &out);
+  conv2d_into(x, weight, bias, stride, padding, dilation, groups, &out);
   return out;
 }
 
 Tensor conv2d_backward_input(const Tensor& grad_out, const Tensor& weight, const Shape& input_shape,
                              Size2 stride, Padding2 padding, Size2 dilation, int64_t groups) {
-  return run_conv2d_backward_input(grad_out, weight, input_shape, stride, padding, dilation, groups,
-                                   nullptr);
+  return conv2d_backward_input_into(grad_out, weight, input_shape, stride, padding, dilation,
+                                    groups, nullptr);
 }
 const Tensor& conv2d_backward_input_out(const Tensor& out, const Tensor& grad_out,
                                         const Tensor& weight, const Shape& input_shape,
                                         Size2 stride, Padding2 padding, Size2 dilation,
                                         int64_t groups) {
-  run_conv2d_backward_input(grad_out, weight, input_shape, stride, padding, dilation, groups, &out);
+  conv2d_backward_input_into(grad_out, weight, input_shape, stride, padding, dilation, groups,
+                             &out);
   return out;
 }
 
 Tensor conv2d_backward_weight(const Tensor& grad_out, const Tensor& x, const Shape& weight_shape,
                               Size2 stride, Padding2 padding, Size2 dilation, int64_t groups) {
-  return run_conv2d_backward_weight(grad_out, x, weight_shape, stride, padding, dilation, groups,
-                                    nullptr);
+  return conv2d_backward_weight_into(grad_out, x, weight_shape, stride, padding, dilation, groups,
+                                     nullptr);
 }
 const Tensor& conv2d_backward_weight_out(const Tensor& out, const Tensor& grad_out, const Tensor& x,
                                          const Shape& weight_shape, Size2 stride, Padding2 padding,
                                          Size2 dilation, int64_t groups) {
-  run_conv2d_backward_weight(grad_out, x, weight_shape, stride, padding, dilation, groups, &out);
+  conv2d_backward_weight_into(grad_out, x, weight_shape, stride, padding, dilation, groups, &out);
   return out;
 }
 
 Tensor conv2d_backward_bias(const Tensor& grad_out) {
-  return run_conv2d_backward_bias(grad_out, nullptr);
+  return conv2d_backward_bias_into(grad_out, nullptr);
 }
 const Tensor& conv2d_backward_bias_out(const Tensor& out, const Tensor& grad_out) {
-  run_conv2d_backward_bias(grad_out, &out);
+  conv2d_backward_bias_into(grad_out, &out);
   return out;
 }
 
 MaxPoolResult max_pool2d(const Tensor& x, Size2 kernel_size, Size2 stride, Size2 padding,
                          Size2 dilation, bool ceil_mode) {
-  return run_max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode, nullptr, nullptr);
+  return max_pool2d_into(x, kernel_size, stride, padding, dilation, ceil_mode, nullptr, nullptr);
 }
 MaxPoolResult max_pool2d_out(const Tensor& values, const Tensor& indices, const Tensor& x,
                              Size2 kernel_size, Size2 stride, Size2 padding, Size2 dilation,
                              bool ceil_mode) {
-  return run_max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode, &values, &indices);
+  return max_pool2d_into(x, kernel_size, stride, padding, dilation, ceil_mode, &values, &indices);
 }
 
 Tensor max_pool2d_backward(const Tensor& grad_out, const Tensor& indices,
                            const Shape& input_shape) {
-  return run_max_pool2d_backward(grad_out, indices, input_shape, nullptr);
+  return max_pool2d_backward_into(grad_out, indices, input_shape, nullptr);
 }
 const Tensor& max_pool2d_backward_out(const Tensor& out, const Tensor& grad_out,
                                       const Tensor& indices, const Shape& input_shape) {
-  run_max_pool2d_backward(grad_out, indices, input_shape, &out);
+  max_pool2d_backward_into(grad_out, indices, input_shape, &out);
   return out;
 }
 
 Tensor avg_pool2d(const Tensor& x, Size2 kernel_size, Size2 stride, Size2 padding, bool ceil_mode,
                   bool count_include_pad) {
-  return run_avg_pool2d(x, kernel_size, stride, padding, ceil_mode, count_include_pad, nullptr);
+  return avg_pool2d_into(x, kernel_size, stride, padding, ceil_mode, count_include_pad, nullptr);
 }
 const Tensor& avg_pool2d_out(const Tensor& out, const Tensor& x, Size2 kernel_size, Size2 stride,
                              Size2 padding, bool ceil_mode, bool count_include_pad) {
-  run_avg_pool2d(x, kernel_size, stride, padding, ceil_mode, count_include_pad, &out);
+  avg_pool2d_into(x, kernel_size, stride, padding, ceil_mode, count_include_pad, &out);
   return out;
 }
 
 Tensor avg_pool2d_backward(const Tensor& grad_out, const Shape& input_shape, Size2 kernel_size,
                            Size2 stride, Size2 padding, bool ceil_mode, bool count_include_pad) {
-  return run_avg_pool2d_backward(grad_out, input_shape, kernel_size, stride, padding, ceil_mode,
-                                 count_include_pad, nullptr);
+  return avg_pool2d_backward_into(grad_out, input_shape, kernel_size, stride, padding, ceil_mode,
+                                  count_include_pad, nullptr);
 }
 const Tensor& avg_pool2d_backward_out(const Tensor& out, const Tensor& grad_out,
                                       const Shape& input_shape, Size2 kernel_size, Size2 stride,
                                       Size2 padding, bool ceil_mode, bool count_include_pad) {
-  run_avg_pool2d_backward(grad_out, input_shape, kernel_size, stride, padding, ceil_mode,
-                          count_include_pad, &out);
+  avg_pool2d_backward_into(grad_out, input_shape, kernel_size, stride, padding, ceil_mode,
+                           count_include_pad, &out);
   return out;
 }
 
 Tensor adaptive_avg_pool2d(const Tensor& x, Size2 output_size) {
-  return run_adaptive_avg_pool2d(x, output_size, nullptr);
+  return adaptive_avg_pool2d_into(x, output_size, nullptr);
 }
 const Tensor& adaptive_avg_pool2d_out(const Tensor& out, const Tensor& x, Size2 output_size) {
-  run_adaptive_avg_pool2d(x, output_size, &out);
+  adaptive_avg_pool2d_into(x, output_size, &out);
   return out;
 }
 
 Tensor adaptive_avg_pool2d_backward(const Tensor& grad_out, const Shape& input_shape) {
-  return run_adaptive_avg_pool2d_backward(grad_out, input_shape, nullptr);
+  return adaptive_avg_pool2d_backward_into(grad_out, input_shape, nullptr);
 }
 const Tensor& adaptive_avg_pool2d_backward_out(const Tensor& out, const Tensor& grad_out,
                                                const Shape& input_shape) {
-  run_adaptive_avg_pool2d_backward(grad_out, input_shape, &out);
+  adaptive_avg_pool2d_backward_into(grad_out, input_shape, &out);
   return out;
 }
 

@@ -16,34 +16,13 @@ namespace ember {
 
 const char* unary_op_name(UnaryOp op) {
   switch (op) {
-    case UnaryOp::Neg:
-      return "neg";
-    case UnaryOp::Abs:
-      return "abs";
-    case UnaryOp::Sign:
-      return "sign";
-    case UnaryOp::Relu:
-      return "relu";
+#define EMBER_UNARY_OP(name, Formula, dtypes, cost, api, doc) \
+  case UnaryOp::Formula:                                      \
+    return #name;
+#include "ember/ops/unary.def"
+#undef EMBER_UNARY_OP
     case UnaryOp::Clamp:
       return "clamp";
-    case UnaryOp::Exp:
-      return "exp";
-    case UnaryOp::Log:
-      return "log";
-    case UnaryOp::Log1p:
-      return "log1p";
-    case UnaryOp::Sqrt:
-      return "sqrt";
-    case UnaryOp::Rsqrt:
-      return "rsqrt";
-    case UnaryOp::Sin:
-      return "sin";
-    case UnaryOp::Cos:
-      return "cos";
-    case UnaryOp::Tanh:
-      return "tanh";
-    case UnaryOp::Sigmoid:
-      return "sigmoid";
     case UnaryOp::LeakyRelu:
       return "leaky_relu";
     case UnaryOp::Elu:
@@ -52,22 +31,8 @@ const char* unary_op_name(UnaryOp op) {
       return "gelu";
     case UnaryOp::GeluTanh:
       return "gelu";
-    case UnaryOp::Silu:
-      return "silu";
     case UnaryOp::Softplus:
       return "softplus";
-    case UnaryOp::Erf:
-      return "erf";
-    case UnaryOp::Floor:
-      return "floor";
-    case UnaryOp::Ceil:
-      return "ceil";
-    case UnaryOp::Round:
-      return "round";
-    case UnaryOp::Trunc:
-      return "trunc";
-    case UnaryOp::Reciprocal:
-      return "reciprocal";
     case UnaryOp::BitwiseNot:
       return "bitwise_not";
   }
@@ -164,6 +129,12 @@ const char* predicate_op_name(PredicateOp op) {
   return "predicate";
 }
 
+void throw_not_numeric(const char* op, const std::string& who) {
+  throw DTypeError(op, who +
+                           "; expected a numeric dtype, not bool; cast first, e.g. "
+                           "x.to(DType::Int64), or use a logical op");
+}
+
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -196,40 +167,32 @@ Shape broadcast_all(const char* op, std::initializer_list<Named> args) {
   return shape;
 }
 
-// Whether op keeps an integer input's dtype (the others compute in floating point).
-bool keeps_integer_dtype(UnaryOp op) {
+// The dtypes rule of op (unary.def's column; Clamp keeps integers, the other ops with parameters
+// compute in floating point).
+UnaryDTypes dtypes_of(UnaryOp op) {
   switch (op) {
-    case UnaryOp::Neg:
-    case UnaryOp::Abs:
-    case UnaryOp::Sign:
-    case UnaryOp::Relu:
+#define EMBER_UNARY_OP(name, Formula, dtypes, cost, api, doc) \
+  case UnaryOp::Formula:                                      \
+    return UnaryDTypes::dtypes;
+#include "ember/ops/unary.def"
+#undef EMBER_UNARY_OP
     case UnaryOp::Clamp:
-    case UnaryOp::Floor:
-    case UnaryOp::Ceil:
-    case UnaryOp::Round:
-    case UnaryOp::Trunc:
-      return true;
+      return UnaryDTypes::Numeric;
     default:
-      return false;
+      return UnaryDTypes::Floating;
   }
 }
 
 // Result dtype of a unary op on x (the rules in elementwise.h).
-DType unary_result_dtype(UnaryOp op, const Tensor& x, const char* name) {
-  const DType t = x.dtype();
+DType unary_dtype(UnaryOp op, const Tensor& x, const char* name) {
   if (op == UnaryOp::BitwiseNot) {
-    if (is_floating(t))
+    if (is_floating(x.dtype()))
       throw DTypeError(name, operands({{"x", x}}) +
                                  "; expected an integer or bool dtype; cast first, e.g. "
                                  "x.to(DType::Int64)");
-    return t;
+    return x.dtype();
   }
-  if (keeps_integer_dtype(op) && t == DType::Bool)
-    throw DTypeError(name, operands({{"x", x}}) +
-                               "; expected a numeric dtype, not bool; cast first, e.g. "
-                               "x.to(DType::Int64)");
-  if (!keeps_integer_dtype(op) && !is_floating(t)) return DType::Float32;
-  return t;
+  return unary_result_dtype(name, dtypes_of(op), x.dtype(), [&] { return operands({{"x", x}}); });
 }
 
 // x as the kernels take it: of dtype t and broadcast to `shape`. x itself when it is both already,
@@ -246,7 +209,7 @@ const Tensor& operand(const Tensor& x, DType t, const Shape& shape, Tensor& hold
 Tensor unary(UnaryOp op, const Tensor& x, const Tensor* out, double p0 = 0, double p1 = 0) {
   const char* name = unary_op_name(op);
   check_defined(name, {{"x", x}});
-  DType t = unary_result_dtype(op, x, name);
+  DType t = unary_dtype(op, x, name);
   Tensor result = written_output(name, out, x.shape(), t, x.device(), {{"x", x}});
   auto kernel = unary_kernel(x.device());
   Tensor cast;
@@ -458,16 +421,11 @@ Tensor nan_to_num(const Tensor& x, double nan, std::optional<double> posinf,
 
 }  // namespace
 
-// Every op below comes as `Tensor f(args)` and `const Tensor& f_out(const Tensor& out, args)`:
-// both call one internal function, which takes out == nullptr for "allocate the result". The
-// macros write these pairs for ops of one argument list.
-#define EMBER_UNARY(fn, OP)                                             \
-  Tensor fn(const Tensor& x) { return unary(UnaryOp::OP, x, nullptr); } \
-  const Tensor& fn##_out(const Tensor& out, const Tensor& x) {          \
-    unary(UnaryOp::OP, x, &out);                                        \
-    return out;                                                         \
-  }
-#define EMBER_BINARY(fn, OP)                                                                  \
+// Every op below comes as `Tensor f(args)` and `const Tensor& f_out(const Tensor& out, args)`
+// (the unary.def ops as `Tensor f(x, OutArg out = {})` and the older `f_out`): each calls one
+// internal function, which takes out == nullptr for "allocate the result". The macros write these
+// pairs for ops of one argument list.
+#define EMBER_BINARY_FRONT(fn, OP)                                                            \
   Tensor fn(const Tensor& a, const Tensor& b) { return binary(BinaryOp::OP, a, b, nullptr); } \
   const Tensor& fn##_out(const Tensor& out, const Tensor& a, const Tensor& b) {               \
     binary(BinaryOp::OP, a, b, &out);                                                         \
@@ -497,30 +455,22 @@ Tensor nan_to_num(const Tensor& x, double nan, std::optional<double> posinf,
     return out;                                                                 \
   }
 
-// ---- unary ----
-EMBER_UNARY(neg, Neg)
-EMBER_UNARY(abs, Abs)
-EMBER_UNARY(sign, Sign)
-EMBER_UNARY(exp, Exp)
-EMBER_UNARY(log, Log)
-EMBER_UNARY(log1p, Log1p)
-EMBER_UNARY(sqrt, Sqrt)
-EMBER_UNARY(rsqrt, Rsqrt)
-EMBER_UNARY(sin, Sin)
-EMBER_UNARY(cos, Cos)
-EMBER_UNARY(tanh, Tanh)
-EMBER_UNARY(sigmoid, Sigmoid)
-EMBER_UNARY(erf, Erf)
-EMBER_UNARY(floor, Floor)
-EMBER_UNARY(ceil, Ceil)
-EMBER_UNARY(round, Round)
-EMBER_UNARY(trunc, Trunc)
-EMBER_UNARY(reciprocal, Reciprocal)
-EMBER_UNARY(bitwise_not, BitwiseNot)
+// ---- the plain unary ops and activations of unary.def ----
+#define EMBER_UNARY_OP(name, Formula, dtypes, cost, api, doc)                                \
+  Tensor name(const Tensor& x, OutArg out) { return unary(UnaryOp::Formula, x, out.get()); } \
+  const Tensor& name##_out(const Tensor& out, const Tensor& x) {                             \
+    unary(UnaryOp::Formula, x, &out);                                                        \
+    return out;                                                                              \
+  }
+#include "ember/ops/unary.def"
+#undef EMBER_UNARY_OP
+Tensor bitwise_not(const Tensor& x) { return unary(UnaryOp::BitwiseNot, x, nullptr); }
+const Tensor& bitwise_not_out(const Tensor& out, const Tensor& x) {
+  unary(UnaryOp::BitwiseNot, x, &out);
+  return out;
+}
 
-// ---- activations ----
-EMBER_UNARY(relu, Relu)
-EMBER_UNARY(silu, Silu)
+// ---- activations with parameters ----
 Tensor leaky_relu(const Tensor& x, double negative_slope) {
   return unary(UnaryOp::LeakyRelu, x, nullptr, negative_slope);
 }
@@ -549,7 +499,7 @@ const Tensor& softplus_out(const Tensor& out, const Tensor& x, double beta, doub
 }
 
 // ---- activation backward ----
-#define EMBER_BACKWARD(fn, OP, INPUT)                                                  \
+#define EMBER_BACKWARD_FRONT(fn, OP, INPUT)                                            \
   Tensor fn(const Tensor& grad, const Tensor& INPUT) {                                 \
     return backward(BackwardOp::OP, grad, INPUT, #INPUT, nullptr);                     \
   }                                                                                    \
@@ -557,11 +507,11 @@ const Tensor& softplus_out(const Tensor& out, const Tensor& x, double beta, doub
     backward(BackwardOp::OP, grad, INPUT, #INPUT, &out);                               \
     return out;                                                                        \
   }
-EMBER_BACKWARD(relu_backward, Relu, x)
-EMBER_BACKWARD(silu_backward, Silu, x)
-EMBER_BACKWARD(sigmoid_backward, Sigmoid, y)
-EMBER_BACKWARD(tanh_backward, Tanh, y)
-#undef EMBER_BACKWARD
+EMBER_BACKWARD_FRONT(relu_backward, Relu, x)
+EMBER_BACKWARD_FRONT(silu_backward, Silu, x)
+EMBER_BACKWARD_FRONT(sigmoid_backward, Sigmoid, y)
+EMBER_BACKWARD_FRONT(tanh_backward, Tanh, y)
+#undef EMBER_BACKWARD_FRONT
 Tensor leaky_relu_backward(const Tensor& grad, const Tensor& x, double negative_slope) {
   return backward(BackwardOp::LeakyRelu, grad, x, "x", nullptr, negative_slope);
 }
@@ -598,18 +548,18 @@ const Tensor& softplus_backward_out(const Tensor& out, const Tensor& grad, const
 }
 
 // ---- binary arithmetic ----
-EMBER_BINARY(add, Add)
-EMBER_BINARY(sub, Sub)
-EMBER_BINARY(mul, Mul)
-EMBER_BINARY(div, Div)
-EMBER_BINARY(pow, Pow)
-EMBER_BINARY(maximum, Maximum)
-EMBER_BINARY(minimum, Minimum)
-EMBER_BINARY(floor_divide, FloorDivide)
-EMBER_BINARY(remainder, Remainder)
-EMBER_BINARY(bitwise_and, BitwiseAnd)
-EMBER_BINARY(bitwise_or, BitwiseOr)
-EMBER_BINARY(bitwise_xor, BitwiseXor)
+EMBER_BINARY_FRONT(add, Add)
+EMBER_BINARY_FRONT(sub, Sub)
+EMBER_BINARY_FRONT(mul, Mul)
+EMBER_BINARY_FRONT(div, Div)
+EMBER_BINARY_FRONT(pow, Pow)
+EMBER_BINARY_FRONT(maximum, Maximum)
+EMBER_BINARY_FRONT(minimum, Minimum)
+EMBER_BINARY_FRONT(floor_divide, FloorDivide)
+EMBER_BINARY_FRONT(remainder, Remainder)
+EMBER_BINARY_FRONT(bitwise_and, BitwiseAnd)
+EMBER_BINARY_FRONT(bitwise_or, BitwiseOr)
+EMBER_BINARY_FRONT(bitwise_xor, BitwiseXor)
 
 EMBER_SCALAR_RIGHT(add)
 EMBER_SCALAR_LEFT(add)
@@ -664,8 +614,7 @@ const Tensor& nan_to_num_out(const Tensor& out, const Tensor& x, double nan,
   return out;
 }
 
-#undef EMBER_UNARY
-#undef EMBER_BINARY
+#undef EMBER_BINARY_FRONT
 #undef EMBER_SCALAR_RIGHT
 #undef EMBER_SCALAR_LEFT
 #undef EMBER_COMPARE

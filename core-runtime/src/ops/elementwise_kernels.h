@@ -11,37 +11,21 @@
 
 namespace ember {
 
-// Unary ops. Neg/Abs/Sign/Relu/Clamp and the rounding ops Floor/Ceil/Round/Trunc run on any
-// numeric dtype (rounding an integer is the identity), BitwiseNot on integers and bool, the rest
-// on floating dtypes. Scalar parameters: LeakyRelu p0 = negative_slope; Elu p0 = alpha; Softplus p0
-// = beta, p1 = threshold; Clamp p0 = min, p1 = max (+-infinity when absent).
+// Unary ops: one enumerator per line of ember/ops/unary.def (whose dtypes column says which
+// dtypes each runs on), then the ops with scalar parameters or rules of their own. LeakyRelu and
+// Elu run on floating dtypes, Clamp on any numeric dtype, BitwiseNot on integers and bool.
+// Scalar parameters: LeakyRelu p0 = negative_slope; Elu p0 = alpha; Softplus p0 = beta,
+// p1 = threshold; Clamp p0 = min, p1 = max (+-infinity when absent).
 enum class UnaryOp {
-  Neg,
-  Abs,
-  Sign,
-  Relu,
+#define EMBER_UNARY_OP(name, Formula, dtypes, cost, api, doc) Formula,
+#include "ember/ops/unary.def"
+#undef EMBER_UNARY_OP
   Clamp,
-  Exp,
-  Log,
-  Log1p,
-  Sqrt,
-  Rsqrt,
-  Sin,
-  Cos,
-  Tanh,
-  Sigmoid,
   LeakyRelu,
   Elu,
   Gelu,
   GeluTanh,
-  Silu,
   Softplus,
-  Erf,
-  Floor,
-  Ceil,
-  Round,  // half to even
-  Trunc,
-  Reciprocal,
   BitwiseNot
 };
 // Binary arithmetic, out of the operands' dtype. Div needs a floating dtype, Pow, FloorDivide

@@ -3,15 +3,17 @@
 //
 // Each formula is a small functor over the compute type C (float for float16/bfloat16, the type
 // itself otherwise; see compute_t). The visit_* functions map an op enum to its functor and hand
-// it to the caller, which wraps it in its device's elementwise loop; the op list therefore exists
-// once, here.
+// it to the caller, which wraps it in its device's elementwise loop, so that no backend lists the
+// ops. visit_unary's list of the plain unary ops comes from ember/ops/unary.def (a functor here
+// is named as that file's Formula column); the other families' lists are written out below.
 #pragma once
 #include <cmath>
 #include <limits>
 #include <type_traits>
 
 #include "ember/error.h"
-#include "ember/half.h"  // EMBER_HOST_DEVICE
+#include "ember/half.h"             // EMBER_HOST_DEVICE
+#include "ember/ops/elementwise.h"  // UnaryDTypes
 #include "ops/elementwise_kernels.h"
 
 namespace ember::math {
@@ -66,6 +68,9 @@ template <class C> struct Relu {  // written as x < 0 so that NaN passes through
 // Floating only.
 template <class C> struct Exp {
   EMBER_HOST_DEVICE C operator()(C x) const { return std::exp(x); }
+};
+template <class C> struct Expm1 {  // e^x - 1 without the cancellation of exp(x) - 1 near 0
+  EMBER_HOST_DEVICE C operator()(C x) const { return std::expm1(x); }
 };
 template <class C> struct Log {
   EMBER_HOST_DEVICE C operator()(C x) const { return std::log(x); }
@@ -177,28 +182,23 @@ template <class C> inline C saturate(double v) {
   }
 }
 
-// visit_unary for a numeric compute type C. Integer types support only the ops marked "any
-// numeric" (and BitwiseNot).
+// Whether a unary.def op of dtypes rule D has a kernel for compute type C (bool aside).
+template <UnaryDTypes D, class C> constexpr bool runs_on() {
+  return D == UnaryDTypes::Numeric || std::is_floating_point_v<C>;
+}
+
+// visit_unary for a numeric compute type C: the unary.def ops of C's dtypes, then the ops with
+// parameters (Clamp on any numeric type, BitwiseNot on integers, the others on floating types).
 template <class C, class F> void visit_numeric_unary(UnaryOp op, double p0, double p1, F&& fn) {
   switch (op) {
-    case UnaryOp::Neg:
-      return fn(Neg<C>{});
-    case UnaryOp::Abs:
-      return fn(Abs<C>{});
-    case UnaryOp::Sign:
-      return fn(Sign<C>{});
-    case UnaryOp::Relu:
-      return fn(Relu<C>{});
+#define EMBER_UNARY_OP(name, Formula, dtypes, cost, api, doc)                 \
+  case UnaryOp::Formula:                                                      \
+    if constexpr (runs_on<UnaryDTypes::dtypes, C>()) return fn(Formula<C>{}); \
+    break;
+#include "ember/ops/unary.def"
+#undef EMBER_UNARY_OP
     case UnaryOp::Clamp:
       return fn(Clamp<C>{saturate<C>(p0), saturate<C>(p1)});
-    case UnaryOp::Floor:
-      return fn(Floor<C>{});
-    case UnaryOp::Ceil:
-      return fn(Ceil<C>{});
-    case UnaryOp::Round:
-      return fn(Round<C>{});
-    case UnaryOp::Trunc:
-      return fn(Trunc<C>{});
     case UnaryOp::BitwiseNot:
       if constexpr (std::is_integral_v<C>) return fn(BitwiseNot<C>{});
       break;
@@ -207,24 +207,6 @@ template <class C, class F> void visit_numeric_unary(UnaryOp op, double p0, doub
   }
   if constexpr (std::is_floating_point_v<C>) {
     switch (op) {
-      case UnaryOp::Exp:
-        return fn(Exp<C>{});
-      case UnaryOp::Log:
-        return fn(Log<C>{});
-      case UnaryOp::Log1p:
-        return fn(Log1p<C>{});
-      case UnaryOp::Sqrt:
-        return fn(Sqrt<C>{});
-      case UnaryOp::Rsqrt:
-        return fn(Rsqrt<C>{});
-      case UnaryOp::Sin:
-        return fn(Sin<C>{});
-      case UnaryOp::Cos:
-        return fn(Cos<C>{});
-      case UnaryOp::Tanh:
-        return fn(Tanh<C>{});
-      case UnaryOp::Sigmoid:
-        return fn(Sigmoid<C>{});
       case UnaryOp::LeakyRelu:
         return fn(LeakyRelu<C>{C(p0)});
       case UnaryOp::Elu:
@@ -233,14 +215,8 @@ template <class C, class F> void visit_numeric_unary(UnaryOp op, double p0, doub
         return fn(Gelu<C>{});
       case UnaryOp::GeluTanh:
         return fn(GeluTanh<C>{});
-      case UnaryOp::Silu:
-        return fn(Silu<C>{});
       case UnaryOp::Softplus:
         return fn(Softplus<C>{C(p0), C(p1)});
-      case UnaryOp::Erf:
-        return fn(Erf<C>{});
-      case UnaryOp::Reciprocal:
-        return fn(Reciprocal<C>{});
       default:
         break;
     }

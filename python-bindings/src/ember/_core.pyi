@@ -278,10 +278,6 @@ class Tensor(metaclass=_pybind11_type):
         """
         The name the printed graph gives this leaf (nn.Module sets it for its parameters and buffers); buffer: printed as a buffer rather than an input.
         """
-    def abs(self) -> Tensor:
-        """
-        |x|.
-        """
     def add(self, other: typing.Any) -> Tensor:
         """
         Elementwise, with NumPy broadcasting; either side may be a number.
@@ -340,10 +336,6 @@ class Tensor(metaclass=_pybind11_type):
         """
     def byte(self) -> Tensor:
         ...
-    def ceil(self) -> Tensor:
-        """
-        Rounded up (zero gradient).
-        """
     def chunk(self, chunks: typing.SupportsInt | typing.SupportsIndex, dim: typing.SupportsInt | typing.SupportsIndex = 0) -> list[Tensor]:
         """
         About equal pieces along dim.
@@ -371,10 +363,6 @@ class Tensor(metaclass=_pybind11_type):
     def copy_(self, src: typing.Any) -> Tensor:
         """
         Copies src (broadcast, cast, from any device) into self; returns self.
-        """
-    def cos(self) -> Tensor:
-        """
-        The cosine.
         """
     def cpu(self) -> Tensor:
         ...
@@ -418,10 +406,6 @@ class Tensor(metaclass=_pybind11_type):
         """
         Elementwise, with NumPy broadcasting; either side may be a number.
         """
-    def exp(self) -> Tensor:
-        """
-        e^x.
-        """
     def expand(self, *args) -> Tensor:
         """
         A broadcast view to sizes (-1 keeps a size): x.expand(4, -1).
@@ -442,10 +426,6 @@ class Tensor(metaclass=_pybind11_type):
         """
     def float(self) -> Tensor:
         ...
-    def floor(self) -> Tensor:
-        """
-        Rounded down (zero gradient).
-        """
     def gather(self, dim: typing.SupportsInt | typing.SupportsIndex, index: Tensor) -> Tensor:
         """
         out[i][j] = x[index[i][j]][j] (dim 0), x[i][index[i][j]] (dim 1), ...
@@ -542,14 +522,6 @@ class Tensor(metaclass=_pybind11_type):
         """
         x > 0 ? x : negative_slope x.
         """
-    def log(self) -> Tensor:
-        """
-        The natural logarithm.
-        """
-    def log1p(self) -> Tensor:
-        """
-        log(1 + x), accurate for small x.
-        """
     def log_softmax(self, dim: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
         """
         log(softmax(x)) along dim, without its underflow.
@@ -585,10 +557,6 @@ class Tensor(metaclass=_pybind11_type):
     def nan_to_num(self, nan: typing.SupportsFloat | typing.SupportsIndex = 0.0, posinf: typing.SupportsFloat | typing.SupportsIndex | None = None, neginf: typing.SupportsFloat | typing.SupportsIndex | None = None) -> Tensor:
         """
         NaN, +inf and -inf replaced (None: the dtype's largest / lowest finite value).
-        """
-    def reciprocal(self) -> Tensor:
-        """
-        1 / x.
         """
     def remainder(self, other: typing.Any) -> Tensor:
         """
@@ -664,10 +632,6 @@ class Tensor(metaclass=_pybind11_type):
         """
         Elementwise, with NumPy broadcasting; either side may be a number.
         """
-    def neg(self) -> Tensor:
-        """
-        -x.
-        """
     def negative(self) -> Tensor:
         """
         -x.
@@ -716,10 +680,6 @@ class Tensor(metaclass=_pybind11_type):
         """
         hook(grad) runs when backward computes this tensor's gradient; it may return a replacement tensor (None keeps the gradient). Returns a handle whose remove() unregisters the hook.
         """
-    def relu(self) -> Tensor:
-        """
-        max(x, 0).
-        """
     def repeat(self, *args) -> Tensor:
         """
         x repeated sizes[i] times along each dim (more sizes than x has dims: new leading dims).
@@ -746,10 +706,6 @@ class Tensor(metaclass=_pybind11_type):
         """
         Rounded half to even, to `decimals` places (zero gradient).
         """
-    def rsqrt(self) -> Tensor:
-        """
-        1 / sqrt(x).
-        """
     def scatter(self, dim: typing.SupportsInt | typing.SupportsIndex, index: Tensor, src: typing.Any = None, *, value: typing.Any = None, reduce: builtins.str | None = None) -> Tensor:
         """
         A copy of x with src (a tensor, or a number) written at index along dim; reduce='add' adds instead.
@@ -768,22 +724,6 @@ class Tensor(metaclass=_pybind11_type):
         """
     def short(self) -> Tensor:
         ...
-    def sigmoid(self) -> Tensor:
-        """
-        1 / (1 + e^-x).
-        """
-    def sign(self) -> Tensor:
-        """
-        -1, 0 or 1 (no gradient).
-        """
-    def silu(self) -> Tensor:
-        """
-        x sigmoid(x).
-        """
-    def sin(self) -> Tensor:
-        """
-        The sine.
-        """
     def size(self, dim: typing.SupportsInt | typing.SupportsIndex | None = None) -> typing.Any:
         """
         The shape, or the size of one dim.
@@ -803,10 +743,6 @@ class Tensor(metaclass=_pybind11_type):
     def split(self, split_size_or_sections: typing.Any, dim: typing.SupportsInt | typing.SupportsIndex = 0) -> list[Tensor]:
         """
         Pieces of split_size along dim (the last may be smaller), or of the given sizes.
-        """
-    def sqrt(self) -> Tensor:
-        """
-        The square root.
         """
     def square(self) -> Tensor:
         """
@@ -846,10 +782,6 @@ class Tensor(metaclass=_pybind11_type):
         """
         The transpose of a matrix (a 0-d or 1-d tensor is itself).
         """
-    def tanh(self) -> Tensor:
-        """
-        The hyperbolic tangent.
-        """
     def tile(self, *args) -> Tensor:
         """
         x repeated dims[i] times along each dim (fewer dims than x has: leading 1s).
@@ -877,10 +809,6 @@ class Tensor(metaclass=_pybind11_type):
     def triu(self, diagonal: typing.SupportsInt | typing.SupportsIndex = 0) -> Tensor:
         """
         Zero below diagonal k of the last two dims.
-        """
-    def trunc(self) -> Tensor:
-        """
-        Rounded toward zero (zero gradient).
         """
     def type(self, dtype: _DTypeLike) -> Tensor:
         ...
@@ -978,6 +906,88 @@ class Tensor(metaclass=_pybind11_type):
         """
         The sizes of the dims, a tuple.
         """
+    # BEGIN generated from unary.def by `nox -s stubs`: edit that file, not this block
+    def abs(self) -> Tensor:
+        """
+        |x|.
+        """
+    def ceil(self) -> Tensor:
+        """
+        Rounded up (zero gradient).
+        """
+    def cos(self) -> Tensor:
+        """
+        The cosine.
+        """
+    def erf(self) -> Tensor:
+        """
+        The error function.
+        """
+    def exp(self) -> Tensor:
+        """
+        e^x.
+        """
+    def expm1(self) -> Tensor:
+        """
+        e^x - 1, accurate for small x.
+        """
+    def floor(self) -> Tensor:
+        """
+        Rounded down (zero gradient).
+        """
+    def log(self) -> Tensor:
+        """
+        The natural logarithm.
+        """
+    def log1p(self) -> Tensor:
+        """
+        log(1 + x), accurate for small x.
+        """
+    def neg(self) -> Tensor:
+        """
+        -x.
+        """
+    def reciprocal(self) -> Tensor:
+        """
+        1 / x.
+        """
+    def relu(self) -> Tensor:
+        """
+        max(x, 0).
+        """
+    def rsqrt(self) -> Tensor:
+        """
+        1 / sqrt(x).
+        """
+    def sigmoid(self) -> Tensor:
+        """
+        1 / (1 + e^-x).
+        """
+    def sign(self) -> Tensor:
+        """
+        -1, 0 or 1 (no gradient).
+        """
+    def silu(self) -> Tensor:
+        """
+        x sigmoid(x).
+        """
+    def sin(self) -> Tensor:
+        """
+        The sine.
+        """
+    def sqrt(self) -> Tensor:
+        """
+        The square root.
+        """
+    def tanh(self) -> Tensor:
+        """
+        The hyperbolic tangent.
+        """
+    def trunc(self) -> Tensor:
+        """
+        Rounded toward zero (zero gradient).
+        """
+    # END generated from unary.def
 class RemovableHandle(metaclass=_pybind11_type):
     """
     What register_hook returns: remove() unregisters the hook; as a context manager it removes the hook on leaving the block.
@@ -1201,10 +1211,6 @@ def _xavier_normal_(tensor: Tensor, gain: typing.SupportsFloat | typing.Supports
     ...
 def _xavier_uniform_(tensor: Tensor, gain: typing.SupportsFloat | typing.SupportsIndex, generator: Generator | None = None) -> Tensor:
     ...
-def abs(input: Tensor) -> Tensor:
-    """
-    |x|.
-    """
 def adaptive_avg_pool2d(input: Tensor, output_size: typing.Any) -> Tensor:
     """
     Means over windows giving [Ho, Wo].
@@ -1285,10 +1291,6 @@ def cat(tensors: typing.Any, dim: typing.SupportsInt | typing.SupportsIndex = 0)
     """
     Joins tensors along an existing dim.
     """
-def ceil(input: Tensor) -> Tensor:
-    """
-    Rounded up (zero gradient).
-    """
 def chunk(input: Tensor, chunks: typing.SupportsInt | typing.SupportsIndex, dim: typing.SupportsInt | typing.SupportsIndex = 0) -> list[Tensor]:
     """
     About equal pieces along dim.
@@ -1321,10 +1323,6 @@ def conv2d_backward_input(grad: Tensor, weight: Tensor, input_shape: collections
     ...
 def conv2d_backward_weight(grad: Tensor, input: Tensor, weight_shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], stride: typing.Any = 1, padding: typing.Any = 0, dilation: typing.Any = 1, groups: typing.SupportsInt | typing.SupportsIndex = 1) -> Tensor:
     ...
-def cos(input: Tensor) -> Tensor:
-    """
-    The cosine.
-    """
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, ignore_index: typing.SupportsInt | typing.SupportsIndex = -100, reduction: str = 'mean', label_smoothing: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> Tensor:
     """
     Cross entropy of logits [N, C] (or [N, C, d...]) against int64 class indices [N].
@@ -1387,10 +1385,6 @@ def eq(input: typing.Any, other: typing.Any) -> Tensor:
     """
     Elementwise, with NumPy broadcasting; either side may be a number.
     """
-def exp(input: Tensor) -> Tensor:
-    """
-    e^x.
-    """
 def eye(n: typing.SupportsInt | typing.SupportsIndex, m: typing.SupportsInt | typing.SupportsIndex | None = None, *, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None, requires_grad: builtins.bool = False) -> Tensor:
     """
     An [n, m] matrix (m = n by default) with ones on the diagonal.
@@ -1402,10 +1396,6 @@ def flatten(input: Tensor, start_dim: typing.SupportsInt | typing.SupportsIndex 
 def flip(input: Tensor, dims: typing.Any) -> Tensor:
     """
     The order of the elements along dims reversed.
-    """
-def floor(input: Tensor) -> Tensor:
-    """
-    Rounded down (zero gradient).
     """
 def from_dlpack(obj: typing.Any) -> Tensor:
     """
@@ -1511,14 +1501,6 @@ def linspace(start: typing.SupportsFloat | typing.SupportsIndex, end: typing.Sup
     """
     steps values evenly spaced from start to end, both in.
     """
-def log(input: Tensor) -> Tensor:
-    """
-    The natural logarithm.
-    """
-def log1p(input: Tensor) -> Tensor:
-    """
-    log(1 + x), accurate for small x.
-    """
 def log_softmax(input: Tensor, dim: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
     """
     log(softmax(x)) along dim, without its underflow.
@@ -1552,10 +1534,6 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:
 def nan_to_num(input: Tensor, nan: typing.SupportsFloat | typing.SupportsIndex = 0.0, posinf: typing.SupportsFloat | typing.SupportsIndex | None = None, neginf: typing.SupportsFloat | typing.SupportsIndex | None = None) -> Tensor:
     """
     NaN, +inf and -inf replaced (None: the dtype's largest / lowest finite value).
-    """
-def reciprocal(input: Tensor) -> Tensor:
-    """
-    1 / x.
     """
 def remainder(input: typing.Any, other: typing.Any) -> Tensor:
     """
@@ -1665,10 +1643,6 @@ def ne(input: typing.Any, other: typing.Any) -> Tensor:
     """
     Elementwise, with NumPy broadcasting; either side may be a number.
     """
-def neg(input: Tensor) -> Tensor:
-    """
-    -x.
-    """
 def negative(input: Tensor) -> Tensor:
     """
     -x.
@@ -1737,10 +1711,6 @@ def randperm(n: typing.SupportsInt | typing.SupportsIndex, *, generator: Generat
     """
     A random permutation of 0 .. n-1.
     """
-def relu(input: Tensor) -> Tensor:
-    """
-    max(x, 0).
-    """
 def relu_backward(grad: Tensor, x: Tensor) -> Tensor:
     ...
 def reset_peak_memory_stats(device: _DeviceLike = 'cpu') -> None:
@@ -1758,10 +1728,6 @@ def roll(input: Tensor, shifts: typing.Any, dims: typing.Any = None) -> Tensor:
 def round(input: Tensor, *, decimals: typing.SupportsInt | typing.SupportsIndex = 0) -> Tensor:
     """
     Rounded half to even, to `decimals` places (zero gradient).
-    """
-def rsqrt(input: Tensor) -> Tensor:
-    """
-    1 / sqrt(x).
     """
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None = None, dropout_p: typing.SupportsFloat | typing.SupportsIndex = 0.0, is_causal: builtins.bool = False, scale: typing.SupportsFloat | typing.SupportsIndex | None = None) -> Tensor:
     """
@@ -1799,26 +1765,10 @@ def set_rng_state(state: dict) -> None:
     """
     Restores a state from get_rng_state(): the same random tensors follow.
     """
-def sigmoid(input: Tensor) -> Tensor:
-    """
-    1 / (1 + e^-x).
-    """
 def sigmoid_backward(grad: Tensor, x: Tensor) -> Tensor:
     ...
-def sign(input: Tensor) -> Tensor:
-    """
-    -1, 0 or 1 (no gradient).
-    """
-def silu(input: Tensor) -> Tensor:
-    """
-    x sigmoid(x).
-    """
 def silu_backward(grad: Tensor, x: Tensor) -> Tensor:
     ...
-def sin(input: Tensor) -> Tensor:
-    """
-    The sine.
-    """
 def softmax(input: Tensor, dim: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
     """
     exp(x) / sum(exp(x)) along dim.
@@ -1836,10 +1786,6 @@ def sort(input: Tensor, dim: typing.SupportsInt | typing.SupportsIndex = -1, des
 def split(input: Tensor, split_size_or_sections: typing.Any, dim: typing.SupportsInt | typing.SupportsIndex = 0) -> list[Tensor]:
     """
     Pieces of split_size along dim (the last may be smaller), or of the given sizes.
-    """
-def sqrt(input: Tensor) -> Tensor:
-    """
-    The square root.
     """
 def square(input: Tensor) -> Tensor:
     """
@@ -1881,10 +1827,6 @@ def t(input: Tensor) -> Tensor:
     """
     The transpose of a matrix (a 0-d or 1-d tensor is itself).
     """
-def tanh(input: Tensor) -> Tensor:
-    """
-    The hyperbolic tangent.
-    """
 def tanh_backward(grad: Tensor, x: Tensor) -> Tensor:
     ...
 def tensor(data: typing.Any, *, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None, requires_grad: builtins.bool = False) -> Tensor:
@@ -1910,10 +1852,6 @@ def tril(input: Tensor, diagonal: typing.SupportsInt | typing.SupportsIndex = 0)
 def triu(input: Tensor, diagonal: typing.SupportsInt | typing.SupportsIndex = 0) -> Tensor:
     """
     Zero below diagonal k of the last two dims.
-    """
-def trunc(input: Tensor) -> Tensor:
-    """
-    Rounded toward zero (zero gradient).
     """
 def unbind(input: Tensor, dim: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple:
     """
@@ -1947,6 +1885,89 @@ def zeros_like(input: Tensor, *, dtype: _DTypeLike | None = None, device: _Devic
     """
     Zeros shaped like input.
     """
+# BEGIN generated from unary.def by `nox -s stubs`: edit that file, not this block
+def abs(input: Tensor) -> Tensor:
+    """
+    |x|.
+    """
+def ceil(input: Tensor) -> Tensor:
+    """
+    Rounded up (zero gradient).
+    """
+def cos(input: Tensor) -> Tensor:
+    """
+    The cosine.
+    """
+def erf(input: Tensor) -> Tensor:
+    """
+    The error function.
+    """
+def exp(input: Tensor) -> Tensor:
+    """
+    e^x.
+    """
+def expm1(input: Tensor) -> Tensor:
+    """
+    e^x - 1, accurate for small x.
+    """
+def floor(input: Tensor) -> Tensor:
+    """
+    Rounded down (zero gradient).
+    """
+def log(input: Tensor) -> Tensor:
+    """
+    The natural logarithm.
+    """
+def log1p(input: Tensor) -> Tensor:
+    """
+    log(1 + x), accurate for small x.
+    """
+def neg(input: Tensor) -> Tensor:
+    """
+    -x.
+    """
+def reciprocal(input: Tensor) -> Tensor:
+    """
+    1 / x.
+    """
+def relu(input: Tensor) -> Tensor:
+    """
+    max(x, 0).
+    """
+def rsqrt(input: Tensor) -> Tensor:
+    """
+    1 / sqrt(x).
+    """
+def sigmoid(input: Tensor) -> Tensor:
+    """
+    1 / (1 + e^-x).
+    """
+def sign(input: Tensor) -> Tensor:
+    """
+    -1, 0 or 1 (no gradient).
+    """
+def silu(input: Tensor) -> Tensor:
+    """
+    x sigmoid(x).
+    """
+def sin(input: Tensor) -> Tensor:
+    """
+    The sine.
+    """
+def sqrt(input: Tensor) -> Tensor:
+    """
+    The square root.
+    """
+def tanh(input: Tensor) -> Tensor:
+    """
+    The hyperbolic tangent.
+    """
+def trunc(input: Tensor) -> Tensor:
+    """
+    Rounded toward zero (zero gradient).
+    """
+_unary_ops: tuple[str, ...]
+# END generated from unary.def
 __version__: builtins.str
 bfloat16: dtype
 bool: dtype

@@ -1,15 +1,17 @@
-"""Every op of ember._core as ember.<name>: creation, elementwise, reduction, movement, matmul,
-convolution, pooling, normalization, softmax and losses, with their backward ops, then rounding,
-sorting, running sums and products, rearranging and counting. ember.nn's functional layer
-re-exports from here. (ember.where comes from ember._composites, which adds PyTorch's
-one-argument form.)"""
+"""The ops of ember._core as ember.<name>: creation, elementwise, reduction, movement, matmul,
+convolution, pooling, normalization, softmax and losses, some with their backward ops (relu's,
+silu's, sigmoid's and tanh's, convolution's, pooling's, normalization's, the losses'), then
+sorting, running sums and products, rearranging and counting; after them the plain unary ops
+(exp, expm1, floor, ...), listed once in core-runtime's ember/ops/unary.def and bound from it
+(_core._unary_ops). ember.nn's functional layer re-exports from here. (ember.where comes from
+ember._composites, which adds PyTorch's one-argument form.)"""
 
 from ember import _core
 
 _NAMES = """
 tensor zeros ones empty full arange linspace eye rand randn randint randperm
 zeros_like ones_like empty_like full_like rand_like randn_like
-neg negative abs sign exp log log1p sqrt rsqrt sin cos tanh sigmoid relu silu logical_not
+negative logical_not
 leaky_relu elu gelu softplus relu_backward silu_backward sigmoid_backward tanh_backward
 add sub mul div pow maximum minimum eq ne lt le gt ge logical_and logical_or logical_xor
 floor_divide remainder bitwise_and bitwise_or bitwise_xor
@@ -27,9 +29,9 @@ softmax log_softmax softmax_backward log_softmax_backward cross_entropy cross_en
 nll_loss nll_loss_backward mse_loss mse_loss_backward l1_loss l1_loss_backward
 binary_cross_entropy_with_logits binary_cross_entropy_with_logits_backward
 synchronize
-reciprocal floor ceil round trunc square isnan isinf isfinite nan_to_num
+square isnan isinf isfinite nan_to_num
 sort argsort topk cumsum cumprod tril triu roll tile masked_select scatter bincount unique
-""".split()
+""".split() + list(_core._unary_ops)
 
 globals().update({name: getattr(_core, name) for name in _NAMES})
 __all__ = list(_NAMES)

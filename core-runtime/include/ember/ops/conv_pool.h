@@ -137,4 +137,50 @@ const Tensor& adaptive_avg_pool2d_out(const Tensor& out, const Tensor& x, Size2 
 const Tensor& adaptive_avg_pool2d_backward_out(const Tensor& out, const Tensor& grad_out,
                                                const Shape& input_shape);
 
+// ---------------------------------------------------------------------------------------------
+// Shape rules: what the ops above check of their shapes and arguments, and the shape they give,
+// from shapes alone, with the same typed errors (ShapeError, ValueError). The ops call them, and
+// so does autodiff-engine's shape inference: each rule is written once, here. `op` names the op
+// in errors and `who` describes its operands ("x is [2, 3, 8, 8] float32 cpu, ...").
+
+// Convolving an input of shape x [N, C, H, W] with a weight of shape [O, C / groups, kh, kw]: the
+// output shape and the padding added on each side ("same" pads one more at the bottom/right
+// when the total is odd).
+struct Conv2dShape {
+  Shape out;  // [N, O, Ho, Wo]
+  int64_t pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
+};
+Conv2dShape conv2d_shape(const char* op, const std::string& who, const Shape& x,
+                         const Shape& weight, Size2 stride, const Padding2& padding, Size2 dilation,
+                         int64_t groups);
+// A convolution's bias: [out_channels] (weight.shape[0]).
+void check_conv2d_bias_shape(const char* op, const std::string& who, const Shape& bias,
+                             int64_t out_channels);
+// conv2d_backward_bias of a gradient of shape grad [N, O, Ho, Wo] (named grad_name): [O].
+Shape conv2d_backward_bias_shape(const char* op, const std::string& who, const char* grad_name,
+                                 const Shape& grad);
+
+// Pooling x [N, C, H, W] with a window of kernel_size: [N, C, Ho, Wo]. A stride not given (`{}`)
+// is kernel_size; avg_pool2d passes dilation 1.
+Shape pool2d_shape(const char* op, const std::string& who, const Shape& x, Size2 kernel_size,
+                   Size2 stride, Size2 padding, Size2 dilation, bool ceil_mode);
+// adaptive_avg_pool2d of x [N, C, H, W]: [N, C, output_size.h, output_size.w].
+Shape adaptive_avg_pool2d_shape(const char* op, const std::string& who, const Shape& x,
+                                Size2 output_size);
+
+// A backward op's incoming gradient (named `grad_name` in messages): exactly the forward's output
+// shape `expected` for these arguments.
+void check_grad_shape(const char* op, const std::string& who, const char* grad_name,
+                      const Shape& grad, const Shape& expected);
+// max_pool2d_backward's grad and int64-typed indices: both [N, C, Ho, Wo], N and C from
+// input_shape [N, C, H, W]. (The dtypes are the caller's to check.)
+void check_max_pool2d_backward_shapes(const char* op, const std::string& who, const char* grad_name,
+                                      const Shape& grad, const Shape& indices,
+                                      const Shape& input_shape);
+// adaptive_avg_pool2d_backward's grad [N, C, Ho, Wo] against input_shape [N, C, H, W]: N, C
+// agree and every spatial size is >= 1.
+void check_adaptive_avg_pool2d_backward_shapes(const char* op, const std::string& who,
+                                               const char* grad_name, const Shape& grad,
+                                               const Shape& input_shape);
+
 }  // namespace ember

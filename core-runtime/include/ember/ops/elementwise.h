@@ -22,7 +22,7 @@
 // Every op takes tensors of any layout (transposed, sliced, expanded) and returns a new
 // contiguous tensor on the operands' device; operands must share one device.
 //
-// Every op but the in-place ones and the operators also has an `_out` form (listed at the end):
+// Each op but the in-place ones and operators has an `_out` form (at the end; unary.def's: top):
 // `const Tensor& add_out(const Tensor& out, const Tensor& a, const Tensor& b)` writes the result
 // into out and returns it. out must have exactly the result's shape, dtype and device (it is never
 // resized or cast: ShapeError, DTypeError, DeviceError; an undefined out is a ValueError), may
@@ -33,32 +33,39 @@
 #include <optional>
 #include <string>
 
+#include "ember/ops/out_arg.h"
 #include "ember/tensor.h"
 
 namespace ember {
 
-// ---- unary: x [*] -> [*] ----
-Tensor neg(const Tensor& x);
-Tensor abs(const Tensor& x);
-Tensor sign(const Tensor& x);  // -1, 0 or 1 (NaN stays NaN)
-Tensor exp(const Tensor& x);
-Tensor log(const Tensor& x);
-Tensor log1p(const Tensor& x);  // log(1 + x), accurate for small x
-Tensor sqrt(const Tensor& x);
-Tensor rsqrt(const Tensor& x);  // 1 / sqrt(x)
-Tensor sin(const Tensor& x);
-Tensor cos(const Tensor& x);
-Tensor tanh(const Tensor& x);
-Tensor sigmoid(const Tensor& x);     // 1 / (1 + e^-x)
-Tensor erf(const Tensor& x);         // the error function
-Tensor reciprocal(const Tensor& x);  // 1 / x (integers give float32, 1 / 0 = inf)
+// ---- unary: x [*] -> [*], the ops of unary.def (one line each there) ----
+// neg, abs, sign (-1, 0 or 1; NaN stays NaN), exp, expm1 (e^x - 1, accurate for small x), log,
+// log1p (log(1 + x), accurate for small x), sqrt, rsqrt (1 / sqrt(x)), sin, cos, tanh, sigmoid
+// (1 / (1 + e^-x)), erf (the error function), reciprocal (1 / x; integers give float32,
+// 1 / 0 = inf), floor, ceil, round (half to even, as NumPy and PyTorch: 0.5 -> 0, 1.5 -> 2,
+// -2.5 -> -2), trunc (toward zero), relu (max(x, 0)) and silu (x sigmoid(x)). Each is
+//   Tensor name(const Tensor& x, OutArg out = {});             // out given: written and returned
+//   const Tensor& name_out(const Tensor& out, const Tensor& x);  // the older spelling
+// The rounding ops keep x's dtype (the identity on integers; bool is a DTypeError).
+#define EMBER_UNARY_OP(name, Formula, dtypes, cost, api, doc) \
+  Tensor name(const Tensor& x, OutArg out = {});              \
+  const Tensor& name##_out(const Tensor& out, const Tensor& x);
+#include "ember/ops/unary.def"
+#undef EMBER_UNARY_OP
 
-// ---- rounding: x [*] -> [*], x's dtype (the identity on integers; bool is a DTypeError) ----
-Tensor floor(const Tensor& x);
-Tensor ceil(const Tensor& x);
-Tensor round(
-    const Tensor& x);  // half to even, as NumPy and PyTorch: 0.5 -> 0, 1.5 -> 2, -2.5 -> -2
-Tensor trunc(const Tensor& x);  // toward zero
+// ---- shape rules: the result's dtype alone, as the ops above work it out ----
+// For autodiff-engine's inference as well, so that each rule is written once. The dtypes column
+// of unary.def: Numeric keeps any numeric dtype and refuses bool; Floating keeps a floating dtype
+// and gives float32 for the others. `who()` says how the caller describes x ("x is [3] bool cpu");
+// it is called only to build the DTypeError naming `op`.
+enum class UnaryDTypes { Numeric, Floating };
+[[noreturn]] void throw_not_numeric(const char* op, const std::string& who);
+template <class Who>
+DType unary_result_dtype(const char* op, UnaryDTypes rule, DType x, Who&& who) {
+  if (rule == UnaryDTypes::Floating) return is_floating(x) ? x : DType::Float32;
+  if (x == DType::Bool) throw_not_numeric(op, who());
+  return x;
+}
 
 // ---- value tests: x [*] of any dtype -> bool [*] (integers and bool are finite) ----
 Tensor isnan(const Tensor& x);
@@ -71,12 +78,10 @@ Tensor nan_to_num(const Tensor& x, double nan = 0.0, std::optional<double> posin
                   std::optional<double> neginf = std::nullopt);
 
 // ---- activations: x [*] -> [*] ----
-Tensor relu(const Tensor& x);                                      // max(x, 0)
 Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);  // x > 0 ? x : slope x
 Tensor elu(const Tensor& x, double alpha = 1.0);                   // x > 0 ? x : alpha (e^x - 1)
 // x Phi(x) with Phi the standard normal CDF; approximate "none" uses erf, "tanh" the tanh formula.
 Tensor gelu(const Tensor& x, const std::string& approximate = "none");
-Tensor silu(const Tensor& x);  // x sigmoid(x)
 // log(1 + e^(beta x)) / beta; x itself where beta x > threshold (for numerical stability).
 Tensor softplus(const Tensor& x, double beta = 1.0, double threshold = 20.0);
 
@@ -172,24 +177,6 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max = std::nullopt);
 
 // ---- `_out` forms: the result written into out (see the top of this file), out returned ----
-const Tensor& neg_out(const Tensor& out, const Tensor& x);
-const Tensor& abs_out(const Tensor& out, const Tensor& x);
-const Tensor& sign_out(const Tensor& out, const Tensor& x);
-const Tensor& exp_out(const Tensor& out, const Tensor& x);
-const Tensor& log_out(const Tensor& out, const Tensor& x);
-const Tensor& log1p_out(const Tensor& out, const Tensor& x);
-const Tensor& sqrt_out(const Tensor& out, const Tensor& x);
-const Tensor& rsqrt_out(const Tensor& out, const Tensor& x);
-const Tensor& sin_out(const Tensor& out, const Tensor& x);
-const Tensor& cos_out(const Tensor& out, const Tensor& x);
-const Tensor& tanh_out(const Tensor& out, const Tensor& x);
-const Tensor& sigmoid_out(const Tensor& out, const Tensor& x);
-const Tensor& erf_out(const Tensor& out, const Tensor& x);
-const Tensor& reciprocal_out(const Tensor& out, const Tensor& x);
-const Tensor& floor_out(const Tensor& out, const Tensor& x);
-const Tensor& ceil_out(const Tensor& out, const Tensor& x);
-const Tensor& round_out(const Tensor& out, const Tensor& x);
-const Tensor& trunc_out(const Tensor& out, const Tensor& x);
 const Tensor& isnan_out(const Tensor& out, const Tensor& x);
 const Tensor& isinf_out(const Tensor& out, const Tensor& x);
 const Tensor& isfinite_out(const Tensor& out, const Tensor& x);
@@ -197,11 +184,9 @@ const Tensor& nan_to_num_out(const Tensor& out, const Tensor& x, double nan = 0.
                              std::optional<double> posinf = std::nullopt,
                              std::optional<double> neginf = std::nullopt);
 
-const Tensor& relu_out(const Tensor& out, const Tensor& x);
 const Tensor& leaky_relu_out(const Tensor& out, const Tensor& x, double negative_slope = 0.01);
 const Tensor& elu_out(const Tensor& out, const Tensor& x, double alpha = 1.0);
 const Tensor& gelu_out(const Tensor& out, const Tensor& x, const std::string& approximate = "none");
-const Tensor& silu_out(const Tensor& out, const Tensor& x);
 const Tensor& softplus_out(const Tensor& out, const Tensor& x, double beta = 1.0,
                            double threshold = 20.0);
 

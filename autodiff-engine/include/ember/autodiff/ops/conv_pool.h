@@ -42,6 +42,11 @@ if_handle<V> conv2d_backward_weight(const V& grad, const V& x, const Shape& weig
   return apply1<V>(EMBER_OP("conv2d_backward_weight"), {grad, x}, std::move(attrs));
 }
 
+// grad [N, O, Ho, Wo] -> [O]: summed over N, Ho and Wo (one kernel)
+template <class V> if_handle<V> conv2d_backward_bias(const V& grad) {
+  return apply1<V>(EMBER_OP("conv2d_backward_bias"), {grad});
+}
+
 // x [N, C, H, W] -> (values [N, C, Ho, Wo], int64 indices into each H*W plane). stride {}:
 // kernel_size. Op "max_pool2d", attributes kernel_size, stride, padding, dilation, ceil_mode.
 template <class V>

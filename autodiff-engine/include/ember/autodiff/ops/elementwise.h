@@ -12,27 +12,18 @@
 namespace ember::autodiff {
 
 // ---- unary ----
+// The plain unary ops of core-runtime's ember/ops/unary.def: name(x), one per line there (those
+// marked Own are written below). sign has no gradient (zero almost everywhere); the rounding ops
+// keep x's dtype and have a zero gradient (as PyTorch's), not none.
 #define EMBER_AD_UNARY(name) \
   template <class V> if_handle<V> name(const V& x) { return apply1<V>(EMBER_OP(#name), {x}); }
-EMBER_AD_UNARY(neg)
-EMBER_AD_UNARY(abs)
-EMBER_AD_UNARY(sign)  // no gradient (zero almost everywhere)
-EMBER_AD_UNARY(exp)
-EMBER_AD_UNARY(log)
-EMBER_AD_UNARY(log1p)
-EMBER_AD_UNARY(sqrt)
-EMBER_AD_UNARY(rsqrt)
-EMBER_AD_UNARY(sin)
-EMBER_AD_UNARY(cos)
-EMBER_AD_UNARY(tanh)
-EMBER_AD_UNARY(sigmoid)
-EMBER_AD_UNARY(relu)
-EMBER_AD_UNARY(silu)
-EMBER_AD_UNARY(reciprocal)  // 1 / x
-// Rounding keeps x's dtype; the gradient is zero (as PyTorch's), not absent.
-EMBER_AD_UNARY(floor)
-EMBER_AD_UNARY(ceil)
-EMBER_AD_UNARY(trunc)
+#define EMBER_AD_UNARY_Plain(name) EMBER_AD_UNARY(name)
+#define EMBER_AD_UNARY_Own(name)
+#define EMBER_UNARY_OP(name, Formula, dtypes, cost, api, doc) EMBER_AD_UNARY_##api(name)
+#include "ember/ops/unary.def"
+#undef EMBER_UNARY_OP
+#undef EMBER_AD_UNARY_Plain
+#undef EMBER_AD_UNARY_Own
 EMBER_AD_UNARY(isnan)  // -> bool, no gradient (also isinf, isfinite)
 EMBER_AD_UNARY(isinf)
 EMBER_AD_UNARY(isfinite)
