@@ -75,7 +75,7 @@ else:
 
 # %%
 ember.manual_seed(0)
-model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2)).to(device)
 loss = model(ember.randn(5, 3, device=device)).square().mean()
 print(loss.graph())
 

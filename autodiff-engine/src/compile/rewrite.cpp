@@ -56,7 +56,20 @@ void Rewriter::copy(int32_t k) {
   catch_up(before);
   node_map_[size_t(k)] = to_.graph->num_nodes();
   const std::vector<ValueId> outs = add(k);
-  for (size_t o = 0; o < outs.size(); ++o) map_[size_t(node.outputs[o])] = outs[o];
+  for (size_t o = 0; o < outs.size(); ++o) {
+    map_[size_t(node.outputs[o])] = outs[o];
+    copy_gradient_marks(node.outputs[o], outs[o]);
+  }
+}
+
+// The printer's notes of which forward value's gradient a value is (Value::rule_grad_of,
+// grad_of) follow the value into the rewritten graph, for the forward values that are still there.
+void Rewriter::copy_gradient_marks(ValueId from, ValueId to) {
+  const Value& v = from_.graph->value(from);
+  for (ValueId of : v.rule_grad_of)
+    if (map_[size_t(of)] >= 0) to_.graph->mark_rule_gradient(to, map_[size_t(of)]);
+  for (ValueId of : v.grad_of)
+    if (map_[size_t(of)] >= 0) to_.graph->mark_gradient(to, map_[size_t(of)]);
 }
 
 std::vector<ValueId> Rewriter::copy_again(int32_t k) { return add(k); }

@@ -35,6 +35,7 @@ class Rewriter {
  private:
   void catch_up(ValueId before);  // copies the uncomputed values with ids below `before`
   std::vector<ValueId> add(int32_t k);
+  void copy_gradient_marks(ValueId from, ValueId to);
   const Program& from_;
   Program to_;
   std::vector<ValueId> map_;       // old value -> new value (-1: none)
