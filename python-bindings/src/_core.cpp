@@ -7,6 +7,10 @@
 
 #include "bindings.h"
 
+namespace ember::python {
+void bind_fusion(py::module_& m);  // bind_fusion.cpp: the private face of fused kernels
+}
+
 PYBIND11_MODULE(_core, m) {
   namespace ep = ember::python;
   m.doc() = "Ember's compiled core: tensors, ops, autograd, interop, errors and memory";
@@ -38,5 +42,6 @@ PYBIND11_MODULE(_core, m) {
   ep::bind_interop(m, cls);
   ep::bind_memory(m);
   ep::bind_optim(m);
+  ep::bind_fusion(m);
   ep::bind_argument_errors(m, cls);
 }
