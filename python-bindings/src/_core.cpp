@@ -9,6 +9,7 @@
 
 namespace ember::python {
 void bind_memory_plan(py::module_& m);  // bind_memory_plan.cpp
+void bind_fusion(py::module_& m);       // bind_fusion.cpp: the private face of fused kernels
 }  // namespace ember::python
 
 PYBIND11_MODULE(_core, m) {
@@ -44,5 +45,6 @@ PYBIND11_MODULE(_core, m) {
   ep::bind_memory_plan(m);
   ep::bind_optim(m);
   ep::bind_compile(m);
+  ep::bind_fusion(m);
   ep::bind_argument_errors(m, cls);
 }

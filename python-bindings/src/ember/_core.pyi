@@ -1185,6 +1185,18 @@ def _clip_grad_value_(parameters: collections.abc.Sequence[Tensor], clip_value: 
     ...
 def _constant_(tensor: Tensor, val: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
     ...
+def _fused_elementwise(nodes: list, inputs: collections.abc.Sequence[Tensor], reduction: str = 'none', dims: typing.SupportsInt | typing.SupportsIndex = 0, keepdim: builtins.bool = False, fused: builtins.bool = True) -> tuple:
+    """
+    Runs a fusion group given as nodes over inputs: (out, fused, reason). fused=False runs it op by op with the library's kernels instead.
+    """
+def _fused_forget_loaded() -> None:
+    """
+    Forgets the fused kernels this process has loaded, so that the next call reads the disk cache (or compiles) again: for measuring compile times.
+    """
+def _fused_source(nodes: list, inputs: collections.abc.Sequence[Tensor], reduction: str = 'none', dims: typing.SupportsInt | typing.SupportsIndex = 0, keepdim: builtins.bool = False, target: str = 'cpu') -> str:
+    """
+    The source of the kernel _fused_elementwise runs for these nodes and inputs.
+    """
 def _kaiming_normal_(tensor: Tensor, a: typing.SupportsFloat | typing.SupportsIndex, mode: str, nonlinearity: str, generator: Generator | None = None) -> Tensor:
     ...
 def _kaiming_uniform_(tensor: Tensor, a: typing.SupportsFloat | typing.SupportsIndex, mode: str, nonlinearity: str, generator: Generator | None = None) -> Tensor:

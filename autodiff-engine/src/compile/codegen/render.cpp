@@ -1,0 +1,210 @@
+// render.cpp — a fusion group as the source of one kernel (see codegen.h). The element (the
+// group's formulas at one position) and a reduced row are written once; the CPU wraps them in a
+// loop over a range of items that walks the innermost dim without index arithmetic, CUDA in a
+// grid-stride loop over items.
+#include <algorithm>
+#include <limits>
+#include <sstream>
+
+#include "c_types.h"
+#include "ember/autodiff/compile/codegen.h"
+#include "ember/error.h"
+#include "ember/jit.h"
+#include "formulas.h"
+#include "layout.h"
+#include "prelude.h"
+
+namespace ember::autodiff::compile {
+namespace {
+
+using codegen::LoopDim;
+
+constexpr int kReductionLanes = 8;  // partial sums a CPU can keep in one vector register
+
+std::string num(int64_t n) { return std::to_string(n) + "LL"; }
+std::string base(size_t input) { return "b" + std::to_string(input); }
+
+// The group's statements at one position: input i's element is in<i>[<offset(i)>].
+template <class Offset>
+std::string element(const FusionGroup& group, Target target, const std::string& indent,
+                    Offset offset) {
+  std::string text;
+  for (size_t n = 0; n < group.nodes().size(); ++n) {
+    const FusedNode& node = group.nodes()[n];
+    const std::string load = node.op == FusedOp::Input ? "in" + std::to_string(node.input) + "[" +
+                                                             offset(size_t(node.input)) + "]"
+                                                       : "";
+    text += indent + codegen::node_statement(group, int(n), load, target) + "\n";
+  }
+  return text;
+}
+std::string result(const FusionGroup& group) {
+  return "v" + std::to_string(group.nodes().size() - 1);
+}
+
+// Splits `index` over dims (outermost first), adding each input's offset into b<i>.
+std::string split_index(const std::vector<LoopDim>& dims, size_t inputs, const std::string& index,
+                        const std::string& indent) {
+  std::string text = indent + "e_i64 rest = " + index + ";\n";
+  for (size_t i = 0; i < inputs; ++i) text += indent + "e_i64 " + base(i) + " = 0;\n";
+  for (size_t d = dims.size(); d-- > 0;) {
+    text += indent + "{ const e_i64 c = rest % " + num(dims[d].size) +
+            "; rest /= " + num(dims[d].size) + ";";
+    for (size_t i = 0; i < inputs; ++i)
+      if (dims[d].steps[1 + i] != 0)
+        text += " " + base(i) + " += c * " + num(dims[d].steps[1 + i]) + ";";
+    text += " }\n";
+  }
+  return text;
+}
+
+std::string pointers(const FusionGroup& group, const std::string& data) {
+  // The output is a fresh tensor: no input aliases it, which lets the loops vectorise unchecked.
+  std::string text = "  " + std::string(codegen::storage_type(group.out_dtype())) +
+                     "* __restrict__ out = (" + codegen::storage_type(group.out_dtype()) + "*)" +
+                     data + "[0];\n";
+  for (size_t i = 0; i < group.inputs().size(); ++i) {
+    const char* type = codegen::storage_type(group.inputs()[i].dtype);
+    text += "  const " + std::string(type) + "* in" + std::to_string(i) + " = (const " + type +
+            "*)" + data + "[" + std::to_string(i + 1) + "];\n";
+  }
+  return text;
+}
+
+// One output element of a reduction: the inputs' offsets of row `item` are in b<i>; the reduced
+// dims are walked in order, the innermost in kReductionLanes interleaved partial results.
+std::string reduced_row(const FusionGroup& group, Target target, const codegen::Layout& layout,
+                        const std::string& indent) {
+  const DType t = group.out_dtype();
+  const std::string T = codegen::compute_type(t), v = result(group);
+  const bool max = group.reduction() == FusedReduction::Max;
+  const std::string start =
+      codegen::literal(max ? -std::numeric_limits<double>::infinity() : 0.0, t);
+  auto combine = [&](const std::string& acc) {
+    return max ? acc + " = (" + acc + " != " + acc + " ? " + acc + " : (" + v + " != " + v + " ? " +
+                     v + " : (" + v + " > " + acc + " ? " + v + " : " + acc + ")));"
+               : acc + " += " + v + ";";
+  };
+  const size_t inputs = group.inputs().size();
+  std::string text = indent + T + " acc[" + std::to_string(kReductionLanes) + "];\n" + indent +
+                     "for (int l = 0; l < " + std::to_string(kReductionLanes) +
+                     "; ++l) acc[l] = " + start + ";\n";
+  std::string in = indent;
+  // The outer reduced dims: nested loops, each moving the bases.
+  std::vector<std::string> bases(inputs);
+  for (size_t i = 0; i < inputs; ++i) bases[i] = base(i);
+  for (size_t d = 0; d + 1 < layout.reduced.size(); ++d) {
+    const std::string r = "r" + std::to_string(d);
+    text += in + "for (e_i64 " + r + " = 0; " + r + " < " + num(layout.reduced[d].size) + "; ++" +
+            r + ") {\n";
+    in += "  ";
+    for (size_t i = 0; i < inputs; ++i) {
+      const std::string next = bases[i] + "_" + std::to_string(d);
+      text += in + "const e_i64 " + next + " = " + bases[i] + " + " + r + " * " +
+              num(layout.reduced[d].steps[1 + i]) + ";\n";
+      bases[i] = next;
+    }
+  }
+  const LoopDim& inner = layout.reduced.back();
+  auto at = [&](const std::string& j) {
+    return [&, j](size_t i) { return bases[i] + " + (" + j + ") * " + num(inner.steps[1 + i]); };
+  };
+  const std::string lanes = std::to_string(kReductionLanes);
+  text += in + "e_i64 j = 0;\n" + in + "for (; j + " + lanes + " <= " + num(inner.size) +
+          "; j += " + lanes + ") {\n" + in + "  for (int l = 0; l < " + lanes + "; ++l) {\n" +
+          element(group, target, in + "    ", at("j + l")) + in + "    " + combine("acc[l]") +
+          "\n" + in + "  }\n" + in + "}\n" + in + "for (; j < " + num(inner.size) + "; ++j) {\n" +
+          element(group, target, in + "  ", at("j")) + in + "  " + combine("acc[0]") + "\n" + in +
+          "}\n";
+  for (size_t d = 0; d + 1 < layout.reduced.size(); ++d) {
+    in.resize(in.size() - 2);
+    text += in + "}\n";
+  }
+  // Pairwise over the lanes.
+  std::string total = max ? ""
+                          : "((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + "
+                            "(acc[6] + acc[7]))";
+  if (max) {
+    text += indent + T + " best = acc[0];\n" + indent + "for (int l = 1; l < " + lanes +
+            "; ++l) { const " + T + " " + v + " = acc[l]; " + combine("best") + " }\n";
+    total = "best";
+  }
+  if (group.reduction() == FusedReduction::Mean)
+    total = "(" + total + ") / " + codegen::literal(double(layout.reduced_count), t);
+  return text + indent + "out[item] = " + codegen::store(t, codegen::in_dtype(t, total)) + ";\n";
+}
+
+std::string cpu_body(const FusionGroup& group, const codegen::Layout& layout) {
+  const size_t inputs = group.inputs().size();
+  if (group.reduction() != FusedReduction::None)
+    return "  for (e_i64 item = begin; item < end; ++item) {\n" +
+           split_index(layout.kept, inputs, "item", "    ") +
+           reduced_row(group, Target::Cpu, layout, "    ") + "  }\n";
+  // Elementwise: a run of the innermost dim at a time, the index arithmetic once per run.
+  const LoopDim& inner = layout.kept.back();
+  const std::vector<LoopDim> outer(layout.kept.begin(), layout.kept.end() - 1);
+  auto at = [&](size_t i) { return base(i) + " + j * " + num(inner.steps[1 + i]); };
+  return "  for (e_i64 i = begin; i < end;) {\n"
+         "    const e_i64 first = i % " +
+         num(inner.size) + ";\n" + split_index(outer, inputs, "i / " + num(inner.size), "    ") +
+         "    const e_i64 n = e_min64(end - i, " + num(inner.size) +
+         " - first);\n"
+         "    " +
+         codegen::storage_type(group.out_dtype()) +
+         "* o = out + (i - first);\n"
+         "    for (e_i64 j = first; j < first + n; ++j) {\n" +
+         element(group, Target::Cpu, "      ", at) +
+         "      o[j] = " + codegen::store(group.out_dtype(), result(group)) +
+         ";\n    }\n    i += n;\n  }\n";
+}
+
+std::string cuda_body(const FusionGroup& group, const codegen::Layout& layout) {
+  const size_t inputs = group.inputs().size();
+  std::string text =
+      "  for (e_i64 item = (e_i64)blockIdx.x * blockDim.x + threadIdx.x; item < items;\n"
+      "       item += (e_i64)blockDim.x * gridDim.x) {\n" +
+      split_index(layout.kept, inputs, "item", "    ");
+  if (group.reduction() != FusedReduction::None) {
+    text += reduced_row(group, Target::Cuda, layout, "    ");
+  } else {
+    text += element(group, Target::Cuda, "    ", [](size_t i) { return base(i); }) +
+            "    out[item] = " + codegen::store(group.out_dtype(), result(group)) + ";\n";
+  }
+  return text + "  }\n";
+}
+
+}  // namespace
+
+RenderedKernel render(const FusionGroup& group, Target target) {
+  if (group.nodes().empty()) throw ValueError("fusion group: render", "the group has no nodes");
+  if (group.inputs().size() + 1 > size_t(jit::CudaPointers::kMax))
+    throw NotSupportedError("fusion group: render",
+                            std::to_string(group.inputs().size()) +
+                                " inputs; a fused kernel "
+                                "takes at most " +
+                                std::to_string(jit::CudaPointers::kMax - 1) +
+                                ", so split the group");
+  const codegen::Layout layout = codegen::plan_layout(group);
+  RenderedKernel kernel;
+  kernel.entry = "ember_fused";
+  kernel.items = layout.items;
+  kernel.cost_per_item = codegen::element_cost(group) * std::max<int64_t>(layout.reduced_count, 1);
+  std::ostringstream source;
+  source << "// Generated by Ember from a fusion group:\n";
+  std::istringstream lines(group.str());
+  for (std::string line; std::getline(lines, line);) source << "//   " << line << "\n";
+  source << codegen::prelude(target) << "\n"
+         << codegen::kernel_qualifier(target) << " void " << kernel.entry;
+  if (target == Target::Cuda) {
+    source << "(e_pointers p, e_i64 items) {\n"
+           << pointers(group, "p.data") << cuda_body(group, layout);
+  } else {
+    source << "(char* const* data, e_i64 begin, e_i64 end) {\n"
+           << pointers(group, "data") << cpu_body(group, layout);
+  }
+  source << "}\n";
+  kernel.source = source.str();
+  return kernel;
+}
+
+}  // namespace ember::autodiff::compile

@@ -1,0 +1,315 @@
+// test_fusion_codegen.cpp — fused kernels against the same ops run unfused by the library's
+// kernels: random chains over random broadcastable, non-contiguous inputs of every dtype (bit for
+// bit: the same arithmetic; within tolerance where a reduction sums in another order), layouts at
+// the edges (0-d, empty, size 1, large), the fallbacks, the builder's errors, and NVRTC compiling
+// every kind of generated kernel for sm_80 and sm_90 without a GPU.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <optional>
+
+#include "ember/autodiff/compile/codegen.h"
+#include "ember/jit.h"
+#include "random_group.h"
+
+namespace ember::test {
+namespace {
+
+using autodiff::compile::FusedRun;
+using autodiff::compile::render;
+using autodiff::compile::run_fused;
+using autodiff::compile::run_unfused;
+using autodiff::compile::Target;
+
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value) {
+      setenv(name, value->c_str(), 1);
+    } else {
+      unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      setenv(name_, old_->c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+// Both as float64 (every dtype converts exactly except int64 beyond 2^53, which these values
+// never reach); NaN equals NaN, and a zero's sign counts in the exact comparison.
+void expect_equal_bits(const Tensor& fused, const Tensor& unfused, const std::string& what) {
+  ASSERT_EQ(fused.shape(), unfused.shape()) << what;
+  ASSERT_EQ(fused.dtype(), unfused.dtype()) << what;
+  const Tensor a = fused.to(DType::Float64).contiguous(),
+               b = unfused.to(DType::Float64).contiguous();
+  const double* x = a.data<double>();
+  const double* y = b.data<double>();
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    const bool same = (std::isnan(x[i]) && std::isnan(y[i])) ||
+                      (x[i] == y[i] && std::signbit(x[i]) == std::signbit(y[i]));
+    ASSERT_TRUE(same) << "element " << i << ": fused " << x[i] << ", unfused " << y[i] << "\n"
+                      << what;
+  }
+}
+
+// |fused - unfused| <= tol (1 + |unfused|); NaN and infinities must agree.
+void expect_close(const Tensor& fused, const Tensor& unfused, double tol, const std::string& what) {
+  ASSERT_EQ(fused.shape(), unfused.shape()) << what;
+  ASSERT_EQ(fused.dtype(), unfused.dtype()) << what;
+  const Tensor a = fused.to(DType::Float64).contiguous(),
+               b = unfused.to(DType::Float64).contiguous();
+  const double* x = a.data<double>();
+  const double* y = b.data<double>();
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    if (std::isnan(y[i]) || std::isinf(y[i])) {
+      ASSERT_TRUE(std::isnan(y[i]) ? std::isnan(x[i]) : x[i] == y[i])
+          << "element " << i << ": fused " << x[i] << ", unfused " << y[i] << "\n"
+          << what;
+      continue;
+    }
+    ASSERT_LE(std::abs(x[i] - y[i]), tol * (1 + std::abs(y[i])))
+        << "element " << i << ": fused " << x[i] << ", unfused " << y[i] << "\n"
+        << what;
+  }
+}
+
+// The tolerance of a reduction's result in dtype t per term summed: the order of a sum differs,
+// and float16/bfloat16 round the result.
+double tolerance(DType t) {
+  switch (t) {
+    case DType::Float16:
+      return 2e-2;
+    case DType::BFloat16:
+      return 8e-2;
+    case DType::Float64:
+      return 1e-12;
+    default:
+      return 1e-4;
+  }
+}
+
+std::string describe(const autodiff::compile::FusionGroup& g, const FusedRun& run) {
+  return g.str() + (run.fused ? "" : "(ran unfused: " + run.reason + ")");
+}
+
+// A private cache per test binary run, so that the tests exercise the compiler.
+class FusedKernelTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/ember-fusion-test-XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    folder_ = pattern;
+    cache_.emplace("EMBER_CACHE_DIR", folder_);
+  }
+  void TearDown() override {
+    cache_.reset();
+    std::system(("rm -rf " + folder_).c_str());
+  }
+  std::string folder_;
+  std::optional<ScopedEnv> cache_;
+};
+
+TEST_F(FusedKernelTest, RandomExactChainsEqualUnfusedBitForBit) {
+  for (uint32_t seed = 0; seed < 40; ++seed) {
+    GroupMaker maker(seed);
+    RandomGroup r = maker.make(OpSet::Exact, maker.uniform(1, 8));
+    const FusedRun run = run_fused(r.group, r.inputs);
+    ASSERT_TRUE(run.fused) << run.reason;
+    expect_equal_bits(run.out, run_unfused(r.group, r.inputs),
+                      "seed " + std::to_string(seed) + "\n" + describe(r.group, run));
+  }
+}
+
+TEST_F(FusedKernelTest, RandomTranscendentalChainsEqualUnfusedBitForBit) {
+  for (uint32_t seed = 100; seed < 125; ++seed) {
+    GroupMaker maker(seed);
+    RandomGroup r = maker.make(OpSet::Transcendental, maker.uniform(1, 6));
+    const FusedRun run = run_fused(r.group, r.inputs);
+    ASSERT_TRUE(run.fused) << run.reason;
+    expect_equal_bits(run.out, run_unfused(r.group, r.inputs),
+                      "seed " + std::to_string(seed) + "\n" + describe(r.group, run));
+  }
+}
+
+TEST_F(FusedKernelTest, RandomChainsEndingInAReduction) {
+  const std::vector<FusedReduction> reductions{FusedReduction::Sum, FusedReduction::Mean,
+                                               FusedReduction::Max};
+  for (uint32_t seed = 200; seed < 230; ++seed) {
+    GroupMaker maker(seed);
+    RandomGroup r = maker.make(OpSet::Transcendental, maker.uniform(0, 4));
+    if (r.group.shape().empty()) continue;  // nothing to reduce over
+    const int dims = maker.uniform(1, int(r.group.shape().size()));
+    r.group.reduce(maker.pick(reductions), dims, maker.coin());
+    const FusedRun run = run_fused(r.group, r.inputs);
+    ASSERT_TRUE(run.fused) << run.reason;
+    // A sum of n terms in another order: n units in the last place at most.
+    const double n = double(shape_numel(r.group.shape()));
+    expect_close(run.out, run_unfused(r.group, r.inputs),
+                 tolerance(r.group.out_dtype()) * std::max(1.0, std::sqrt(n)),
+                 "seed " + std::to_string(seed) + "\n" + describe(r.group, run));
+  }
+}
+
+// x * 2 + y over the layouts at the edges.
+TEST_F(FusedKernelTest, EdgeLayouts) {
+  GroupMaker maker(7);
+  for (const Shape& shape :
+       std::vector<Shape>{{}, {0}, {3, 0, 2}, {1}, {1, 1, 1}, {7}, {(1 << 20) + 3}, {1023, 1025}}) {
+    autodiff::compile::FusionGroup g(shape);
+    Tensor x = maker.values(shape, DType::Float32);
+    Tensor y = maker.values(shape.empty() ? Shape{} : Shape{shape.back()}, DType::Float32);
+    const int a = g.input(x.shape(), x.strides(), DType::Float32);
+    const int b = g.input(y.shape(), y.strides(), DType::Float32);
+    g.binary(FusedOp::Add, g.binary(FusedOp::Mul, a, g.constant(2, DType::Float32)), b);
+    const FusedRun run = run_fused(g, {x, y});
+    ASSERT_TRUE(run.fused) << run.reason;
+    expect_equal_bits(run.out, run_unfused(g, {x, y}), "shape " + shape_str(shape));
+  }
+}
+
+TEST_F(FusedKernelTest, ReductionOfEmptyRowsAndWideRows) {
+  GroupMaker maker(8);
+  for (const Shape& shape : std::vector<Shape>{{4, 0}, {3, 1}, {2, 5, 3}, {5, 1000}, {2, 3, 77}}) {
+    for (FusedReduction red : {FusedReduction::Sum, FusedReduction::Mean}) {
+      autodiff::compile::FusionGroup g(shape);
+      Tensor x = maker.values(shape, DType::Float64);
+      g.unary(FusedOp::Neg, g.input(x.shape(), x.strides(), DType::Float64));
+      g.reduce(red, 1);
+      const FusedRun run = run_fused(g, {x});
+      ASSERT_TRUE(run.fused) << run.reason;
+      expect_close(run.out, run_unfused(g, {x}), 1e-12, g.str());
+    }
+  }
+}
+
+TEST_F(FusedKernelTest, DisabledRunsUnfusedWithTheReason) {
+  ScopedEnv off("EMBER_FUSION", "0");
+  GroupMaker maker(9);
+  RandomGroup r = maker.make(OpSet::Exact, 4);
+  const FusedRun run = run_fused(r.group, r.inputs);
+  EXPECT_FALSE(run.fused);
+  EXPECT_NE(run.reason.find("EMBER_FUSION=0"), std::string::npos) << run.reason;
+  expect_equal_bits(run.out, run_unfused(r.group, r.inputs), r.group.str());
+}
+
+TEST_F(FusedKernelTest, NoCompilerRunsUnfusedWithTheReason) {
+  ScopedEnv cxx("EMBER_CXX", "/nonexistent");
+  jit::forget_loaded_kernels();
+  GroupMaker maker(10);
+  RandomGroup r = maker.make(OpSet::Exact, 3);
+  FusedRun run;
+  ASSERT_NO_THROW(run = run_fused(r.group, r.inputs));
+  EXPECT_FALSE(run.fused);
+  EXPECT_NE(run.reason.find("/nonexistent"), std::string::npos) << run.reason;
+  expect_equal_bits(run.out, run_unfused(r.group, r.inputs), r.group.str());
+}
+
+TEST_F(FusedKernelTest, SecondRunOfAGroupComesFromTheCache) {
+  GroupMaker maker(11);
+  RandomGroup r = maker.make(OpSet::Exact, 2);
+  const FusedRun cold = run_fused(r.group, r.inputs);
+  ASSERT_TRUE(cold.fused) << cold.reason;
+  jit::forget_loaded_kernels();
+  const FusedRun warm = run_fused(r.group, r.inputs);
+  EXPECT_TRUE(warm.from_cache);
+  expect_equal_bits(warm.out, cold.out, r.group.str());
+}
+
+TEST(FusionGroup, BuilderErrorsNameTheOpAndTheFix) {
+  autodiff::compile::FusionGroup g({2, 3});
+  const int i = g.input({2, 3}, {3, 1}, DType::Int32);
+  const int f = g.input({3}, {1}, DType::Float32);
+  EXPECT_THROW(g.unary(FusedOp::Exp, i), DTypeError);
+  EXPECT_THROW(g.binary(FusedOp::Add, i, f), DTypeError);
+  EXPECT_THROW(g.binary(FusedOp::Div, i, i), DTypeError);
+  EXPECT_THROW(g.where(f, f, f), DTypeError);
+  EXPECT_THROW(g.clamp(i, 0.5, 2), ValueError);
+  EXPECT_THROW(g.input({4}, {1}, DType::Float32), ShapeError);
+  EXPECT_THROW(g.input({2, 3}, {1}, DType::Float32), ShapeError);
+  EXPECT_THROW(g.unary(FusedOp::Neg, 17), IndexError);
+  try {
+    g.unary(FusedOp::Exp, i);
+  } catch (const DTypeError& e) {
+    EXPECT_NE(std::string(e.what()).find("exp"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("int32"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("cast"), std::string::npos) << e.what();
+  }
+  g.unary(FusedOp::Exp, f);
+  EXPECT_THROW(g.reduce(FusedReduction::Sum, 3), IndexError);
+  g.reduce(FusedReduction::Sum, 2);
+  EXPECT_EQ(g.out_shape(), Shape{});
+  EXPECT_THROW(g.reduce(FusedReduction::Sum, 1), ValueError);
+
+  autodiff::compile::FusionGroup ints({4});
+  ints.unary(FusedOp::Abs, ints.input({4}, {1}, DType::Int64));
+  EXPECT_THROW(ints.reduce(FusedReduction::Sum, 1), DTypeError);
+}
+
+TEST(FusionGroup, InputsMustMatchTheGroup) {
+  autodiff::compile::FusionGroup g({2, 3});
+  g.unary(FusedOp::Neg, g.input({2, 3}, {3, 1}, DType::Float32));
+  EXPECT_THROW(run_fused(g, {}), ValueError);
+  EXPECT_THROW(run_fused(g, {zeros({2, 3}, DType::Float64)}), DTypeError);
+  EXPECT_THROW(run_fused(g, {zeros({3, 2}).transpose(0, 1)}), ShapeError);
+}
+
+// The source holds the group's op names and numbers and nothing else: rendering twice gives the
+// same text, and the kernel loops the merged dims (a contiguous [64, 128] is one loop of 8192).
+TEST(FusionGroup, SourceIsDeterministicAndMergesContiguousDims) {
+  autodiff::compile::FusionGroup g({64, 128});
+  const int x = g.input({64, 128}, {128, 1}, DType::Float32);
+  const int b = g.input({128}, {1}, DType::Float32);
+  g.unary(FusedOp::Gelu, g.binary(FusedOp::Add, x, b));
+  const auto cpu = render(g, Target::Cpu);
+  EXPECT_EQ(cpu.source, render(g, Target::Cpu).source);
+  EXPECT_EQ(cpu.items, 64 * 128);
+  // The library's own vectorisable erf on the CPU (as its gelu kernel), CUDA's erff on the GPU.
+  EXPECT_NE(cpu.source.find("e_verf("), std::string::npos);
+  EXPECT_NE(cpu.source.find("extern \"C\" void ember_fused"), std::string::npos);
+  autodiff::compile::FusionGroup flat({64, 128});
+  flat.unary(FusedOp::Neg, flat.input({64, 128}, {128, 1}, DType::Float32));
+  EXPECT_NE(render(flat, Target::Cpu).source.find("% 8192LL"), std::string::npos);
+  const std::string cuda = render(g, Target::Cuda).source;
+  EXPECT_NE(cuda.find("__global__"), std::string::npos);
+  EXPECT_NE(cuda.find("erff("), std::string::npos);
+}
+
+// Every op, every dtype it takes, elementwise and reduced: the CUDA source compiles with NVRTC.
+TEST(FusionNvrtc, GeneratedKernelsCompileForSm80AndSm90) {
+  if (!jit::nvrtc_available())
+    GTEST_SKIP() << "NVRTC is not built in (a build without CUDA): the generated CUDA kernels are "
+                    "compiled by the CUDA build's tests";
+  std::vector<std::string> sources;
+  for (uint32_t seed = 300; seed < 312; ++seed) {
+    GroupMaker maker(seed);
+    RandomGroup r = maker.make(seed % 2 ? OpSet::Exact : OpSet::Transcendental, 8);
+    if (seed % 3 == 0 && !r.group.shape().empty() && is_floating(r.group.out_dtype()))
+      r.group.reduce(FusedReduction::Mean, 1);
+    sources.push_back(render(r.group, Target::Cuda).source);
+  }
+  for (DType t : all_dtypes()) {  // every dtype loaded, converted and stored
+    autodiff::compile::FusionGroup g({5, 3});
+    const int x = g.input({5, 3}, {1, 5}, t);
+    g.cast(g.cast(x, DType::Float16), t == DType::Float16 ? DType::BFloat16 : t);
+    sources.push_back(render(g, Target::Cuda).source);
+  }
+  for (int sm : {80, 90})
+    for (const std::string& source : sources) {
+      const jit::CudaCompile built = jit::compile_cuda(source, sm);
+      ASSERT_EQ(built.status, jit::Status::Ok) << "sm_" << sm << ": " << built.reason << "\n"
+                                               << source;
+    }
+}
+
+}  // namespace
+}  // namespace ember::test

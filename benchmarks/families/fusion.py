@@ -1,0 +1,179 @@
+"""Fused kernels generated at run time (issue 23) against the same ops run one by one.
+
+Ember's side goes through its bindings (via=python) and a fusion group built by hand with the
+private ember._core._fused_elementwise, the code generator that compiled steps use; the
+reference is PyTorch eager in the same process. CPU only (the CUDA figures belong to the GPU
+machine's runs).
+
+  chain8            8 elementwise ops on 2^22 float32: x * 1.5 + 0.25, relu, * x, - 0.5, abs,
+                    minimum(., 2), * 0.75. impl=fused: one generated kernel, one pass over memory;
+                    impl=eager: 8 library kernels. Each against torch eager, the fused one also
+                    against Ember eager and against a plain copy of x (x.clone(): the time one
+                    pass over the same memory takes, the limit for a memory-bound chain).
+  ln_gelu_residual  layer_norm(x) -> gelu -> + x on [8192, 512] float32 (2^22 elements).
+                    impl=fused: mean, then variance (two groups ending in a reduction), then
+                    normalise + affine + gelu + residual (one elementwise group): three generated
+                    kernels. impl=eager: layer_norm, gelu, add.
+  compile           the chain8 kernel's compile time: cold (an empty cache folder: the C++ compiler
+                    runs) and warm (the disk cache: loaded, not compiled), in seconds, one sample
+                    each of `rounds` runs (median).
+"""
+
+import importlib
+import os
+import tempfile
+import time
+from dataclasses import dataclass
+
+from harness.case import Context, Measurement, Skipped, over_rounds, python_side
+from harness.timer import time_calls
+
+N = 1 << 22
+ROWS, COLS = 8192, 512
+CHAIN8 = [("input", 0), ("constant", 1.5, "float32"), ("mul", 0, 1),
+          ("constant", 0.25, "float32"), ("add", 2, 3), ("relu", 4), ("mul", 5, 0),
+          ("constant", 0.5, "float32"), ("sub", 6, 7), ("abs", 8),
+          ("constant", 2.0, "float32"), ("minimum", 9, 10), ("constant", 0.75, "float32"),
+          ("mul", 11, 12)]
+
+
+def chain8_eager(xp, x):
+    """The same 8 ops, one library call each (Ember or torch: their APIs agree here)."""
+    two = xp.full((), 2.0)
+    y = x * 1.5 + 0.25
+    return xp.minimum(((y.relu() * x) - 0.5).abs(), two) * 0.75
+
+
+def private(ember):
+    """ember._core, where the private fused-kernel functions are."""
+    return importlib.import_module(ember.__name__ + "._core")
+
+
+def chain8_fused(ember, x):
+    fused = private(ember)._fused_elementwise
+
+    def call():
+        out, ok, reason = fused(CHAIN8, [x])
+        if not ok:
+            raise Skipped(f"no fused kernel here: {reason}")
+        return out
+    return call
+
+
+def ln_gelu_eager(xp, x, w, b):
+    f = xp.nn.functional
+    return f.gelu(f.layer_norm(x, (COLS,), w, b)) + x
+
+
+def ln_gelu_fused(ember, x, w, b):
+    """Three groups: mean of x; mean of (x - mean)^2; gelu((x - mean) * rsqrt(var + eps) * w +
+    b) + x. The row statistics are [ROWS, 1] tensors broadcast along the row."""
+    fused = private(ember)._fused_elementwise
+    mean_nodes = [("input", 0)]
+    var_nodes = [("input", 0), ("input", 1), ("sub", 0, 1), ("mul", 2, 2)]
+    out_nodes = [("input", 0), ("input", 1), ("input", 2), ("input", 3), ("input", 4),
+                 ("sub", 0, 1), ("constant", 1e-5, "float32"), ("add", 2, 6), ("rsqrt", 7),
+                 ("mul", 5, 8), ("mul", 9, 3), ("add", 10, 4), ("gelu", 11), ("add", 12, 0)]
+
+    def call():
+        mean, ok, reason = fused(mean_nodes, [x], "mean", 1, True)
+        if not ok:
+            raise Skipped(f"no fused kernel here: {reason}")
+        var = fused(var_nodes, [x, mean], "mean", 1, True)[0]
+        return fused(out_nodes, [x, mean, var, w, b])[0]
+    return call
+
+
+@dataclass
+class FusionCase:
+    """Ember's fused call against Ember eager, torch eager and (chain8) a copy, timed in turn."""
+    op: str
+    params: dict
+    quick: bool = False
+    in_process = True
+
+    def calls(self, r, torch):
+        ember = r.xp
+        if self.op == "chain8":
+            x = ember.rand(N) * 4 - 2
+            mine = chain8_fused(ember, x) if self.params["impl"] == "fused" else (
+                lambda: chain8_eager(ember, x))
+            others = {"ember-eager": lambda: chain8_eager(ember, x), "copy": x.clone}
+            if torch is not None:
+                tx = torch.xp.from_numpy(x.numpy())
+                others["torch"] = lambda: chain8_eager(torch.xp, tx)
+        else:
+            x = ember.randn(ROWS, COLS)
+            w, b = ember.rand(COLS) + 0.5, ember.rand(COLS) - 0.5
+            mine = ln_gelu_fused(ember, x, w, b) if self.params["impl"] == "fused" else (
+                lambda: ln_gelu_eager(ember, x, w, b))
+            others = {"ember-eager": lambda: ln_gelu_eager(ember, x, w, b)}
+            if torch is not None:
+                tx, tw, tb = (torch.xp.from_numpy(t.numpy()) for t in (x, w, b))
+                others["torch"] = lambda: ln_gelu_eager(torch.xp, tx, tw, tb)
+        if self.params["impl"] == "eager":
+            others.pop("ember-eager")
+            others.pop("copy", None)
+        return mine, others
+
+    def measure(self, ctx: Context) -> list[Measurement]:
+        r = python_side(ctx)
+        torch = next((ref for ref in ctx.references if ref.name == "torch"), None)
+        mine, others = self.calls(r, torch)
+        mine()  # compiled (and checked) before it is timed
+        ours, theirs = [], {name: [] for name in others}
+        for _ in range(ctx.rounds):
+            ours.append(time_calls(mine, r.sync, ctx.timer))
+            for name, call in others.items():
+                theirs[name].append(time_calls(call, r.sync, ctx.timer))
+        ember = over_rounds(ours)
+        return [Measurement("time", "ms", "lower", ember.median_ms, ember.spread, name,
+                            over_rounds(t).median_ms, over_rounds(t).spread)
+                for name, t in theirs.items()]
+
+
+@dataclass
+class CompileCase:
+    """Cold and warm compile of the chain8 kernel, one call each, median over rounds."""
+    op: str
+    params: dict
+    quick: bool = False
+    in_process = True
+
+    def measure(self, ctx: Context) -> list[Measurement]:
+        ember = python_side(ctx).xp
+        x = ember.rand(1024)
+        core = private(ember)
+        fused = core._fused_elementwise
+        cold, warm = [], []
+        saved = os.environ.get("EMBER_CACHE_DIR")
+        try:
+            for _ in range(max(ctx.rounds, 3)):
+                with tempfile.TemporaryDirectory() as folder:
+                    os.environ["EMBER_CACHE_DIR"] = folder
+                    for times in (cold, warm):
+                        core._fused_forget_loaded()
+                        start = time.perf_counter()
+                        _, ok, reason = fused(CHAIN8, [x])
+                        times.append(time.perf_counter() - start)
+                        if not ok:
+                            raise Skipped(f"no fused kernel here: {reason}")
+        finally:
+            if saved is None:
+                os.environ.pop("EMBER_CACHE_DIR", None)
+            else:
+                os.environ["EMBER_CACHE_DIR"] = saved
+
+        def median(v):
+            return sorted(v)[len(v) // 2]
+        return [Measurement("compile_cold", "s", "lower", median(cold)),
+                Measurement("compile_warm", "s", "lower", median(warm))]
+
+
+def cases(device):
+    if device != "cpu":
+        return []
+    out = [FusionCase(op, {"n": N, "impl": impl, "via": "python"} if op == "chain8" else
+                      {"rows": ROWS, "cols": COLS, "impl": impl, "via": "python"})
+           for op in ("chain8", "ln_gelu_residual") for impl in ("fused", "eager")]
+    return out + [CompileCase("compile", {"kernel": "chain8", "via": "python"})]

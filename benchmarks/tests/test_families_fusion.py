@@ -1,0 +1,42 @@
+"""The fusion family: its cases, the fused calls computing what the eager ones compute, and its
+cases measured through the real ember package (skipped without it), without PyTorch."""
+
+import os
+
+import numpy as np
+import pytest
+
+from families import fusion
+from harness.bindings import EmberPython
+from harness.case import Context
+from harness.timer import TimerOptions
+
+
+def test_the_cases_are_the_cpu_chain_layer_norm_and_compile():
+    names = {(c.op, c.params.get("impl"), c.params["via"]) for c in fusion.cases("cpu")}
+    assert names == {("chain8", "fused", "python"), ("chain8", "eager", "python"),
+                     ("ln_gelu_residual", "fused", "python"),
+                     ("ln_gelu_residual", "eager", "python"), ("compile", None, "python")}
+    assert fusion.cases("cuda") == []
+
+
+def test_the_fused_calls_compute_the_eager_results():
+    ember = pytest.importorskip("ember")
+    x = ember.rand(1000) * 4 - 2
+    np.testing.assert_allclose(fusion.chain8_fused(ember, x)().numpy(),
+                               fusion.chain8_eager(ember, x).numpy(), rtol=1e-6, atol=1e-6)
+    x = ember.randn(4, fusion.COLS)
+    w, b = ember.rand(fusion.COLS) + 0.5, ember.rand(fusion.COLS) - 0.5
+    np.testing.assert_allclose(fusion.ln_gelu_fused(ember, x, w, b)().numpy(),
+                               fusion.ln_gelu_eager(ember, x, w, b).numpy(), rtol=1e-4,
+                               atol=1e-4)
+
+
+def test_the_compile_case_reports_cold_and_warm(monkeypatch, tmp_path):
+    ember = pytest.importorskip("ember")
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+    ctx = Context("cpu", None, TimerOptions(1, 3, 0.0), [], python=EmberPython(ember, "cpu"))
+    rows = fusion.CompileCase("compile", {"kernel": "chain8", "via": "python"}).measure(ctx)
+    assert [r.metric for r in rows] == ["compile_cold", "compile_warm"]
+    assert all(r.value > 0 for r in rows)
+    assert os.environ["EMBER_CACHE_DIR"] == str(tmp_path)  # given back
