@@ -30,6 +30,12 @@ Program common_subexpressions(const Program& program, Explain& explain);
 constexpr int64_t kMaxFoldedBytes = int64_t(1) << 20;
 Program fold_constants(const Program& program, Explain& explain);
 
+// Moves each in-place node (a gradient's copy_ into its .grad, an optimizer's update) up to right
+// after the nodes computing its inputs, past nodes that neither read nor write the buffer it
+// writes and are not random: the buffers it reads are then let go of at once, not at the end of
+// the step.
+Program hoist_in_place_writes(const Program& program, Explain& explain);
+
 // Lets a node write its output over an input's buffer when that input is read for the last time
 // there, both are in the arena, and the kernel is elementwise over equal shapes and dtypes
 // (may_write_over_input). Recorded in program.reuse; the memory plan gives the two one buffer.

@@ -1,0 +1,181 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 7 · Compiled mode
+#
+# In eager mode every op is dispatched from Python, every buffer is allocated when the op runs
+# and every saved value lives the eager way. `ember.compile` traces a whole training step once —
+# forward, loss, the backward graph, the optimizer's update — into one static graph, runs a few
+# *passes* over it, plans its memory, and replays it from C++ on later calls. This tutorial
+# traces a step, reads what each pass did, draws the memory plan and plots what
+# rematerialisation (recomputing values instead of keeping them) trades.
+
+# %%
+import re
+import time
+
+import matplotlib.pyplot as plt
+
+import ember
+from ember import _core, nn
+
+ember.manual_seed(0)
+KiB = 2**10
+
+# %% [markdown]
+# ## Trace a step
+# The first call runs the step eagerly while recording everything it does; later calls replay.
+
+# %%
+model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 128), nn.ReLU(),
+                      nn.Linear(128, 10))
+optimizer = ember.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+loss_fn = nn.CrossEntropyLoss()
+
+
+def train_step(x, y):
+    optimizer.zero_grad()
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    optimizer.step()
+    return loss
+
+
+x, y = ember.randn(32, 64), ember.randint(0, 10, (32,))
+raw = ember.compile(train_step, optimize=False)  # the traced graph as it is
+step = ember.compile(train_step)                 # the same, after the passes
+print("eager-traced loss", raw(x, y).item(), "compiled loss", step(x, y).item())
+print("replayed:", step(x, y).item())
+
+# %% [markdown]
+# ## The graph before and after the passes
+# Each pass reads the graph and writes a new one: dead-code elimination, common subexpressions,
+# constant folding, in-place reuse; then the memory plan. `explain()` says what each did.
+
+# %%
+before, after = raw.graph(), step.graph()
+print(f"traced: {len(before.splitlines())} lines; after the passes: {len(after.splitlines())}")
+print(after)
+
+# %%
+print(step.explain())
+
+# %% [markdown]
+# ## The memory plan as a picture
+# Every buffer the step allocates lives from the node that makes it to the last node that reads
+# it. The planner places each at an offset of one arena so that buffers alive at the same time
+# never overlap. Here the intervals are read from the compiled graph's text (outputs only), and
+# placed by the same planner (`_core._plan_intervals`).
+
+# %%
+DTYPE_BYTES = {"f32": 4, "f64": 8, "i64": 8, "i32": 4, "bool": 1, "u8": 1, "f16": 2, "bf16": 2}
+line_re = re.compile(r"^%(\d+):(\w+)\[([\d,]*)\] = (\w+)\((.*?)\)")
+defined, sizes, uses = {}, {}, {}
+nodes = [m for m in map(line_re.match, after.splitlines()) if m]
+for k, m in enumerate(nodes):
+    value, dtype, shape, op, args = m.groups()
+    numel = 1
+    for d in filter(None, shape.split(",")):
+        numel *= int(d)
+    defined[value], sizes[value] = k, numel * DTYPE_BYTES.get(dtype, 4)
+    for used in re.findall(r"%(\d+)", args):
+        uses[used] = k
+values = [v for v in defined if v in uses]  # values read by a later node
+starts = [defined[v] for v in values]
+ends = [max(uses[v], defined[v]) for v in values]
+plan = _core._plan_intervals([sizes[v] for v in values], starts, ends)
+
+fig, ax = plt.subplots(figsize=(10, 4))
+for v, s, e, off in zip(values, starts, ends, plan["offsets"]):
+    ax.broken_barh([(s, e - s + 1)], (off / KiB, sizes[v] / KiB), alpha=0.7)
+ax.axhline(plan["planned_peak"] / KiB, color="k", ls="--", label="planned peak")
+ax.axhline(plan["naive_peak"] / KiB, color="r", ls=":", label="naive peak (no reuse)")
+ax.set_xlabel("node")
+ax.set_ylabel("arena offset (KiB)")
+ax.set_title("each buffer: a bar from the node making it to its last read")
+ax.legend()
+plt.show()
+print({k: f"{v / KiB:.1f} KiB" for k, v in plan.items() if k != "offsets"})
+
+# %% [markdown]
+# Eager mode's peak for the same step, from the allocator's statistics, beside the compiled
+# step's (whose arena is one block of the same allocator):
+
+# %%
+def peak_of(fn):
+    fn(x, y)
+    ember.reset_peak_memory_stats()
+    before = ember.memory_allocated()
+    fn(x, y)
+    return ember.max_memory_allocated() - before
+
+
+eager_peak, compiled_peak = peak_of(train_step), peak_of(step)
+plt.bar(["eager", "compiled"], [eager_peak / KiB, compiled_peak / KiB])
+plt.ylabel("peak above the step's start (KiB)")
+plt.show()
+
+# %% [markdown]
+# ## Rematerialisation: memory against time
+# With `memory_budget=BYTES`, the planner recomputes forward values in the backward pass
+# (linear then ReLU, from the last value still alive) until the plan fits. Smaller budgets cost
+# more recomputation. A budget that cannot be met is an error naming the smallest one that can.
+
+# %%
+deep = nn.Sequential(*[m for _ in range(12) for m in (nn.Linear(256, 256), nn.ReLU())])
+deep_opt = ember.optim.SGD(deep.parameters(), lr=1e-3)
+xs = ember.randn(256, 256)
+
+
+def deep_step(x):
+    deep_opt.zero_grad()
+    loss = (deep(x) ** 2).mean()
+    loss.backward()
+    deep_opt.step()
+    return loss
+
+
+def arena(compiled):
+    found = re.search(r"planned peak (?:[\d.]+ [KM]iB \()?(\d+) B\)? \(the arena\)",
+                      compiled.explain())
+    return int(found.group(1))
+
+
+def timed(compiled, calls=3):
+    compiled(xs)
+    start = time.perf_counter()
+    for _ in range(calls):
+        compiled(xs)
+    return (time.perf_counter() - start) / calls * 1e3
+
+
+free = ember.compile(deep_step)
+free(xs)
+full = arena(free)
+points, tightest = [(full, timed(free))], free
+for fraction in (0.9, 0.8, 0.7, 0.5):
+    candidate = ember.compile(deep_step, memory_budget=int(full * fraction))
+    try:
+        candidate(xs)
+    except ember.ValueError as e:  # the budget cannot be met: the error names the smallest
+        print(e)
+        continue
+    tightest = candidate
+    points.append((arena(candidate), timed(candidate)))
+plt.plot([p[0] / KiB for p in points], [p[1] for p in points], "o-")
+plt.xlabel("planned arena (KiB)")
+plt.ylabel("step time (ms)")
+plt.title("rematerialisation: less memory, more time")
+plt.show()
+print("\n".join(line for line in tightest.explain().splitlines() if "recompute" in line))
