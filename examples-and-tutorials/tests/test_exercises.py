@@ -52,6 +52,19 @@ def accumulate_without_dividing(model, loss_fn, x, y, micro):
         loss_fn(model(xb), yb).backward()
 
 
+class _NoZeroGrad:
+    """An optimizer whose zero_grad forgets to clear: gradients pile up over the steps."""
+
+    def __init__(self, optimizer):
+        self.optimizer = optimizer
+
+    def zero_grad(self):
+        pass
+
+    def step(self):
+        self.optimizer.step()
+
+
 # A plausible mistake for every check: each must be rejected.
 WRONG = {
     "tensors_1": lambda shape: tuple(reversed(solutions.tensors_1(tuple(reversed(shape))))),
@@ -71,6 +84,9 @@ WRONG = {
     "cnn_2": lambda x, k: x[:, :, :x.shape[2] // k * k:k, :x.shape[3] // k * k:k],  # corners
     "memory_1": lambda snapshot: (sum(s["size"] for s in snapshot), 0),
     "memory_2": accumulate_without_dividing,
+    "compiled_1": lambda buffers: max((size for size, _, _ in buffers), default=0),
+    "compiled_2": lambda model, optimizer, loss_fn: solutions.compiled_2(  # no zero_grad
+        model, _NoZeroGrad(optimizer), loss_fn),
 }
 
 

@@ -25,6 +25,7 @@
 import re
 import time
 
+import check
 import matplotlib.pyplot as plt
 
 import ember
@@ -179,3 +180,39 @@ plt.ylabel("step time (ms)")
 plt.title("rematerialisation: less memory, more time")
 plt.show()
 print("\n".join(line for line in tightest.explain().splitlines() if "recompute" in line))
+
+# %% [markdown]
+# ## Exercises
+# Each exercise ends with a cell that checks your answer (`check.py`, beside the notebooks):
+# it prints ✓, or ✗ and what is wrong. The cells below start from a wrong answer; fix them.
+#
+# **1.** The memory plan's lower bound is the most bytes live at any one node. Write
+# `lower_bound(buffers)`: `buffers` is a list of `(bytes, first, last)`, a buffer made by node
+# `first` and read for the last time by node `last` (so it is live at nodes `first`...`last`,
+# both included); return the largest total of the bytes live at one node (0 for no buffers).
+
+# %%
+def lower_bound(buffers):
+    return max((size for size, first, last in buffers), default=0)
+
+
+check.compiled_1(lower_bound)
+
+# %% [markdown]
+# **2.** Write `make_step(model, optimizer, loss_fn)`: return a compiled training step
+# `step(x, y)` (`ember.compile`) that runs one step of SGD on the batch and returns the loss.
+# The check trains with it for a few steps and compares the parameters with eager mode's.
+
+# %%
+def make_step(model, optimizer, loss_fn):
+    @ember.compile
+    def step(x, y):
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    return step
+
+
+check.compiled_2(make_step)

@@ -274,3 +274,47 @@ def memory_2(accumulate):
         for (name, p), want in zip(model.named_parameters(), whole):
             assert p.grad is not None, f"micro-batches of {micro}: {name}.grad is None"
             _close(p.grad.numpy(), want, f"micro-batches of {micro}: {name}.grad", tol=1e-5)
+
+
+# ---- 8 · compiled steps ----
+
+@exercise
+def compiled_1(lower_bound):
+    """lower_bound(buffers): the most bytes live at one node, buffers as (bytes, first, last)."""
+    rng = np.random.default_rng(8)
+    cases = [[], [(64, 0, 0)], [(64, 0, 1), (128, 1, 2), (32, 2, 2)], [(10, 0, 5), (20, 6, 9)]]
+    for _ in range(20):
+        first = rng.integers(0, 12, size=int(rng.integers(1, 9)))
+        cases.append([(int(rng.integers(1, 1000)), int(f), int(f + rng.integers(0, 6)))
+                      for f in first])
+    for buffers in cases:
+        nodes = range(max((last for _, _, last in buffers), default=-1) + 1)
+        want = max((sum(size for size, first, last in buffers if first <= k <= last)
+                    for k in nodes), default=0)
+        got = lower_bound(list(buffers))
+        assert got == want, f"lower_bound({buffers}) gave {got}, expected {want}"
+
+
+@exercise
+def compiled_2(make_step):
+    """make_step(model, optimizer, loss_fn): a compiled SGD step equal to eager mode's."""
+    def setup():
+        ember.manual_seed(2)
+        model = nn.Sequential(nn.Linear(5, 8), nn.ReLU(), nn.Linear(8, 3))
+        return model, ember.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+    ember.manual_seed(3)
+    batches = [(ember.randn(6, 5), ember.randint(0, 3, (6,))) for _ in range(4)]
+    loss_fn = nn.CrossEntropyLoss()
+    model, optimizer = setup()
+    for x, y in batches:
+        optimizer.zero_grad()
+        loss_fn(model(x), y).backward()
+        optimizer.step()
+    want = [p.detach().numpy().copy() for p in model.parameters()]
+    model, optimizer = setup()
+    step = make_step(model, optimizer, loss_fn)
+    for x, y in batches:
+        step(x, y)
+    for (name, p), w in zip(model.named_parameters(), want):
+        _close(p.detach().numpy(), w, f"after 4 compiled steps, {name}", tol=1e-5)

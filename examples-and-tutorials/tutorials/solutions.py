@@ -177,3 +177,24 @@ def memory_2(model, loss_fn, x, y, micro):
     parts = len(x) // micro
     for xb, yb in zip(x.split(micro), y.split(micro)):
         (loss_fn(model(xb), yb) / parts).backward()
+
+
+# ---- 8 · compiled steps ----
+
+
+def compiled_1(buffers):
+    nodes = {k for _, first, last in buffers for k in range(first, last + 1)}
+    return max((sum(size for size, first, last in buffers if first <= k <= last)
+                for k in nodes), default=0)
+
+
+def compiled_2(model, optimizer, loss_fn):
+    @ember.compile
+    def step(x, y):
+        optimizer.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    return step
