@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 from test_tutorials import TUTORIAL_DIR, TUTORIALS
 
+import ember
+
 sys.path.insert(0, str(TUTORIAL_DIR))
 import check  # noqa: E402 (found beside the notebooks)
 import solutions  # noqa: E402
@@ -87,6 +89,8 @@ WRONG = {
     "compiled_1": lambda buffers: max((size for size, _, _ in buffers), default=0),
     "compiled_2": lambda model, optimizer, loss_fn: solutions.compiled_2(  # no zero_grad
         model, _NoZeroGrad(optimizer), loss_fn),
+    "attention_1": lambda L, S: ember.tril(ember.ones(L, S), -1).bool(),  # not itself
+    "attention_2": lambda q, k, v: (q @ k.transpose(-2, -1)).softmax(-1) @ v,  # unscaled
 }
 
 

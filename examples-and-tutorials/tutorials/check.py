@@ -318,3 +318,29 @@ def compiled_2(make_step):
         step(x, y)
     for (name, p), w in zip(model.named_parameters(), want):
         _close(p.detach().numpy(), w, f"after 4 compiled steps, {name}", tol=1e-5)
+
+
+# ---- 9 · attention ----
+
+@exercise
+def attention_1(causal_mask):
+    """causal_mask(L, S): [L, S] bool, True where query i may attend to key j (j <= i)."""
+    for L, S in [(1, 1), (4, 4), (3, 5), (5, 3)]:
+        got = np.asarray(causal_mask(L, S).numpy(), dtype=bool)
+        q, k = ember.randn(1, L, 4), ember.randn(1, S, 4)
+        v = ember.eye(S).reshape(1, S, S)  # each output row shows which keys it took in
+        seen = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True).numpy()[0]
+        want = seen > 0
+        assert got.shape == (L, S), f"causal_mask({L}, {S}) is {got.shape}, expected ({L}, {S})"
+        assert (got == want).all(), f"causal_mask({L}, {S}):\n{got.astype(int)}\nexpected\n" \
+                                    f"{want.astype(int)}"
+
+
+@exercise
+def attention_2(attention):
+    """attention(q, k, v): softmax(q k^T / sqrt(E)) v from primitive ops."""
+    ember.manual_seed(9)
+    for shape_q, shape_k, ev in [((2, 3, 4), (2, 5, 4), 6), ((1, 7, 8), (1, 7, 8), 8)]:
+        q, k, v = ember.randn(*shape_q), ember.randn(*shape_k), ember.randn(*shape_k[:2], ev)
+        want = nn.functional.scaled_dot_product_attention(q, k, v).numpy()
+        _close(attention(q, k, v).numpy(), want, f"attention with q {list(shape_q)}", tol=1e-5)

@@ -198,3 +198,15 @@ def compiled_2(model, optimizer, loss_fn):
         return loss
 
     return step
+
+
+# ---- 9 · attention ----
+
+
+def attention_1(L, S):
+    return ember.tril(ember.ones(L, S)).bool()
+
+
+def attention_2(q, k, v):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    return scores.softmax(-1) @ v
