@@ -10,6 +10,7 @@ packages=(
   libgtest-dev libgmock-dev               # C++ tests (gmock: the bad-input suite's matchers)
   clang-format                            # lint
   valgrind                                # instruction-count benchmarks (callgrind)
+  libgloo-dev                             # ember::distributed's gloo backend (CPU collectives)
 )
 
 missing=()
