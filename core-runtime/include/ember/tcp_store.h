@@ -44,6 +44,7 @@ class EMBER_API TCPStore {
   std::string next_group_prefix() { return "g" + std::to_string(groups_made_++) + "/"; }
 
   int port() const { return port_; }
+  bool serves() const { return server_ != nullptr; }  // this is the rank that serves the store
   const std::string& host() const { return host_; }
   Milliseconds timeout() const { return timeout_; }
 

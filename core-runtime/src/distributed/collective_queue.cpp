@@ -147,6 +147,14 @@ std::string join_ranks(const std::vector<int>& ranks) {
   return out;
 }
 
+// The error of ranks that disagree on the world size. The rank that serves the store keeps it a
+// moment longer, so that the others read what they need to report the same disagreement instead
+// of a store that went away.
+DistributedError mismatch(TCPStore& store, const std::string& message) {
+  if (store.serves()) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  return DistributedError("init_process_group", message);
+}
+
 }  // namespace
 
 void check_arrival(TCPStore& store, const std::string& prefix, int rank, int world_size,
@@ -173,18 +181,17 @@ void check_arrival(TCPStore& store, const std::string& prefix, int rank, int wor
       seen[size_t(r)] = true;
       const int64_t theirs = bytes_int(store.get(key));
       if (theirs != world_size)
-        throw DistributedError(op, "rank " + std::to_string(r) + " was started with world size " +
-                                       std::to_string(theirs) + " and this rank (" +
-                                       std::to_string(rank) + ") with " +
-                                       std::to_string(world_size) +
-                                       ". Fix: start every rank with the same WORLD_SIZE");
+        throw mismatch(store, "rank " + std::to_string(r) + " was started with world size " +
+                                  std::to_string(theirs) + " and this rank (" +
+                                  std::to_string(rank) + ") with " + std::to_string(world_size) +
+                                  ". Fix: start every rank with the same WORLD_SIZE");
     }
     // A rank of a larger world that a smaller world's ranks would never wait for.
     if (store.check(prefix + "world_size/" + std::to_string(world_size)))
-      throw DistributedError(op, "a rank numbered " + std::to_string(world_size) +
-                                     " joined, but this rank (" + std::to_string(rank) +
-                                     ") was started with world size " + std::to_string(world_size) +
-                                     ". Fix: start every rank with the same WORLD_SIZE");
+      throw mismatch(store, "a rank numbered " + std::to_string(world_size) +
+                                " joined, but this rank (" + std::to_string(rank) +
+                                ") was started with world size " + std::to_string(world_size) +
+                                ". Fix: start every rank with the same WORLD_SIZE");
     if (missing.empty()) return;
     if (Clock::now() >= deadline)
       throw DistributedTimeoutError(op,
