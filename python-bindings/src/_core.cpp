@@ -7,6 +7,12 @@
 
 #include "bindings.h"
 
+namespace ember::python {
+// ember._core.distributed (bind_distributed.cpp): declared here, not in bindings.h, which every
+// binding file includes.
+void bind_distributed(py::module_& m);
+}  // namespace ember::python
+
 PYBIND11_MODULE(_core, m) {
   namespace ep = ember::python;
   m.doc() = "Ember's compiled core: tensors, ops, autograd, interop, errors and memory";
@@ -38,5 +44,6 @@ PYBIND11_MODULE(_core, m) {
   ep::bind_interop(m, cls);
   ep::bind_memory(m);
   ep::bind_optim(m);
+  ep::bind_distributed(m);
   ep::bind_argument_errors(m, cls);
 }

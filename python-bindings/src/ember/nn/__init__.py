@@ -1,7 +1,7 @@
 """ember.nn: modules (layers, containers, losses), nn.functional, nn.init and nn.utils, with
 PyTorch's names. Every computation is a bound op; the modules hold parameters and options."""
 
-from ember.nn import functional, init, utils
+from ember.nn import functional, init, parallel, utils
 from ember.nn.activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Tanh
 from ember.nn.container import Identity, ModuleDict, ModuleList, Sequential
 from ember.nn.layers import Conv1d, Conv2d, Embedding, Linear
@@ -17,5 +17,5 @@ __all__ = [
     "GroupNorm", "Identity",
     "L1Loss", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "MaxPool2d", "Module",
     "ModuleDict", "ModuleList", "NLLLoss", "Parameter", "ReLU", "SiLU", "Sigmoid", "Sequential",
-    "Softmax", "Tanh", "functional", "init", "utils",
+    "Softmax", "Tanh", "functional", "init", "parallel", "utils",
 ]
