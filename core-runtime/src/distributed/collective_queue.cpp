@@ -64,36 +64,71 @@ std::shared_ptr<QueuedWork> CollectiveQueue::push(std::function<void()> job) {
   return work;
 }
 
+std::shared_ptr<QueuedWork> CollectiveQueue::run(std::function<void()> job) {
+  std::string broken;
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (busy_ || !jobs_.empty()) {
+      lock.unlock();
+      auto work = push(std::move(job));
+      work->wait();
+      return work;
+    }
+    busy_ = true;
+    broken = broken_;
+  }
+  auto work = std::make_shared<QueuedWork>();
+  execute(job, *work, broken);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    busy_ = false;
+  }
+  cv_.notify_all();
+  work->wait();
+  return work;
+}
+
+void CollectiveQueue::execute(const std::function<void()>& job, QueuedWork& work,
+                              const std::string& broken) {
+  if (!broken.empty()) {
+    work.finish(std::make_exception_ptr(
+        DistributedError("ProcessGroup",
+                         "the group is broken by an earlier failure, so this collective was not "
+                         "run (the ranks no longer agree on what comes next): " +
+                             broken + ". Fix: destroy the group and create a new one")));
+    return;
+  }
+  try {
+    job();
+    work.finish(nullptr);
+  } catch (const std::exception& e) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      broken_ = e.what();
+    }
+    work.finish(std::current_exception());
+  }
+}
+
 void CollectiveQueue::loop() {
   for (;;) {
     std::pair<std::function<void()>, std::shared_ptr<QueuedWork>> next;
     std::string broken;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      cv_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
+      cv_.wait(lock, [&] { return (stopping_ || !jobs_.empty()) && !busy_; });
       if (jobs_.empty()) return;
       next = std::move(jobs_.front());
       jobs_.pop_front();
+      busy_ = true;
       broken = broken_;
     }
-    if (!broken.empty()) {
-      next.second->finish(std::make_exception_ptr(
-          DistributedError("ProcessGroup",
-                           "the group is broken by an earlier failure, so this collective was not "
-                           "run (the ranks no longer agree on what comes next): " +
-                               broken + ". Fix: destroy the group and create a new one")));
-      continue;
+    execute(next.first, *next.second, broken);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      busy_ = false;
     }
-    try {
-      next.first();
-      next.second->finish(nullptr);
-    } catch (const std::exception& e) {
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        broken_ = e.what();
-      }
-      next.second->finish(std::current_exception());
-    }
+    cv_.notify_all();
   }
 }
 

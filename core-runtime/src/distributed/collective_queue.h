@@ -38,13 +38,19 @@ class CollectiveQueue {
   CollectiveQueue();
   ~CollectiveQueue();  // runs the jobs queued, then ends the thread
   std::shared_ptr<QueuedWork> push(std::function<void()> job);
+  // Runs job on the calling thread when nothing is queued or running (a blocking collective then
+  // costs no hand-over between threads, which on a busy machine waits for the scheduler), else
+  // queues it behind the others; returns its finished Work either way.
+  std::shared_ptr<QueuedWork> run(std::function<void()> job);
 
  private:
   void loop();
+  void execute(const std::function<void()>& job, QueuedWork& work, const std::string& broken);
   std::mutex mutex_;
   std::condition_variable cv_;
   std::deque<std::pair<std::function<void()>, std::shared_ptr<QueuedWork>>> jobs_;
   bool stopping_ = false;
+  bool busy_ = false;   // a job is running (on the queue's thread or a caller's)
   std::string broken_;  // the first failure's message; empty while healthy
   std::thread thread_;
 };

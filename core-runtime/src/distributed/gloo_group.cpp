@@ -188,9 +188,7 @@ std::shared_ptr<Work> GlooProcessGroup::enqueue(const std::string& call, bool as
                                                  ", failed in gloo: " + e.what());
     }
   };
-  auto work = queue_->push(std::move(job));
-  if (!async) work->wait();
-  return work;
+  return async ? queue_->push(std::move(job)) : queue_->run(std::move(job));
 }
 
 std::shared_ptr<Work> GlooProcessGroup::all_reduce(const Tensor& tensor, ReduceOp op, bool async) {
