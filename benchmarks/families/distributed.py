@@ -182,7 +182,9 @@ def _worker():
         for fn in calls:  # warm-up, and how many repeats fit in about 0.3 s
             fn()
         probe = min(timed(calls[0], 2))
-        repeat = int(max(5, min(200, 300 / max(probe, 1e-3))))
+        repeat = ember.tensor([max(5.0, min(200.0, 300 / max(probe, 1e-3)))])
+        dist.all_reduce(repeat, op=dist.ReduceOp.MAX)  # every rank must make the same calls
+        repeat = int(repeat.item())
         samples = ([], [])
         for _ in range(5):  # alternate, so both sides see the same machine
             for side, fn in enumerate(calls):
