@@ -11,6 +11,7 @@ packages=(
   clang-format                            # lint
   valgrind                                # instruction-count benchmarks (callgrind)
   graphviz                                # dot: the tutorials draw graphs (Graph.render)
+  libgloo-dev                             # ember::distributed's gloo backend (CPU collectives)
 )
 
 missing=()

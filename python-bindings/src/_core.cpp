@@ -10,6 +10,9 @@
 namespace ember::python {
 void bind_memory_plan(py::module_& m);  // bind_memory_plan.cpp
 void bind_fusion(py::module_& m);       // bind_fusion.cpp: the private face of fused kernels
+// ember._core.distributed (bind_distributed.cpp): declared here, not in bindings.h, which every
+// binding file includes.
+void bind_distributed(py::module_& m);
 }  // namespace ember::python
 
 PYBIND11_MODULE(_core, m) {
@@ -46,5 +49,6 @@ PYBIND11_MODULE(_core, m) {
   ep::bind_optim(m);
   ep::bind_compile(m);
   ep::bind_fusion(m);
+  ep::bind_distributed(m);
   ep::bind_argument_errors(m, cls);
 }

@@ -8,10 +8,12 @@
 #include <algorithm>
 #include <cassert>
 #include <memory>
+#include <mutex>
 #include <sstream>
 #include <unordered_map>
 #include <utility>
 
+#include "ember/autodiff/backward_observer.h"
 #include "ember/autodiff/compile/trace.h"
 #include "ember/autodiff/executor.h"
 #include "ember/autodiff/grad.h"
@@ -443,7 +445,43 @@ void want_accumulated(History& h) {
     }
 }
 
+// ---- observers (backward_observer.h)
+
+std::mutex observers_mutex;
+std::vector<BackwardObserver*> observers;
+
+std::vector<BackwardObserver*> current_observers() {
+  std::lock_guard<std::mutex> lock(observers_mutex);
+  return observers;
+}
+
+// The leaves that requires grad and get a gradient, ordered by the node that computes it.
+std::vector<const VariableImpl*> leaves_in_gradient_order(const History& h,
+                                                          const BackwardGraph& bg) {
+  std::vector<std::pair<int32_t, const VariableImpl*>> found;
+  for (size_t w = 0; w < h.structure.wanted.size(); ++w) {
+    const int32_t slot = h.structure.wanted[w];
+    if (bg.wanted_grad[w] < 0 || slot >= int32_t(h.leaves.size())) continue;
+    found.emplace_back(bg.graph.value(bg.wanted_grad[w]).node, h.leaves[size_t(slot)].get());
+  }
+  std::stable_sort(found.begin(), found.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<const VariableImpl*> out;
+  for (const auto& f : found) out.push_back(f.second);
+  return out;
+}
+
 }  // namespace
+
+void add_backward_observer(BackwardObserver* observer) {
+  std::lock_guard<std::mutex> lock(observers_mutex);
+  observers.push_back(observer);
+}
+
+void remove_backward_observer(BackwardObserver* observer) {
+  std::lock_guard<std::mutex> lock(observers_mutex);
+  observers.erase(std::remove(observers.begin(), observers.end(), observer), observers.end());
+}
 
 void Variable::backward(const Variable& grad_output, bool retain_graph, bool create_graph) const {
   std::vector<Variable> outputs{*this};
@@ -453,6 +491,12 @@ void Variable::backward(const Variable& grad_output, bool retain_graph, bool cre
   History h = prepare(outputs, grad_outputs);
   want_accumulated(h);
   const BackwardGraph& bg = backward_graph(h);
+  const std::vector<BackwardObserver*> watching =
+      create_graph ? std::vector<BackwardObserver*>{} : current_observers();
+  if (!watching.empty()) {
+    const auto order = leaves_in_gradient_order(h, bg);
+    for (BackwardObserver* o : watching) o->backward_begins(order);
+  }
   std::vector<Variable> grads = run_backward(h, bg, grad_outputs, retain_graph, create_graph);
   for (size_t w = 0; w < grads.size(); ++w) {
     if (!grads[w].defined()) continue;
@@ -470,6 +514,7 @@ void Variable::backward(const Variable& grad_output, bool retain_graph, bool cre
     }
     if (compile::tracing()) compile::grad_written(target.impl_ptr(), impl.grad.data());
   }
+  for (BackwardObserver* o : watching) o->backward_ends();
   if (!retain_graph && !create_graph) release(h);
 }
 

@@ -65,7 +65,8 @@ class DataLoader:
     collate_fn turns a list of samples into a batch (default_collate). pin_memory copies each
     batch's tensors into pinned host memory (Tensor.pin_memory), from which the copy to a GPU
     (device) is queued without the host waiting; without CUDA it warns once and leaves batches
-    as they are. device moves each batch there.
+    as they are. device moves each batch there. sampler (an iterable of indices with a length,
+    such as DistributedSampler) gives the order instead of shuffle.
 
     num_workers > 0 fetches and collates batches in that many worker processes, as PyTorch's
     (ember.data.workers: prefetch_factor batches per worker in flight, batches in order, worker
@@ -77,7 +78,12 @@ class DataLoader:
     def __init__(self, dataset, batch_size=1, shuffle=False, drop_last=False, collate_fn=None,
                  generator=None, device=None, pin_memory=False, num_workers=0,
                  persistent_workers=False, worker_init_fn=None, prefetch_factor=None, timeout=0,
-                 multiprocessing_context=None):
+                 multiprocessing_context=None, sampler=None):
+        if sampler is not None and shuffle:
+            raise _core.ValueError(
+                "DataLoader: sampler and shuffle=True both choose the order; pass one (a "
+                "DistributedSampler shuffles itself: DistributedSampler(dataset, shuffle=True))"
+            )
         if not (isinstance(batch_size, int) and batch_size > 0):
             raise _core.ValueError(f"DataLoader: batch_size is {batch_size!r}; pass an int >= 1")
         if not (isinstance(num_workers, int) and num_workers >= 0):
@@ -107,12 +113,15 @@ class DataLoader:
         self.prefetch_factor = 2 if prefetch_factor is None else prefetch_factor
         self.multiprocessing_context = multiprocessing_context
         self._pool = None  # the persistent workers, once started
+        self.sampler = sampler
 
     def __len__(self):
-        n = len(self.dataset)
+        n = len(self.sampler) if self.sampler is not None else len(self.dataset)
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
 
     def _order(self):
+        if self.sampler is not None:
+            return np.fromiter(iter(self.sampler), dtype=np.int64)
         n = len(self.dataset)
         if not self.shuffle:
             return np.arange(n, dtype=np.int64)

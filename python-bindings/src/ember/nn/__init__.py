@@ -1,7 +1,7 @@
 """ember.nn: modules (layers, containers, losses), nn.functional, nn.init and nn.utils, with
 PyTorch's names. Every computation is a bound op; the modules hold parameters and options."""
 
-from ember.nn import functional, init, utils
+from ember.nn import functional, init, parallel, utils
 from ember.nn.activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Tanh
 from ember.nn.attention import MultiheadAttention
 from ember.nn.container import Identity, ModuleDict, ModuleList, Sequential
@@ -18,5 +18,5 @@ __all__ = [
     "GroupNorm", "Identity",
     "L1Loss", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "MaxPool2d", "Module",
     "ModuleDict", "ModuleList", "MultiheadAttention", "NLLLoss", "Parameter", "ReLU", "SiLU",
-    "Sigmoid", "Sequential", "Softmax", "Tanh", "functional", "init", "utils",
+    "Sigmoid", "Sequential", "Softmax", "Tanh", "functional", "init", "parallel", "utils",
 ]
