@@ -38,5 +38,6 @@ PYBIND11_MODULE(_core, m) {
   ep::bind_interop(m, cls);
   ep::bind_memory(m);
   ep::bind_optim(m);
+  ep::bind_amp(m);
   ep::bind_argument_errors(m, cls);
 }

@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "ember/autodiff/autocast.h"
 #include "ember/autodiff/executor.h"
 #include "ember/autodiff/grad.h"
 #include "ember/autodiff/variable.h"
@@ -421,6 +422,7 @@ void want_accumulated(History& h) {
 }  // namespace
 
 void Variable::backward(const Variable& grad_output, bool retain_graph, bool create_graph) const {
+  const AutocastSuspend no_autocast;  // backward keeps the dtypes forward chose
   std::vector<Variable> outputs{*this};
   std::vector<Variable> grad_outputs;
   if (grad_output.defined()) grad_outputs.push_back(grad_output);
@@ -450,6 +452,7 @@ std::vector<Variable> grad(const std::vector<Variable>& outputs,
                            const std::vector<Variable>& inputs,
                            const std::vector<Variable>& grad_outputs, bool retain_graph,
                            bool create_graph, bool allow_unused) {
+  const AutocastSuspend no_autocast;  // backward keeps the dtypes forward chose
   check_roots(outputs, grad_outputs, "grad");
   History h = prepare(outputs, grad_outputs);
   for (size_t i = 0; i < inputs.size(); ++i) {

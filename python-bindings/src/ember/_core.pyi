@@ -1125,6 +1125,18 @@ class ValueError(EmberError, builtins.ValueError):
     """
     A bad argument value (a ValueError).
     """
+def _allow_tf32() -> builtins.bool:
+    """
+    Whether float32 GEMMs on CUDA may use TF32.
+    """
+def _autocast_policy(op: str) -> str:
+    """
+    What autocast does to the op's floating inputs: 'lower', 'float32', 'widest' or 'keep'.
+    """
+def _autocast_state(device_type: _DeviceLike) -> tuple[builtins.bool, dtype]:
+    """
+    (enabled, dtype) of autocast for a device type on this thread.
+    """
 def _calculate_fan_in_and_fan_out(tensor: Tensor) -> tuple[builtins.int, builtins.int]:
     """
     (fan_in, fan_out) of a weight [out, in, k...].
@@ -1148,6 +1160,14 @@ def _orthogonal_(tensor: Tensor, gain: typing.SupportsFloat | typing.SupportsInd
 def _record_function(name: str, backward: collections.abc.Callable, inputs: collections.abc.Sequence[Tensor], outputs: collections.abc.Sequence[Tensor], saved_inputs: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], saved_outputs: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], non_differentiable: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> list[Tensor]:
     """
     Records outputs computed from inputs as one node whose gradient calls backward (ember.autograd.Function.apply uses it).
+    """
+def _set_allow_tf32(on: builtins.bool) -> None:
+    """
+    Lets float32 GEMMs on CUDA use TF32 tensor cores (off by default).
+    """
+def _set_autocast_state(device_type: _DeviceLike, enabled: builtins.bool, dtype: _DTypeLike) -> None:
+    """
+    Sets autocast for a device type on this thread (ember.autocast restores it on exit).
     """
 def _uniform_(tensor: Tensor, a: typing.SupportsFloat | typing.SupportsIndex, b: typing.SupportsFloat | typing.SupportsIndex, generator: Generator | None = None) -> Tensor:
     ...
