@@ -146,7 +146,7 @@ def test_backward_runs_in_the_dtypes_forward_chose():
     assert y.grad.dtype == ember.bfloat16
     assert w.grad.dtype == ember.float32 and x.grad.dtype == ember.float32
     # against NumPy: softmax of the bf16 product in float64, its gradient through bf16 operands
-    xb, wb = bf16(x.numpy()).astype(np.float64), bf16(w.numpy()).astype(np.float64)
+    xb, wb = (bf16(v.detach().numpy()).astype(np.float64) for v in (x, w))
     z = bf16(xb @ wb.T).astype(np.float64)
     p = np.exp(z - z.max(1, keepdims=True))
     p /= p.sum(1, keepdims=True)
@@ -302,7 +302,7 @@ def test_master_weights_let_small_updates_add_up():
         return p, opt
 
     plain, _ = train(False)
-    np.testing.assert_array_equal(plain.float().numpy(), bf16(start))  # every update rounded away
+    np.testing.assert_array_equal(plain.detach().float().numpy(), bf16(start))  # every update rounded away
     kept, opt = train(True)
     want = start.astype(np.float32)
     for _ in range(steps):  # the same float32 arithmetic as the fused SGD step
@@ -310,7 +310,7 @@ def test_master_weights_let_small_updates_add_up():
     master = opt.state_dict()["state"][0]["master"]
     assert master.dtype == ember.float32
     np.testing.assert_allclose(master.numpy(), want, rtol=1e-6)
-    np.testing.assert_array_equal(kept.float().numpy(), bf16(master.numpy()))
+    np.testing.assert_array_equal(kept.detach().float().numpy(), bf16(master.numpy()))
     assert opt.param_groups[0]["master_weights"] is True
 
 
@@ -329,7 +329,7 @@ def test_master_weights_adam_buffers_are_float32_and_survive_a_round_trip():
     for opt_, param in ((opt, p), (again, q)):
         param.grad = ember.tensor([1.0, 1.0], dtype=ember.float16)
         opt_.step()
-    np.testing.assert_array_equal(p.float().numpy(), q.float().numpy())
+    np.testing.assert_array_equal(p.detach().float().numpy(), q.detach().float().numpy())
     np.testing.assert_array_equal(opt.state_dict()["state"][0]["master"].numpy(),
                                   again.state_dict()["state"][0]["master"].numpy())
 
