@@ -302,7 +302,8 @@ def test_master_weights_let_small_updates_add_up():
         return p, opt
 
     plain, _ = train(False)
-    np.testing.assert_array_equal(plain.detach().float().numpy(), bf16(start))  # every update rounded away
+    # every update rounded away
+    np.testing.assert_array_equal(plain.detach().float().numpy(), bf16(start))
     kept, opt = train(True)
     want = start.astype(np.float32)
     for _ in range(steps):  # the same float32 arithmetic as the fused SGD step
