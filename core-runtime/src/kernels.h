@@ -12,6 +12,7 @@
 #include "ember/backend.h"
 #include "ember/tensor.h"
 // The types the signatures use, one header per family.
+#include "ops/attention_kernels.h"
 #include "ops/conv_pool_kernels.h"
 #include "ops/creation_kernels.h"
 #include "ops/deferred_error.h"

@@ -2,6 +2,7 @@
 // pooling, batch/layer norm, dropout, softmax and the losses, with their backward ops. These are
 // what ember.nn.functional re-exports; argument names and orders follow PyTorch's.
 #include <ember/autodiff/ops.h>
+#include <ember/autodiff/ops/attention.h>
 #include <ember/error.h>
 
 #include "def_op.h"
@@ -147,6 +148,22 @@ void bind_nn_ops(py::module_& m, TensorClass& cls) {
       "dropout_backward",
       [](const V& g, const V& mask, double p) { return ad::dropout_backward(g, mask, p); },
       py::arg("grad"), py::arg("mask"), py::arg("p"));
+
+  // ---- attention ----
+  m.def(
+      "scaled_dot_product_attention",
+      [](const V& q, const V& k, const V& v, std::optional<V> attn_mask, double dropout_p,
+         bool is_causal, std::optional<double> scale) {
+        return ad::scaled_dot_product_attention(q, k, v, opt(attn_mask), dropout_p, is_causal,
+                                                scale);
+      },
+      py::arg("query"), py::arg("key"), py::arg("value"), py::arg("attn_mask") = py::none(),
+      py::arg("dropout_p") = 0.0, py::arg("is_causal") = false, py::arg("scale") = py::none(),
+      "softmax(query @ key^T * scale + mask) @ value in one fused op that never holds the [L, S] "
+      "scores: query [*, L, E], key [*, S, E], value [*, S, Ev] -> [*, L, Ev]. attn_mask: bool "
+      "(True takes part) or added to the scores, broadcast to [*, L, S]; is_causal: query i sees "
+      "keys j <= i; scale: 1 / sqrt(E) by default; dropout_p: drops attention weights, drawn from "
+      "ember's seeded generator.");
 
   // ---- softmax and losses ----
   def_op(

@@ -14,6 +14,7 @@ std::vector<OpDef> indexing_ops();       // pad, index_select/add/put, gather/sc
 std::vector<OpDef> matmul_ops();         // matmul, linear
 std::vector<OpDef> conv_pool_ops();      // conv2d, pooling and their backward ops
 std::vector<OpDef> normalization_ops();  // batch/layer norm, dropout and their backward ops
+std::vector<OpDef> attention_ops();      // scaled dot-product attention and its backward
 std::vector<OpDef> softmax_loss_ops();   // softmax, log_softmax, the losses and their backward ops
 std::vector<OpDef> creation_ops();       // zeros_like, ones_like, full_like, ...
 std::vector<OpDef> rearrange_ops();      // sort, topk, cumsum, cumprod, tril, roll, repeat, resize

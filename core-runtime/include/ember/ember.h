@@ -8,6 +8,7 @@
 #include "ember/dtype.h"
 #include "ember/error.h"
 #include "ember/from_blob.h"
+#include "ember/ops/attention.h"
 #include "ember/ops/conv_pool.h"
 #include "ember/ops/creation.h"
 #include "ember/ops/elementwise.h"

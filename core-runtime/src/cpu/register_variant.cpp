@@ -13,6 +13,7 @@ void register_conv_pool(KernelTable& table);
 void register_normalization(KernelTable& table);
 void register_optimizer(KernelTable& table);
 void register_creation(KernelTable& table);
+void register_attention(KernelTable& table);
 
 void register_variant_kernels(KernelTable& table) {
   register_copy_fill(table);
@@ -23,5 +24,6 @@ void register_variant_kernels(KernelTable& table) {
   register_normalization(table);
   register_optimizer(table);
   register_creation(table);
+  register_attention(table);
 }
 }  // namespace ember::cpu::EMBER_CPU_ISA

@@ -17,6 +17,7 @@ void register_masking(KernelTable& table);
 void register_resample(KernelTable& table);
 void register_scan_sort(KernelTable& table);
 void register_index_check(KernelTable& table);
+void register_attention(KernelTable& table);
 }  // namespace ember::cuda
 
 namespace ember {
@@ -35,5 +36,6 @@ void register_cuda_kernels(KernelTable& table) {
   cuda::register_resample(table);
   cuda::register_scan_sort(table);
   cuda::register_index_check(table);
+  cuda::register_attention(table);
 }
 }  // namespace ember

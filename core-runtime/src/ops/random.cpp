@@ -11,6 +11,7 @@
 #include "ops/checks.h"
 #include "ops/out.h"
 #include "ops/random_kernels.h"
+#include "ops/random_stream.h"
 
 namespace ember {
 
@@ -146,6 +147,8 @@ Tensor run_randperm(int64_t n, DType dtype, Device device, Generator* gen, const
 }
 
 }  // namespace
+
+PhiloxStream draw_stream(Generator* gen) { return draw(gen); }
 
 Generator& default_generator() {
   static Generator generator;

@@ -1737,6 +1737,10 @@ def rsqrt(input: Tensor) -> Tensor:
     """
     1 / sqrt(x).
     """
+def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None = None, dropout_p: typing.SupportsFloat | typing.SupportsIndex = 0.0, is_causal: builtins.bool = False, scale: typing.SupportsFloat | typing.SupportsIndex | None = None) -> Tensor:
+    """
+    softmax(query @ key^T * scale + mask) @ value in one fused op that never holds the [L, S] scores: query [*, L, E], key [*, S, E], value [*, S, Ev] -> [*, L, Ev]. attn_mask: bool (True takes part) or added to the scores, broadcast to [*, L, S]; is_causal: query i sees keys j <= i; scale: 1 / sqrt(E) by default; dropout_p: drops attention weights, drawn from ember's seeded generator.
+    """
 def scatter(input: Tensor, dim: typing.SupportsInt | typing.SupportsIndex, index: Tensor, src: typing.Any = None, *, value: typing.Any = None, reduce: builtins.str | None = None) -> Tensor:
     """
     A copy of x with src (a tensor, or a number) written at index along dim; reduce='add' adds instead.

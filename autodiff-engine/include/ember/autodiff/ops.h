@@ -1,6 +1,7 @@
 // ops.h — every builder function, for graphs (Val) and eager code (Variable): one include.
 // Each family's header lists its ops with their shapes; src/ops/<family>.cpp defines them.
 #pragma once
+#include "ember/autodiff/ops/attention.h"
 #include "ember/autodiff/ops/conv_pool.h"
 #include "ember/autodiff/ops/creation.h"
 #include "ember/autodiff/ops/elementwise.h"

@@ -3,6 +3,7 @@ PyTorch's names. Every computation is a bound op; the modules hold parameters an
 
 from ember.nn import functional, init, utils
 from ember.nn.activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Tanh
+from ember.nn.attention import MultiheadAttention
 from ember.nn.container import Identity, ModuleDict, ModuleList, Sequential
 from ember.nn.layers import Conv1d, Conv2d, Embedding, Linear
 from ember.nn.loss import BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
@@ -16,6 +17,6 @@ __all__ = [
     "Conv1d", "Conv2d", "CrossEntropyLoss", "Dropout", "Embedding", "Flatten", "GELU",
     "GroupNorm", "Identity",
     "L1Loss", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "MaxPool2d", "Module",
-    "ModuleDict", "ModuleList", "NLLLoss", "Parameter", "ReLU", "SiLU", "Sigmoid", "Sequential",
-    "Softmax", "Tanh", "functional", "init", "utils",
+    "ModuleDict", "ModuleList", "MultiheadAttention", "NLLLoss", "Parameter", "ReLU", "SiLU",
+    "Sigmoid", "Sequential", "Softmax", "Tanh", "functional", "init", "utils",
 ]

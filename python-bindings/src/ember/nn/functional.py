@@ -24,6 +24,7 @@ from ember._ops import (
     one_hot,
     pad,
     relu,
+    scaled_dot_product_attention,
     sigmoid,
     silu,
     softmax,
@@ -35,8 +36,8 @@ __all__ = [
     "adaptive_avg_pool2d", "avg_pool2d", "batch_norm", "binary_cross_entropy_with_logits",
     "conv1d", "conv2d", "cross_entropy", "dropout", "elu", "embedding", "flatten", "gelu",
     "group_norm", "interpolate", "l1_loss", "layer_norm", "leaky_relu", "linear", "log_softmax",
-    "max_pool2d", "mse_loss", "nll_loss", "normalize", "one_hot", "pad", "relu", "sigmoid", "silu",
-    "softmax", "softplus", "tanh",
+    "max_pool2d", "mse_loss", "nll_loss", "normalize", "one_hot", "pad", "relu",
+    "scaled_dot_product_attention", "sigmoid", "silu", "softmax", "softplus", "tanh",
 ]
 
 

@@ -1,0 +1,717 @@
+// attention_ladder.cu — scaled dot-product attention on CUDA in three steps, from the formula to
+// tensor cores (a teaching series in the style of llm.c's dev/cuda files, like gemm_tiled.cuh),
+// beside its CPU reference (v0), and the kernels the op runs.
+//
+// Every version computes, per head b of BH (layout in ops/attention_kernels.h):
+//     scores = q k^T * scale + bias        [L, S]   (bias: mask, causal rule)
+//     out    = dropout(softmax(scores)) v  [L, Ev],  logsumexp[i] = log(sum_j exp(scores[i, j]))
+// with a fully masked row giving 0 and logsumexp -inf.
+//
+//   v0  the CPU reference: the formula in double on the host, from copies (for validation).
+//   v1  three kernels, as the formula reads: scores into global memory [BH, L, S], a row-wise
+//       softmax over them in place, then the weighted sum of v. Simple, and O(L S) memory.
+//   v2  one fused kernel (flash attention): a block owns 32 query rows, one thread each; tiles
+//       of 32 keys and values are staged in shared memory, and each thread keeps its row's
+//       running max, running sum and output accumulator (the online softmax), so the scores
+//       never leave the chip and memory is O(L).
+//   v3  v2 on tensor cores (float16/bfloat16 with E and Ev multiples of 16): a warp owns 16
+//       query rows; q k^T and p v are 16x16x16 wmma products with float accumulation, the online
+//       softmax runs on the scores in shared memory in float.
+// The backward is one fused kernel at v2's level: a block owns 32 keys (one thread each) and
+// walks the query rows, recomputing each probability from logsumexp; dK and dV accumulate in
+// shared memory, dQ in a float (double) buffer by atomic adds.
+//
+// Selecting a version: the op runs EMBER_ATTENTION_VERSION (0..3, read at every call so that a
+// benchmark or a test can switch), or, unset, v3 where it applies and v2 elsewhere. v3 asked for
+// where it does not apply (float32, float64, E or Ev not a multiple of 16) runs v2. v2 and v3
+// need their tiles to fit the GPU's shared memory (E and Ev up to several hundred); beyond that
+// the forward runs v1, and the backward raises NotSupportedError naming the sizes.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <mma.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "convert.h"
+#include "cuda/launch.cuh"
+#include "dispatch.h"
+#include "kernels.h"
+#include "ops/attention_kernels.h"
+
+namespace ember::cuda {
+namespace {
+
+constexpr const char* kForward = "scaled_dot_product_attention";
+constexpr const char* kBackward = "scaled_dot_product_attention_backward";
+
+// ================================================================================================
+// Shared pieces.
+
+// AttentionMask's pointers, passed to kernels by value.
+struct MaskView {
+  AttentionMaskKind kind = AttentionMaskKind::None;
+  const bool* bools = nullptr;
+  const void* adds = nullptr;  // of the inputs' type T
+  const int64_t* offsets = nullptr;
+  int64_t stride_l = 0, stride_s = 0;
+};
+
+MaskView mask_view(const AttentionMask& m) {
+  MaskView v;
+  v.kind = m.kind;
+  if (m.kind == AttentionMaskKind::None) return v;
+  if (m.kind == AttentionMaskKind::Bool) v.bools = m.values.data<bool>();
+  else v.adds = m.values.data_ptr();
+  v.offsets = m.offsets.data<int64_t>();
+  v.stride_l = m.stride_l;
+  v.stride_s = m.stride_s;
+  return v;
+}
+
+__host__ __device__ __forceinline__ int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
+
+template <class C> __device__ __forceinline__ C neg_inf() { return C(-INFINITY); }
+
+// The bias of score (b, i, j): the causal rule, then the mask.
+template <class T, class C>
+__device__ __forceinline__ C bias_of(const MaskView& m, const AttentionParams& p, int64_t b,
+                                     int64_t i, int64_t j) {
+  if (p.causal && j > i) return neg_inf<C>();
+  if (m.kind == AttentionMaskKind::None) return C(0);
+  const int64_t at = m.offsets[b] + i * m.stride_l + j * m.stride_s;
+  if (m.kind == AttentionMaskKind::Bool) return m.bools[at] ? C(0) : neg_inf<C>();
+  return convert<C>(static_cast<const T*>(m.adds)[at]);
+}
+
+// The score scale: E == 0 makes every q . k an empty sum, 0, whatever the scale.
+template <class C> __device__ __forceinline__ C score_scale(const AttentionParams& p) {
+  return p.E == 0 ? C(0) : C(p.scale);
+}
+
+__device__ __forceinline__ float fast_exp(float x) { return __expf(x); }
+__device__ __forceinline__ double fast_exp(double x) { return exp(x); }
+
+// The dropout's factor for probability (b, i, j): 1 without dropout.
+template <class C>
+__device__ __forceinline__ C keep_factor(const AttentionParams& p, int64_t b, int64_t i,
+                                         int64_t j) {
+  if (p.dropout_p == 0) return C(1);
+  return attention_keep(p, b, i, j) ? C(attention_keep_scale(p.dropout_p)) : C(0);
+}
+
+// Dynamic shared memory beyond 48 KiB must be asked for per kernel; false when the GPU has less
+// than `bytes` per block.
+template <class Kernel> bool allow_shared(Kernel kernel, size_t bytes, int device) {
+  int optin = 0;
+  EMBER_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
+                   kForward);
+  if (bytes > size_t(optin)) return false;
+  EMBER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        int(bytes)),
+                   kForward);
+  return true;
+}
+
+// ================================================================================================
+// v0 — the CPU reference: the formula in double, on host copies.
+
+void v0_forward(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionMask& mask,
+                const AttentionParams& p, Tensor& out, Tensor& lse) {
+  const std::vector<double> qh = q.to_vector<double>(), kh = k.to_vector<double>();
+  const std::vector<double> vh = v.to_vector<double>();
+  // The mask broadcast to [batch..., L, S], row-major: head b's bias at (b L + i) S + j.
+  const std::vector<double> mh = mask.kind == AttentionMaskKind::None
+                                     ? std::vector<double>()
+                                     : mask.values.to_vector<double>();
+  std::vector<double> oh(size_t(p.heads * p.L * p.Ev), 0.0), lh(size_t(p.heads * p.L));
+  std::vector<double> s(size_t(p.S));
+  for (int64_t b = 0; b < p.heads; ++b)
+    for (int64_t i = 0; i < p.L; ++i) {
+      double m = -INFINITY;
+      for (int64_t j = 0; j < p.S; ++j) {
+        double dot = 0;
+        for (int64_t e = 0; e < p.E; ++e)
+          dot += qh[size_t((b * p.L + i) * p.E + e)] * kh[size_t((b * p.S + j) * p.E + e)];
+        double bias = p.causal && j > i ? -INFINITY : 0.0;
+        if (!mh.empty()) {
+          const double x = mh[size_t((b * p.L + i) * p.S + j)];
+          bias += mask.kind == AttentionMaskKind::Bool ? (x != 0 ? 0.0 : -INFINITY) : x;
+        }
+        s[size_t(j)] = (p.E == 0 ? 0.0 : dot * p.scale) + bias;
+        m = std::max(m, s[size_t(j)]);
+      }
+      double sum = 0;
+      for (double& x : s) sum += (x = m == -INFINITY ? 0.0 : std::exp(x - m));
+      lh[size_t(b * p.L + i)] = sum > 0 ? m + std::log(sum) : -INFINITY;
+      for (int64_t j = 0; j < p.S; ++j) {
+        const double keep = p.dropout_p == 0             ? 1.0
+                            : attention_keep(p, b, i, j) ? attention_keep_scale(p.dropout_p)
+                                                         : 0.0;
+        const double w = sum > 0 ? s[size_t(j)] / sum * keep : 0.0;
+        for (int64_t c = 0; c < p.Ev; ++c)
+          oh[size_t((b * p.L + i) * p.Ev + c)] += w * vh[size_t((b * p.S + j) * p.Ev + c)];
+      }
+    }
+  out.copy_(Tensor::from_vector(oh, out.shape()));
+  lse.copy_(Tensor::from_vector(lh, lse.shape()));
+}
+
+// ================================================================================================
+// v1 — three kernels: scores, softmax, weighted sum. Thread per element, grid-stride loops.
+
+constexpr int kV1Threads = 256;
+
+// scores[b, i, j] = q_i . k_j * scale + bias
+template <class T, class C>
+__global__ void v1_scores(const T* q, const T* k, MaskView mask, AttentionParams p, C* scores) {
+  const int64_t total = p.heads * p.L * p.S;
+  for (int64_t n = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; n < total;
+       n += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t j = n % p.S, i = (n / p.S) % p.L, b = n / (p.S * p.L);
+    C dot = 0;
+    for (int64_t e = 0; e < p.E; ++e)
+      dot += convert<C>(q[(b * p.L + i) * p.E + e]) * convert<C>(k[(b * p.S + j) * p.E + e]);
+    scores[n] = dot * score_scale<C>(p) + bias_of<T, C>(mask, p, b, i, j);
+  }
+}
+
+// Row r of scores becomes its probabilities times the dropout's factors; lse[r] its
+// log-sum-exp. One thread per row.
+template <class C> __global__ void v1_softmax(C* scores, C* lse, AttentionParams p) {
+  const int64_t rows = p.heads * p.L;
+  for (int64_t r = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; r < rows;
+       r += int64_t(gridDim.x) * blockDim.x) {
+    C* s = scores + r * p.S;
+    C m = neg_inf<C>();
+    for (int64_t j = 0; j < p.S; ++j) m = s[j] > m ? s[j] : m;
+    C sum = 0;
+    if (m != neg_inf<C>())
+      for (int64_t j = 0; j < p.S; ++j) sum += fast_exp(s[j] - m);
+    lse[r] = sum > 0 ? m + log(sum) : neg_inf<C>();
+    for (int64_t j = 0; j < p.S; ++j)
+      s[j] = sum > 0 ? fast_exp(s[j] - m) / sum * keep_factor<C>(p, r / p.L, r % p.L, j) : C(0);
+  }
+}
+
+// out[b, i, c] = sum_j probs[b, i, j] v[b, j, c]
+template <class T, class C>
+__global__ void v1_weighted_sum(const C* probs, const T* v, AttentionParams p, T* out) {
+  const int64_t total = p.heads * p.L * p.Ev;
+  for (int64_t n = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; n < total;
+       n += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t c = n % p.Ev, i = (n / p.Ev) % p.L, b = n / (p.Ev * p.L);
+    C sum = 0;
+    for (int64_t j = 0; j < p.S; ++j)
+      sum += probs[(b * p.L + i) * p.S + j] * convert<C>(v[(b * p.S + j) * p.Ev + c]);
+    out[n] = convert<T>(sum);
+  }
+}
+
+template <class T>
+void v1_forward(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionMask& mask,
+                const AttentionParams& p, Tensor& out, Tensor& lse) {
+  using C = compute_t<T>;
+  const int dev = q.device().index;
+  Tensor scores = Tensor::empty({p.heads, p.L, p.S}, dtype_of_v<C>, q.device(), kForward);
+  const MaskView mv = mask_view(mask);
+  cudaStream_t s = stream(q.device());
+  v1_scores<T, C>
+      <<<grid_size(scores.numel(), kV1Threads, dev), kV1Threads, 0, s>>>(q.data<T>(), k.data<T>(),
+                                                                         mv, p, scores.data<C>());
+  check_launch(kForward, {&q, &k});
+  v1_softmax<C><<<grid_size(p.heads * p.L, kV1Threads, dev), kV1Threads, 0, s>>>(scores.data<C>(),
+                                                                                 lse.data<C>(), p);
+  check_launch(kForward, {&q, &lse});
+  v1_weighted_sum<T, C>
+      <<<grid_size(out.numel(), kV1Threads, dev), kV1Threads, 0, s>>>(scores.data<C>(), v.data<T>(),
+                                                                      p, out.data<T>());
+  check_launch(kForward, {&v, &out});
+}
+
+// ================================================================================================
+// v2 — one fused kernel, the online softmax in shared memory.
+//
+// Grid (BH, ceil(L / 32)); block 32 threads, thread r owns query row i0 + r. Shared memory, in
+// the compute type C: the block's q rows [32][E + 1] and output accumulators [32][Ev + 1] (rows
+// padded by one so that the 32 threads, each reading its own row, hit 32 different banks), and
+// the current tile of 32 keys [32][E] and values [32][Ev] (every thread reads the same key at a
+// time: a broadcast). Per tile, thread r computes its 32 scores into registers and updates
+//   m' = max(m, max_j s_j),  l' = l e^(m - m') + sum_j e^(s_j - m'),
+//   acc' = acc e^(m - m') + sum_j e^(s_j - m') z_j v_j
+// and at the end writes out = acc / l, logsumexp = m + log l.
+
+constexpr int kV2Rows = 32;
+constexpr int kV2Keys = 32;
+
+size_t v2_shared_bytes(const AttentionParams& p, size_t elem) {
+  return elem * size_t(kV2Rows * (p.E + 1) + kV2Rows * (p.Ev + 1) + kV2Keys * p.E + kV2Keys * p.Ev);
+}
+
+template <class T, class C>
+__global__ void __launch_bounds__(kV2Rows)
+    v2_forward(const T* q, const T* k, const T* v, MaskView mask, AttentionParams p, T* out,
+               C* lse) {
+  extern __shared__ __align__(16) unsigned char v2_smem[];
+  const int64_t E = p.E, Ev = p.Ev;
+  C* qs = reinterpret_cast<C*>(v2_smem);  // [kV2Rows][E + 1]
+  C* acc = qs + kV2Rows * (E + 1);        // [kV2Rows][Ev + 1]
+  C* ks = acc + kV2Rows * (Ev + 1);       // [kV2Keys][E]
+  C* vs = ks + kV2Keys * E;               // [kV2Keys][Ev]
+  const int64_t b = blockIdx.x, i0 = int64_t(blockIdx.y) * kV2Rows;
+  const int r = threadIdx.x;
+  const int64_t i = i0 + r;
+  const bool live = i < p.L;
+  for (int64_t n = r; n < kV2Rows * E; n += kV2Rows) {
+    const int64_t row = n / E, e = n % E;
+    qs[row * (E + 1) + e] = i0 + row < p.L ? convert<C>(q[(b * p.L + i0 + row) * E + e]) : C(0);
+  }
+  for (int64_t c = 0; c < Ev; ++c) acc[r * (Ev + 1) + c] = 0;
+  C m = neg_inf<C>(), l = 0;
+  const C scale = score_scale<C>(p);
+  const int64_t kend = p.causal ? imin(p.S, i0 + kV2Rows) : p.S;
+  for (int64_t j0 = 0; j0 < kend; j0 += kV2Keys) {
+    const int cols = int(imin(kV2Keys, kend - j0));
+    __syncthreads();  // the previous tile is no longer read
+    for (int64_t n = r; n < cols * E; n += kV2Rows) ks[n] = convert<C>(k[(b * p.S + j0) * E + n]);
+    for (int64_t n = r; n < cols * Ev; n += kV2Rows) vs[n] = convert<C>(v[(b * p.S + j0) * Ev + n]);
+    __syncthreads();
+    if (!live) continue;
+    C s[kV2Keys];
+    C tile_max = neg_inf<C>();
+#pragma unroll
+    for (int c = 0; c < kV2Keys; ++c) {
+      if (c >= cols) break;
+      C dot = 0;
+      for (int64_t e = 0; e < E; ++e) dot += qs[r * (E + 1) + e] * ks[c * E + e];
+      s[c] = dot * scale + bias_of<T, C>(mask, p, b, i, j0 + c);
+      tile_max = s[c] > tile_max ? s[c] : tile_max;
+    }
+    const C m_new = m > tile_max ? m : tile_max;
+    if (m_new == neg_inf<C>()) continue;  // every key so far masked
+    const C alpha = fast_exp(m - m_new);  // 0 on the row's first unmasked tile
+    C sum = 0;
+#pragma unroll
+    for (int c = 0; c < kV2Keys; ++c) {
+      if (c >= cols) break;
+      s[c] = fast_exp(s[c] - m_new);
+      sum += s[c];
+      s[c] *= keep_factor<C>(p, b, i, j0 + c);
+    }
+    l = l * alpha + sum;
+    m = m_new;
+    for (int64_t e = 0; e < Ev; ++e) {
+      C a = acc[r * (Ev + 1) + e] * alpha;
+#pragma unroll
+      for (int c = 0; c < kV2Keys; ++c) {
+        if (c >= cols) break;
+        a += s[c] * vs[c * Ev + e];
+      }
+      acc[r * (Ev + 1) + e] = a;
+    }
+  }
+  if (!live) return;
+  const C inv = l > 0 ? C(1) / l : C(0);
+  for (int64_t e = 0; e < Ev; ++e)
+    out[(b * p.L + i) * Ev + e] = convert<T>(acc[r * (Ev + 1) + e] * inv);
+  lse[b * p.L + i] = l > 0 ? m + log(l) : neg_inf<C>();
+}
+
+// False when the tiles do not fit the GPU's shared memory.
+template <class T>
+bool v2_forward_launch(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionMask& mask,
+                       const AttentionParams& p, Tensor& out, Tensor& lse) {
+  using C = compute_t<T>;
+  const size_t bytes = v2_shared_bytes(p, sizeof(C));
+  if (!allow_shared(v2_forward<T, C>, bytes, q.device().index)) return false;
+  const dim3 grid(unsigned(p.heads), unsigned((p.L + kV2Rows - 1) / kV2Rows));
+  v2_forward<T, C><<<grid, kV2Rows, bytes, stream(q.device())>>>(q.data<T>(), k.data<T>(),
+                                                                 v.data<T>(), mask_view(mask), p,
+                                                                 out.data<T>(), lse.data<C>());
+  check_launch(kForward, {&q, &k, &v, &out});
+  return true;
+}
+
+// ================================================================================================
+// v3 — v2 on tensor cores (wmma, 16x16x16 tiles, float accumulation).
+//
+// Grid (BH, ceil(L / 64)); block 4 warps, warp w owns query rows i0 + 16 w ... + 15. Shared
+// memory: q rows [64][E], the tile of 64 keys [64][E] and values [64][Ev] in the 16-bit type W;
+// per warp its scores [16][64] (float), probabilities [16][64] (W), output accumulator [16][Ev]
+// and the tile's p v product [16][Ev] (float); the running max and sum per row.
+// Per tile, each warp: scores = q k^T by wmma (k's rows read as a column-major k^T); lanes 0-15
+// then each run the online softmax on one row (scale, bias, max, exp, sum, rescaling its
+// accumulator row, dropout), writing p in W; p v by wmma into the product; the warp adds the
+// product into the accumulator. Keys past S are zero-filled and masked to -inf.
+
+constexpr int kV3Warps = 4;
+constexpr int kV3Rows = 16 * kV3Warps;
+constexpr int kV3Keys = 64;
+
+template <class T> struct Wmma;  // the CUDA 16-bit type of Ember's T
+template <> struct Wmma<Half> {
+  using type = __half;
+  static __device__ __forceinline__ __half from_float(float x) { return __float2half(x); }
+};
+template <> struct Wmma<BFloat16> {
+  using type = __nv_bfloat16;
+  static __device__ __forceinline__ __nv_bfloat16 from_float(float x) {
+    return __float2bfloat16(x);
+  }
+};
+
+bool v3_applies(DType dtype, const AttentionParams& p) {
+  return (dtype == DType::Float16 || dtype == DType::BFloat16) && p.E % 16 == 0 && p.Ev % 16 == 0 &&
+         p.E > 0 && p.Ev > 0;
+}
+
+size_t v3_shared_bytes(const AttentionParams& p) {
+  const size_t w = 2;  // bytes of the 16-bit type
+  return w * size_t(kV3Rows * p.E + kV3Keys * p.E + kV3Keys * p.Ev) +
+         4 * size_t(kV3Rows * kV3Keys) + w * size_t(kV3Rows * kV3Keys) +
+         4 * size_t(2 * kV3Rows * p.Ev) + 4 * size_t(2 * kV3Rows);
+}
+
+template <class T>
+__global__ void __launch_bounds__(kV3Warps * 32)
+    v3_forward(const T* q, const T* k, const T* v, MaskView mask, AttentionParams p, T* out,
+               float* lse) {
+  namespace wmma = nvcuda::wmma;
+  using W = typename Wmma<T>::type;
+  extern __shared__ __align__(32) unsigned char v3_smem[];
+  const int E = int(p.E), Ev = int(p.Ev);
+  W* qs = reinterpret_cast<W*>(v3_smem);                          // [kV3Rows][E]
+  W* ks = qs + kV3Rows * E;                                       // [kV3Keys][E]
+  W* vs = ks + kV3Keys * E;                                       // [kV3Keys][Ev]
+  float* sc = reinterpret_cast<float*>(vs + kV3Keys * Ev);        // [kV3Rows][kV3Keys]
+  W* ps = reinterpret_cast<W*>(sc + kV3Rows * kV3Keys);           // [kV3Rows][kV3Keys]
+  float* acc = reinterpret_cast<float*>(ps + kV3Rows * kV3Keys);  // [kV3Rows][Ev]
+  float* pv = acc + kV3Rows * Ev;                                 // [kV3Rows][Ev]
+  float* row_m = pv + kV3Rows * Ev;                               // [kV3Rows]
+  float* row_l = row_m + kV3Rows;                                 // [kV3Rows]
+  const int64_t b = blockIdx.x, i0 = int64_t(blockIdx.y) * kV3Rows;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, threads = kV3Warps * 32;
+  const T* qb = q + b * p.L * E;
+  for (int n = threadIdx.x; n < kV3Rows * E; n += threads) {
+    const int64_t i = i0 + n / E;
+    const T x = i < p.L ? qb[i * E + n % E] : T(0.0f);
+    qs[n] = *reinterpret_cast<const W*>(&x);
+  }
+  for (int n = threadIdx.x; n < kV3Rows * Ev; n += threads) acc[n] = 0;
+  for (int n = threadIdx.x; n < kV3Rows; n += threads) {
+    row_m[n] = -INFINITY;
+    row_l[n] = 0;
+  }
+  const float scale = score_scale<float>(p);
+  const int64_t kend = p.causal ? imin(p.S, i0 + kV3Rows) : p.S;
+  const int r0 = warp * 16;  // this warp's first row in the block
+  for (int64_t j0 = 0; j0 < kend; j0 += kV3Keys) {
+    const int cols = int(imin(kV3Keys, kend - j0));
+    __syncthreads();  // the previous tile is no longer read
+    for (int n = threadIdx.x; n < kV3Keys * E; n += threads) {
+      const T x = n / E < cols ? k[(b * p.S + j0) * E + n] : T(0.0f);
+      ks[n] = *reinterpret_cast<const W*>(&x);
+    }
+    for (int n = threadIdx.x; n < kV3Keys * Ev; n += threads) {
+      const T x = n / Ev < cols ? v[(b * p.S + j0) * Ev + n] : T(0.0f);
+      vs[n] = *reinterpret_cast<const W*>(&x);
+    }
+    __syncthreads();
+    // scores [16][kV3Keys] of this warp's rows = q k^T
+    for (int n = 0; n < kV3Keys / 16; ++n) {
+      wmma::fragment<wmma::accumulator, 16, 16, 16, float> c;
+      wmma::fill_fragment(c, 0.0f);
+      for (int e = 0; e < E; e += 16) {
+        wmma::fragment<wmma::matrix_a, 16, 16, 16, W, wmma::row_major> a;
+        wmma::fragment<wmma::matrix_b, 16, 16, 16, W, wmma::col_major> bt;
+        wmma::load_matrix_sync(a, qs + r0 * E + e, E);
+        wmma::load_matrix_sync(bt, ks + n * 16 * E + e, E);
+        wmma::mma_sync(c, a, bt, c);
+      }
+      wmma::store_matrix_sync(sc + r0 * kV3Keys + n * 16, c, kV3Keys, wmma::mem_row_major);
+    }
+    __syncwarp();
+    if (lane < 16) {  // the online softmax of row r0 + lane
+      const int r = r0 + lane;
+      const int64_t i = i0 + r;
+      float* s = sc + r * kV3Keys;
+      float tile_max = -INFINITY;
+      for (int c = 0; c < kV3Keys; ++c) {
+        s[c] = c < cols && i < p.L ? s[c] * scale + bias_of<T, float>(mask, p, b, i, j0 + c)
+                                   : -INFINITY;
+        tile_max = fmaxf(tile_max, s[c]);
+      }
+      const float m = row_m[r], m_new = fmaxf(m, tile_max);
+      const float alpha = m_new == -INFINITY ? 1.0f : __expf(m - m_new);
+      float sum = 0;
+      for (int c = 0; c < kV3Keys; ++c) {
+        const float e = m_new == -INFINITY ? 0.0f : __expf(s[c] - m_new);
+        sum += e;
+        const float z = e == 0.0f ? 0.0f : keep_factor<float>(p, b, i, j0 + c);
+        ps[r * kV3Keys + c] = Wmma<T>::from_float(e * z);
+      }
+      row_l[r] = row_l[r] * alpha + sum;
+      row_m[r] = m_new;
+      for (int e = 0; e < Ev; ++e) acc[r * Ev + e] *= alpha;
+    }
+    __syncwarp();
+    // product [16][Ev] = p v
+    for (int n = 0; n < Ev / 16; ++n) {
+      wmma::fragment<wmma::accumulator, 16, 16, 16, float> c;
+      wmma::fill_fragment(c, 0.0f);
+      for (int j = 0; j < kV3Keys; j += 16) {
+        wmma::fragment<wmma::matrix_a, 16, 16, 16, W, wmma::row_major> a;
+        wmma::fragment<wmma::matrix_b, 16, 16, 16, W, wmma::row_major> bv;
+        wmma::load_matrix_sync(a, ps + r0 * kV3Keys + j, kV3Keys);
+        wmma::load_matrix_sync(bv, vs + j * Ev + n * 16, Ev);
+        wmma::mma_sync(c, a, bv, c);
+      }
+      wmma::store_matrix_sync(pv + r0 * Ev + n * 16, c, Ev, wmma::mem_row_major);
+    }
+    __syncwarp();
+    for (int n = lane; n < 16 * Ev; n += 32) acc[r0 * Ev + n] += pv[r0 * Ev + n];
+  }
+  __syncwarp();
+  for (int n = lane; n < 16 * Ev; n += 32) {
+    const int r = r0 + n / Ev;
+    const int64_t i = i0 + r;
+    if (i >= p.L) continue;
+    const float l = row_l[r];
+    out[(b * p.L + i) * Ev + n % Ev] = T(l > 0 ? acc[r0 * Ev + n] / l : 0.0f);
+  }
+  if (lane < 16 && i0 + r0 + lane < p.L) {
+    const int r = r0 + lane;
+    lse[b * p.L + i0 + r] = row_l[r] > 0 ? row_m[r] + logf(row_l[r]) : -INFINITY;
+  }
+}
+
+template <class T>
+bool v3_forward_launch(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionMask& mask,
+                       const AttentionParams& p, Tensor& out, Tensor& lse) {
+  const size_t bytes = v3_shared_bytes(p);
+  if (!allow_shared(v3_forward<T>, bytes, q.device().index)) return false;
+  const dim3 grid(unsigned(p.heads), unsigned((p.L + kV3Rows - 1) / kV3Rows));
+  v3_forward<T><<<grid, kV3Warps * 32, bytes, stream(q.device())>>>(q.data<T>(), k.data<T>(),
+                                                                    v.data<T>(), mask_view(mask), p,
+                                                                    out.data<T>(),
+                                                                    lse.data<float>());
+  check_launch(kForward, {&q, &k, &v, &out});
+  return true;
+}
+
+// ================================================================================================
+// Backward, fused at v2's level.
+//
+// delta[b, i] = dO_i . O_i first (one thread per row). Then grid (BH, ceil(S / 32)); block 32
+// threads, thread t owns key j0 + t: its k and v rows, and its dK, dV accumulators, in shared
+// memory (rows padded by one). Per tile of 32 query rows (q, dO, logsumexp, delta staged in
+// shared memory), thread t computes for each row i:
+//   p = exp(s - lse_i),  dV_j += p z dO_i,  dp = z dO_i . v_j,  ds = p (dp - delta_i) scale,
+//   dK_j += ds q_i
+// and leaves ds in a [32][33] tile, from which the block then adds dS K into dQ (a float or
+// double buffer, by atomic adds: other blocks add to the same rows).
+
+constexpr int kB2Keys = 32;
+constexpr int kB2Rows = 32;
+
+size_t b2_shared_bytes(const AttentionParams& p, size_t elem) {
+  return elem * size_t(2 * kB2Keys * (p.E + 1) + 2 * kB2Keys * (p.Ev + 1) + kB2Rows * p.E +
+                       kB2Rows * p.Ev + 2 * kB2Rows + kB2Rows * (kB2Keys + 1));
+}
+
+template <class T, class C>
+__global__ void attention_delta(const T* dout, const T* out, AttentionParams p, C* delta) {
+  const int64_t rows = p.heads * p.L;
+  for (int64_t r = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; r < rows;
+       r += int64_t(gridDim.x) * blockDim.x) {
+    C d = 0;
+    for (int64_t c = 0; c < p.Ev; ++c)
+      d += convert<C>(dout[r * p.Ev + c]) * convert<C>(out[r * p.Ev + c]);
+    delta[r] = d;
+  }
+}
+
+template <class T, class C>
+__global__ void __launch_bounds__(kB2Keys)
+    b2_backward(const T* dout, const T* q, const T* k, const T* v, MaskView mask, const C* lse,
+                const C* delta, AttentionParams p, C* dq, T* dk, T* dv) {
+  extern __shared__ __align__(16) unsigned char b2_smem[];
+  const int64_t E = p.E, Ev = p.Ev;
+  C* ks = reinterpret_cast<C*>(b2_smem);  // [kB2Keys][E + 1]
+  C* vs = ks + kB2Keys * (E + 1);         // [kB2Keys][Ev + 1]
+  C* dks = vs + kB2Keys * (Ev + 1);       // [kB2Keys][E + 1]
+  C* dvs = dks + kB2Keys * (E + 1);       // [kB2Keys][Ev + 1]
+  C* qs = dvs + kB2Keys * (Ev + 1);       // [kB2Rows][E]
+  C* dos = qs + kB2Rows * E;              // [kB2Rows][Ev]
+  C* lses = dos + kB2Rows * Ev;           // [kB2Rows]
+  C* deltas = lses + kB2Rows;             // [kB2Rows]
+  C* ds = deltas + kB2Rows;               // [kB2Rows][kB2Keys + 1]
+  const int64_t b = blockIdx.x, j0 = int64_t(blockIdx.y) * kB2Keys;
+  const int t = threadIdx.x;
+  const int64_t j = j0 + t;
+  const bool live = j < p.S;
+  for (int64_t e = 0; e < E; ++e) {
+    ks[t * (E + 1) + e] = live ? convert<C>(k[(b * p.S + j) * E + e]) : C(0);
+    dks[t * (E + 1) + e] = 0;
+  }
+  for (int64_t e = 0; e < Ev; ++e) {
+    vs[t * (Ev + 1) + e] = live ? convert<C>(v[(b * p.S + j) * Ev + e]) : C(0);
+    dvs[t * (Ev + 1) + e] = 0;
+  }
+  const C scale = score_scale<C>(p);
+  // Under the causal rule, query i sees key j0 only from i = j0 on.
+  const int64_t first = p.causal ? (j0 / kB2Rows) * kB2Rows : 0;
+  for (int64_t i0 = first; i0 < p.L; i0 += kB2Rows) {
+    const int rows = int(imin(kB2Rows, p.L - i0));
+    __syncthreads();  // the previous tile is no longer read
+    for (int64_t n = t; n < rows * E; n += kB2Keys) qs[n] = convert<C>(q[(b * p.L + i0) * E + n]);
+    for (int64_t n = t; n < rows * Ev; n += kB2Keys)
+      dos[n] = convert<C>(dout[(b * p.L + i0) * Ev + n]);
+    if (t < rows) {
+      lses[t] = lse[b * p.L + i0 + t];
+      deltas[t] = delta[b * p.L + i0 + t];
+    }
+    __syncthreads();
+    for (int r = 0; r < rows; ++r) {
+      C dsv = 0;
+      const int64_t i = i0 + r;
+      if (live && lses[r] != neg_inf<C>()) {
+        C dot = 0;
+        for (int64_t e = 0; e < E; ++e) dot += qs[r * E + e] * ks[t * (E + 1) + e];
+        const C s = dot * scale + bias_of<T, C>(mask, p, b, i, j);
+        const C prob = s == neg_inf<C>() ? C(0) : fast_exp(s - lses[r]);
+        const C z = keep_factor<C>(p, b, i, j);
+        C dp = 0;
+        for (int64_t e = 0; e < Ev; ++e) {
+          dvs[t * (Ev + 1) + e] += prob * z * dos[r * Ev + e];
+          dp += dos[r * Ev + e] * vs[t * (Ev + 1) + e];
+        }
+        dsv = prob * (dp * z - deltas[r]) * scale;
+        for (int64_t e = 0; e < E; ++e) dks[t * (E + 1) + e] += dsv * qs[r * E + e];
+      }
+      ds[r * (kB2Keys + 1) + t] = dsv;
+    }
+    __syncthreads();
+    // dQ rows i0 .. += dS [rows][32] K [32][E]
+    for (int64_t n = t; n < rows * E; n += kB2Keys) {
+      const int64_t r = n / E, e = n % E;
+      C sum = 0;
+      for (int c = 0; c < kB2Keys; ++c) sum += ds[r * (kB2Keys + 1) + c] * ks[c * (E + 1) + e];
+      atomicAdd(dq + (b * p.L + i0 + r) * E + e, sum);
+    }
+  }
+  if (!live) return;
+  for (int64_t e = 0; e < E; ++e) dk[(b * p.S + j) * E + e] = convert<T>(dks[t * (E + 1) + e]);
+  for (int64_t e = 0; e < Ev; ++e) dv[(b * p.S + j) * Ev + e] = convert<T>(dvs[t * (Ev + 1) + e]);
+}
+
+template <class T>
+void backward_typed(const Tensor& grad_out, const Tensor& q, const Tensor& k, const Tensor& v,
+                    const AttentionMask& mask, const Tensor& out, const Tensor& lse,
+                    const AttentionParams& p, Tensor& grad_q, Tensor& grad_k, Tensor& grad_v) {
+  using C = compute_t<T>;
+  const int dev = q.device().index;
+  const size_t bytes = b2_shared_bytes(p, sizeof(C));
+  if (!allow_shared(b2_backward<T, C>, bytes, dev))
+    throw NotSupportedError(kBackward, "E = " + std::to_string(p.E) +
+                                           " and Ev = " + std::to_string(p.Ev) +
+                                           " need more shared memory than this GPU has per "
+                                           "block; use smaller heads or the CPU");
+  cudaStream_t s = stream(q.device());
+  Tensor delta = Tensor::empty({p.heads, p.L}, dtype_of_v<C>, q.device(), kBackward);
+  Tensor dq = Tensor::empty(grad_q.shape(), dtype_of_v<C>, q.device(), kBackward);
+  dq.zero_();
+  if (p.L > 0) {
+    attention_delta<T, C>
+        <<<grid_size(p.heads * p.L, kV1Threads, dev), kV1Threads, 0, s>>>(grad_out.data<T>(),
+                                                                          out.data<T>(), p,
+                                                                          delta.data<C>());
+    check_launch(kBackward, {&grad_out, &out});
+  }
+  if (p.S > 0) {
+    const dim3 grid(unsigned(p.heads), unsigned((p.S + kB2Keys - 1) / kB2Keys));
+    b2_backward<T, C><<<grid, kB2Keys, bytes, s>>>(grad_out.data<T>(), q.data<T>(), k.data<T>(),
+                                                   v.data<T>(), mask_view(mask), lse.data<C>(),
+                                                   delta.data<C>(), p, dq.data<C>(),
+                                                   grad_k.data<T>(), grad_v.data<T>());
+    check_launch(kBackward, {&grad_out, &q, &k, &v});
+  }
+  grad_q.copy_(dq);
+}
+
+// ================================================================================================
+// The op's kernels.
+
+// EMBER_ATTENTION_VERSION (0..3), read at every call; -1 when unset (the best that applies).
+int requested_version() {
+  const char* v = std::getenv("EMBER_ATTENTION_VERSION");
+  if (!v || !*v) return -1;
+  const std::string s(v);
+  if (s.size() != 1 || s[0] < '0' || s[0] > '3')
+    throw ValueError(kForward, "EMBER_ATTENTION_VERSION='" + s +
+                                   "'; expected 0, 1, 2 or 3 (or unset for the fastest)");
+  return s[0] - '0';
+}
+
+void attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionMask& mask,
+               const AttentionParams& p, Tensor& out, Tensor& lse) {
+  DeviceGuard guard(q.device());
+  const int asked = requested_version();
+  dispatch_floating(q.dtype(), kForward, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if (asked == 0) return v0_forward(q, k, v, mask, p, out, lse);
+    if (asked == 1) return v1_forward<T>(q, k, v, mask, p, out, lse);
+    if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+      if (asked != 2 && v3_applies(q.dtype(), p) &&
+          v3_forward_launch<T>(q, k, v, mask, p, out, lse))
+        return;
+    }
+    if (!v2_forward_launch<T>(q, k, v, mask, p, out, lse))
+      v1_forward<T>(q, k, v, mask, p, out, lse);
+  });
+}
+
+void attention_backward(const Tensor& grad_out, const Tensor& q, const Tensor& k, const Tensor& v,
+                        const AttentionMask& mask, const Tensor& out, const Tensor& lse,
+                        const AttentionParams& p, Tensor& grad_q, Tensor& grad_k, Tensor& grad_v) {
+  DeviceGuard guard(q.device());
+  dispatch_floating(q.dtype(), kBackward, [&](auto tag) {
+    backward_typed<typename decltype(tag)::type>(grad_out, q, k, v, mask, out, lse, p, grad_q,
+                                                 grad_k, grad_v);
+  });
+}
+
+template <class T> __global__ void dropout_scale_kernel(AttentionParams p, T* out) {
+  const int64_t total = p.heads * p.L * p.S;
+  const T keep = convert<T>(attention_keep_scale(p.dropout_p)), zero = convert<T>(0.0);
+  for (int64_t n = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; n < total;
+       n += int64_t(gridDim.x) * blockDim.x)
+    out[n] = attention_keep(p, n / (p.L * p.S), (n / p.S) % p.L, n % p.S) ? keep : zero;
+}
+
+void attention_dropout_scale(const AttentionParams& p, Tensor& out) {
+  DeviceGuard guard(out.device());
+  dispatch_floating(out.dtype(), "attention_dropout_scale", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const int dev = out.device().index;
+    dropout_scale_kernel<T>
+        <<<grid_size(out.numel(), kV1Threads, dev), kV1Threads, 0, stream(out.device())>>>(
+            p, out.data<T>());
+    check_launch("attention_dropout_scale", {&out});
+  });
+}
+
+}  // namespace
+
+void register_attention(KernelTable& table) {
+  table.attention_kernel = &attention;
+  table.attention_backward_kernel = &attention_backward;
+  table.attention_dropout_scale_kernel = &attention_dropout_scale;
+}
+
+}  // namespace ember::cuda

@@ -1,0 +1,58 @@
+// attention_kernels.h — what every backend's attention kernels share: the parameters, the mask
+// view and the dropout draw; the slots are in kernels.def (internal header).
+//
+// Layout the front function (ops/attention.cpp) hands to kernels: the batch dims flattened into
+// one dim of BH "heads", every tensor contiguous:
+//   q, grad_q: [BH, L, E]   k, grad_k: [BH, S, E]   v, grad_v: [BH, S, Ev]
+//   out, grad_out: [BH, L, Ev]   logsumexp: [BH, L] in the compute dtype (float32 for float16 and
+//   bfloat16 inputs, float64 for float64)
+// and the mask, a broadcast view that cannot in general be flattened that way, as AttentionMask.
+#pragma once
+#include <cstdint>
+
+#include "ember/half.h"
+#include "ember/tensor.h"
+#include "philox.h"
+
+namespace ember {
+
+enum class AttentionMaskKind { None, Bool, Additive };
+
+// Element (b, i, j) of the mask is at values.data() + offsets[b] + i * stride_l + j * stride_s
+// (in elements): offsets is a contiguous int64 [BH] tensor on the kernels' device, built by the
+// front function from the mask's broadcast strides. values: bool, or q's dtype when additive.
+struct AttentionMask {
+  AttentionMaskKind kind = AttentionMaskKind::None;
+  Tensor values;
+  Tensor offsets;
+  int64_t stride_l = 0;
+  int64_t stride_s = 0;
+};
+
+struct AttentionParams {
+  int64_t heads = 0;  // BH
+  int64_t L = 0, S = 0, E = 0, Ev = 0;
+  double scale = 1;     // applied to q . k; E == 0 gives scores of 0, whatever the scale
+  bool causal = false;  // key j takes part in query i's row only when j <= i
+  double dropout_p = 0;
+  uint64_t seed = 0, offset = 0;  // the dropout's Philox stream
+};
+
+// The CPU kernel's tiles (cpu/attention.cpp): query rows and keys per tile. Here so that tests
+// can aim at the tile boundaries.
+constexpr int64_t kAttentionCpuTileQ = 64;
+constexpr int64_t kAttentionCpuTileK = 64;
+
+// Whether the dropout keeps probability (b, i, j): a 32-bit draw u of element
+// n = (b * L + i) * S + j of the stream (word n % 4 of block n / 4), kept when u / 2^32 >= p.
+EMBER_HOST_DEVICE inline bool attention_keep(const AttentionParams& p, int64_t b, int64_t i,
+                                             int64_t j) {
+  const uint64_t n = (uint64_t(b) * uint64_t(p.L) + uint64_t(i)) * uint64_t(p.S) + uint64_t(j);
+  const Philox4 r = PhiloxStream{p.seed, p.offset}.block(n / 4);
+  return double(r.v[n % 4]) * 0x1p-32 >= p.dropout_p;
+}
+
+// The factor a kept probability is multiplied by: 1 / (1 - p), or 0 when p = 1 drops them all.
+EMBER_HOST_DEVICE inline double attention_keep_scale(double p) { return p < 1 ? 1 / (1 - p) : 0; }
+
+}  // namespace ember

@@ -1,0 +1,144 @@
+// test_cuda_attention.cpp — every version of the CUDA attention ladder (src/cuda/
+// attention_ladder.cu, picked by EMBER_ATTENTION_VERSION) and the fused backward against the
+// formula in double on the host (attention_reference.h), on sizes that cut the kernels' tiles
+// (1, 15, 17, 33, 65, 130), with masks of both kinds, causal with L != S, dropout, and every
+// floating dtype (v3 on float16/bfloat16 with head sizes that are multiples of 16, and the
+// fallback to v2 where they are not). GPU only: every test skips visibly without one.
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "attention_reference.h"
+#include "test_util.h"
+
+namespace ember {
+namespace {
+
+using test::AttentionRef;
+using test::expect_close;
+using test::kInf;
+using test::make_ref;
+using test::random_tensor;
+
+const Device kCuda("cuda:0");
+
+class CudaAttention : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cuda_is_available())
+      GTEST_SKIP() << "no CUDA device here (cuda_compiled=" << cuda_compiled() << ")";
+  }
+};
+
+// Sets EMBER_ATTENTION_VERSION for the scope of a test.
+struct LadderVersion {
+  explicit LadderVersion(int v) { setenv("EMBER_ATTENTION_VERSION", std::to_string(v).c_str(), 1); }
+  ~LadderVersion() { unsetenv("EMBER_ATTENTION_VERSION"); }
+};
+
+struct Problem {
+  int64_t BH, L, S, E, Ev;
+  bool causal;
+  int mask;  // 0: none, 1: bool [L, S], 2: additive [BH, L, S]
+};
+
+// The forward (and the backward) of `p` on the GPU in `dtype` against the reference computed
+// from the same (rounded) inputs; tol scales with the dtype's precision.
+void check(const Problem& p, DType dtype, double tol, bool backward) {
+  const Tensor q = random_tensor({p.BH, p.L, p.E}, 1, dtype, kCuda);
+  const Tensor k = random_tensor({p.BH, p.S, p.E}, 2, dtype, kCuda);
+  const Tensor v = random_tensor({p.BH, p.S, p.Ev}, 3, dtype, kCuda);
+  const Tensor g = random_tensor({p.BH, p.L, p.Ev}, 4, dtype, kCuda);
+  std::vector<double> bias(size_t(p.BH * p.L * p.S), 0.0);
+  Tensor mask;
+  if (p.mask == 1) {
+    std::vector<double> m(size_t(p.L * p.S), 1.0);
+    for (int64_t i = 0; i < p.L; ++i) m[size_t(i * p.S + (i * 7) % p.S)] = 0;  // one key each
+    mask = Tensor::from_vector(m, {p.L, p.S}).to(kCuda, DType::Bool);
+    for (int64_t h = 0; h < p.BH; ++h)
+      for (int64_t n = 0; n < p.L * p.S; ++n)
+        bias[size_t(h * p.L * p.S + n)] = m[size_t(n)] != 0 ? 0.0 : -kInf;
+  } else if (p.mask == 2) {
+    mask = random_tensor({p.BH, p.L, p.S}, 5, dtype, kCuda);
+    bias = mask.to_vector<double>();
+  }
+  if (p.causal)
+    for (int64_t h = 0; h < p.BH; ++h)
+      for (int64_t i = 0; i < p.L; ++i)
+        for (int64_t j = i + 1; j < p.S; ++j) bias[size_t((h * p.L + i) * p.S + j)] = -kInf;
+  const AttentionRef ref = make_ref(q, k, v, bias, 1 / std::sqrt(double(p.E)));
+  std::vector<double> out, lse;
+  ref.forward(out, lse);
+  AttentionResult r = scaled_dot_product_attention(q, k, v, mask, {}, p.causal);
+  expect_close(r.output, out, tol, tol);
+  test::expect_close_lse(r.logsumexp, lse, tol);
+  if (!backward) return;
+  std::vector<double> dq, dk, dv;
+  ref.backward(g.to_vector<double>(), dq, dk, dv);
+  AttentionGrads d =
+      scaled_dot_product_attention_backward(g, q, k, v, mask, r.output, r.logsumexp, {}, p.causal);
+  expect_close(d.grad_q, dq, 4 * tol, 4 * tol);
+  expect_close(d.grad_k, dk, 4 * tol, 4 * tol);
+  expect_close(d.grad_v, dv, 4 * tol, 4 * tol);
+}
+
+const std::vector<Problem> kProblems = {
+    {1, 1, 1, 16, 16, false, 0},  {2, 15, 17, 16, 32, false, 0},   {2, 33, 65, 64, 64, true, 0},
+    {3, 65, 33, 32, 16, true, 0}, {2, 130, 130, 64, 64, false, 1}, {2, 17, 66, 48, 16, false, 2},
+    {1, 70, 7, 16, 16, true, 0},
+};
+
+TEST_F(CudaAttention, EveryVersionMatchesTheFormulaInFloat32AndFloat64) {
+  for (int version = 0; version <= 3; ++version) {
+    LadderVersion use(version);
+    for (const Problem& p : kProblems) {
+      SCOPED_TRACE("version " + std::to_string(version) + ", L " + std::to_string(p.L) + ", S " +
+                   std::to_string(p.S));
+      check(p, DType::Float64, 1e-10, version == 2);
+      check(p, DType::Float32, 3e-5, false);
+    }
+  }
+}
+
+TEST_F(CudaAttention, TensorCoresOnHalfTypesAndTheirFallback) {
+  for (int version : {2, 3}) {
+    LadderVersion use(version);
+    for (const Problem& p : kProblems) {
+      SCOPED_TRACE("version " + std::to_string(version) + ", L " + std::to_string(p.L));
+      // Rounding of the probabilities to the 16-bit type before p v is the largest error.
+      check(p, DType::Float16, 1e-2, true);
+      check(p, DType::BFloat16, 6e-2, true);
+    }
+  }
+  LadderVersion use(3);  // E = 24 is not a multiple of 16: v3 falls back to v2
+  check({2, 20, 30, 24, 8, true, 0}, DType::Float16, 1e-2, true);
+}
+
+TEST_F(CudaAttention, DropoutMatchesTheCpuStreamOnEveryVersion) {
+  const Tensor q = random_tensor({2, 9, 16}, 1, DType::Float32);
+  const Tensor k = random_tensor({2, 70, 16}, 2, DType::Float32);
+  const Tensor v = random_tensor({2, 70, 16}, 3, DType::Float32);
+  Generator gen(11);
+  const AttentionDropout d = attention_dropout(0.25, &gen);
+  const Tensor keep_cpu = attention_dropout_scale({2}, 9, 70, d, DType::Float32, Device());
+  const Tensor keep_gpu = attention_dropout_scale({2}, 9, 70, d, DType::Float32, kCuda);
+  test::expect_exact(keep_gpu, keep_cpu.to_vector<double>());
+  const Tensor want = scaled_dot_product_attention(q, k, v, Tensor(), d).output;
+  for (int version = 0; version <= 3; ++version) {
+    LadderVersion use(version);
+    const Tensor got =
+        scaled_dot_product_attention(q.to(kCuda), k.to(kCuda), v.to(kCuda), Tensor(), d).output;
+    expect_close(got, want, 3e-5, 3e-5);
+  }
+}
+
+TEST_F(CudaAttention, ABadVersionIsAValueError) {
+  setenv("EMBER_ATTENTION_VERSION", "7", 1);
+  const Tensor q = random_tensor({1, 2, 16}, 1, DType::Float32, kCuda);
+  test::expect_error<ValueError>([&] { scaled_dot_product_attention(q, q, q); },
+                                 {"EMBER_ATTENTION_VERSION='7'"});
+  unsetenv("EMBER_ATTENTION_VERSION");
+}
+
+}  // namespace
+}  // namespace ember
