@@ -11,18 +11,6 @@ import ember.nn.functional as F
 from ember import nn
 
 
-def attention(q, k, v, dropout_p=0.0, is_causal=False):
-    """softmax(q k^T / sqrt(D) + mask) v from primitives, for q, k, v [B, H, T, D]: the T x T
-    scores are materialised (F.scaled_dot_product_attention computes the same in O(T) memory)."""
-    T, D = q.shape[-2], q.shape[-1]  # noqa: N806
-    scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(D))  # [B, H, T, T]
-    if is_causal:
-        future = ember.triu(ember.ones(T, T, dtype=ember.bool, device=q.device), 1)
-        scores = scores.masked_fill(future, float("-inf"))
-    weights = F.dropout(F.softmax(scores, -1), dropout_p, training=dropout_p > 0)
-    return weights @ v  # [B, H, T, D]
-
-
 class CausalSelfAttention(nn.Module):
     """Every position attends to itself and the positions before it, in H heads at once."""
 
@@ -42,7 +30,8 @@ class CausalSelfAttention(nn.Module):
         # [B, T, C] -> [B, H, T, D]: the heads become a batch dim
         q, k, v = (t.view(B, T, self.heads, C // self.heads).transpose(1, 2) for t in (q, k, v))
         p = self.dropout if self.training else 0.0
-        y = attention(q, k, v, dropout_p=p, is_causal=True)  # [B, H, T, D]
+        # softmax(q k^T / sqrt(D), future masked) v, fused: the [T, T] scores are never stored
+        y = F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True)  # [B, H, T, D]
         y = y.transpose(1, 2).reshape(B, T, C)
         return self.proj_dropout(self.proj(y))
 
