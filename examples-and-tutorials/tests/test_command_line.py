@@ -11,7 +11,7 @@ from conftest import PYTHON
 import ember
 
 SCRIPTS = ["train_digits.py", "mlp_digits.py", "train_mnist.py", "train_cifar10.py",
-           "style_transfer.py"]
+           "style_transfer.py", "train_gpt.py"]
 
 
 def run(name, *args):

@@ -50,5 +50,6 @@ PYBIND11_MODULE(_core, m) {
   ep::bind_compile(m);
   ep::bind_fusion(m);
   ep::bind_distributed(m);
+  ep::bind_amp(m);
   ep::bind_argument_errors(m, cls);
 }

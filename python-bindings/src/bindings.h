@@ -88,6 +88,7 @@ void bind_interop(py::module_& m, TensorClass& cls);
 void bind_memory(py::module_& m);
 void bind_optim(py::module_& m);
 void bind_compile(py::module_& m);
+void bind_amp(py::module_& m);
 // Last: explains calls that no overload takes (bind_argument_errors.cpp).
 void bind_argument_errors(py::module_& m, TensorClass& cls);
 

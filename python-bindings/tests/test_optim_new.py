@@ -157,6 +157,7 @@ def test_defaults_are_pytorchs(cls):
     opt = cls([ember.zeros(2, requires_grad=True)])
     group = dict(opt.param_groups[0])
     group.pop("params")
+    assert group.pop("master_weights") is False  # Ember's own option, off by default
     assert group == DEFAULTS[cls]
 
 

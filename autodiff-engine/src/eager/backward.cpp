@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "ember/autodiff/autocast.h"
 #include "ember/autodiff/backward_observer.h"
 #include "ember/autodiff/compile/trace.h"
 #include "ember/autodiff/executor.h"
@@ -484,6 +485,7 @@ void remove_backward_observer(BackwardObserver* observer) {
 }
 
 void Variable::backward(const Variable& grad_output, bool retain_graph, bool create_graph) const {
+  const AutocastSuspend no_autocast;  // backward keeps the dtypes forward chose
   std::vector<Variable> outputs{*this};
   std::vector<Variable> grad_outputs;
   if (grad_output.defined()) grad_outputs.push_back(grad_output);
@@ -522,6 +524,7 @@ std::vector<Variable> grad(const std::vector<Variable>& outputs,
                            const std::vector<Variable>& inputs,
                            const std::vector<Variable>& grad_outputs, bool retain_graph,
                            bool create_graph, bool allow_unused) {
+  const AutocastSuspend no_autocast;  // backward keeps the dtypes forward chose
   check_roots(outputs, grad_outputs, "grad");
   History h = prepare(outputs, grad_outputs);
   for (size_t i = 0; i < inputs.size(); ++i) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "../debug_log.h"
+#include "ember/autodiff/autocast.h"
 #include "ember/autodiff/compile/trace.h"
 #include "record.h"
 
@@ -130,7 +131,11 @@ const Variable& Variable::copy_(const Variable& src) const {
 
 // ---- apply for eager handles (ops/apply.h) ----
 
-std::vector<Variable> apply(const OpDef& op, const std::vector<Variable>& inputs, Attrs attrs) {
+std::vector<Variable> apply(const OpDef& op, const std::vector<Variable>& given, Attrs attrs) {
+  // Under autocast the op runs on its inputs cast by its policy, each cast recorded (autocast.h).
+  std::vector<Variable> cast;
+  if (autocast_any_enabled()) cast = autocast_inputs(op, given);
+  const std::vector<Variable>& inputs = cast.empty() ? given : cast;
   std::vector<Tensor> tensors;
   tensors.reserve(inputs.size());
   bool any_requires_grad = false;

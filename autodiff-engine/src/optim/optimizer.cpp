@@ -24,17 +24,25 @@ std::string option_names(const Options& options) {
   return names;
 }
 
-// A fresh copy of `src` with the device and dtype of `like`.
-Tensor copy_like(const Tensor& src, const Tensor& like) {
-  Tensor dst = empty_like(like);
+// A fresh copy of `src` with the device and dtype of `like`, or float32 when `master`.
+Tensor copy_like(const Tensor& src, const Tensor& like, bool master) {
+  Tensor dst = empty(like.shape(), master ? DType::Float32 : like.dtype(), like.device());
   dst.copy_(src);
   return dst;
 }
+
+bool is_half(DType t) { return t == DType::Float16 || t == DType::BFloat16; }
 }  // namespace
 
 Optimizer::Optimizer(std::string name, Options defaults, const Options& options)
     : name_(std::move(name)), defaults_(std::move(defaults)) {
+  defaults_.emplace(kMasterWeights, 0.0);
   defaults_ = merged(options);
+}
+
+void Optimizer::check_group_options(const Options& options) const {
+  check_flag(options, kMasterWeights);
+  check_options(options);
 }
 
 Options Optimizer::merged(const Options& options) const {
@@ -62,7 +70,7 @@ void Optimizer::set_lr(double lr, size_t group) {
                      "group " + std::to_string(group) + " of " + std::to_string(groups_.size()));
   Options options = groups_[group].options;
   options["lr"] = lr;
-  check_options(options);
+  check_group_options(options);
   groups_[group].set_lr(lr);
 }
 
@@ -84,7 +92,7 @@ void Optimizer::add_param_group(std::vector<Variable> params, const Options& opt
                                "give each parameter to one group only");
   }
   Options all = merged(options);
-  check_options(all);
+  check_group_options(all);
   groups_.push_back(ParamGroup{std::move(params), std::move(all)});
 }
 
@@ -109,22 +117,38 @@ void Optimizer::step() {
   }
   for (size_t i = 0; i < groups_.size(); ++i) {
     const ParamGroup& g = groups_[i];
+    const bool master_weights = g.options.at(kMasterWeights) != 0.0;
     TensorList params, grads;
     std::vector<ParamState*> states;
     std::vector<Variable> vars;
+    std::vector<std::pair<Variable, Tensor>> write_back;  // (half parameter, its master copy)
     for (const Variable& p : g.params) {
       if (!p.grad().defined()) continue;
-      params.push_back(p.data());
-      grads.push_back(p.grad().data());
       ParamState& s = state_[p.impl()];
       ++s.step;
       states.push_back(&s);
       vars.push_back(p);
       updated.push_back(p.impl());
+      if (master_weights && is_half(p.dtype())) {
+        compile::check_capturable(name_ + ".step", "the float32 master weights of a half parameter",
+                                  "step this optimizer outside the compiled step, or turn "
+                                  "master_weights off");
+        const Tensor master = master_copy(p, s);
+        params.push_back(master);
+        grads.push_back(p.grad().data().to(DType::Float32));
+        write_back.emplace_back(p, master);
+      } else {
+        params.push_back(p.data());
+        grads.push_back(p.grad().data());
+      }
     }
     if (params.empty()) continue;
     if (traced) traced_update(i, vars, grads, states);
     else update(g.options, params, grads, states);
+    for (const auto& [param, master] : write_back) {
+      param.data().copy_(master);  // rounded to the parameter's dtype
+      master_versions_[param.impl()] = param.data().version();
+    }
   }
   if (traced) trace_host_state(updated);
 }
@@ -193,6 +217,17 @@ Tensor Optimizer::hyper(const Variable& p, int64_t count, std::function<void(dou
   return h;
 }
 
+// The float32 copy that a half-precision parameter's updates accumulate in: made at its first
+// step, and made again from the parameter when something else wrote to the parameter since the
+// last step (a checkpoint loaded into the model, say).
+Tensor Optimizer::master_copy(const Variable& p, ParamState& s) {
+  Tensor& master = s.buffers[kMaster];
+  const auto seen = master_versions_.find(p.impl());
+  const bool stale = seen != master_versions_.end() && seen->second != p.data().version();
+  if (!master.defined() || stale) master = p.data().to(DType::Float32);
+  return master;
+}
+
 const ParamState* Optimizer::state(const Variable& param) const {
   auto it = state_.find(param.impl());
   return it == state_.end() ? nullptr : &it->second;
@@ -231,7 +266,7 @@ void Optimizer::load_state_dict(const OptimizerState& saved) {
       throw ValueError(op, "group " + std::to_string(i) + " has " + std::to_string(have) +
                                " parameters but the saved group has " + std::to_string(want) +
                                "; load a state saved from an optimizer built the same way");
-    check_options(merged(saved.param_groups[i].options));
+    check_group_options(merged(saved.param_groups[i].options));
     for (const Variable& p : groups_[i].params) params.push_back(&p);
   }
   const std::vector<std::string> names = buffer_names();
@@ -248,14 +283,16 @@ void Optimizer::load_state_dict(const OptimizerState& saved) {
                                  name_);
     };
     ParamState copy{s.step, {}, s.scalars};
+    // A master-weight parameter's buffers are all float32, like its master copy.
+    const bool master = s.buffers.count(kMaster) != 0;
     for (const auto& [name, value] : s.scalars) check_name(name);
     for (const auto& [name, buffer] : s.buffers) {
-      check_name(name);
+      if (name != kMaster) check_name(name);
       if (!buffer.defined() || buffer.shape() != p.shape())
         throw ShapeError(op, "state '" + name + "' of parameter " + std::to_string(index) + " is " +
                                  describe(buffer) + " but the parameter is " + p.str() +
                                  "; the parameters must have the shapes they had when saved");
-      copy.buffers[name] = copy_like(buffer, p);
+      copy.buffers[name] = copy_like(buffer, p, master);
     }
     state[params[index]->impl()] = std::move(copy);
   }
@@ -263,6 +300,7 @@ void Optimizer::load_state_dict(const OptimizerState& saved) {
   for (size_t i = 0; i < groups_.size(); ++i)
     groups_[i].options = merged(saved.param_groups[i].options);
   state_ = std::move(state);
+  master_versions_.clear();  // the loaded master copies are the truth
 }
 
 void Optimizer::check_at_least(const Options& options, const char* option, double low) const {

@@ -18,6 +18,14 @@ void* cuda_current_stream(int index = 0);
 void set_cuda_sync_mode(bool on);
 bool cuda_sync_mode();
 
+// Whether float32 GEMMs on CUDA (matmul, linear, the im2col convolutions) may use TF32 tensor
+// cores: about 8x faster on an H100/H200, with a 10-bit mantissa in the products. Off by
+// default, as in PyTorch (torch.backends.cuda.matmul.allow_tf32); starts on when the
+// environment has EMBER_ALLOW_TF32=1. Read at every GEMM, so a change applies to the next one.
+// float16/bfloat16 GEMMs always use tensor cores with float32 accumulation.
+void set_allow_tf32(bool on);
+bool allow_tf32();
+
 }  // namespace ember
 
 // ---- Streams, events and asynchronous errors ----

@@ -23,6 +23,13 @@ std::atomic<bool>& sync_mode_flag() {
   }()};
   return flag;
 }
+std::atomic<bool>& tf32_flag() {
+  static std::atomic<bool> flag{[] {
+    const char* env = std::getenv("EMBER_ALLOW_TF32");
+    return env && std::strcmp(env, "1") == 0;
+  }()};
+  return flag;
+}
 }  // namespace
 
 void* cuda_current_stream(int index) {
@@ -37,5 +44,7 @@ void* cuda_current_stream(int index) {
 
 void set_cuda_sync_mode(bool on) { sync_mode_flag().store(on, std::memory_order_relaxed); }
 bool cuda_sync_mode() { return sync_mode_flag().load(std::memory_order_relaxed); }
+void set_allow_tf32(bool on) { tf32_flag().store(on, std::memory_order_relaxed); }
+bool allow_tf32() { return tf32_flag().load(std::memory_order_relaxed); }
 
 }  // namespace ember

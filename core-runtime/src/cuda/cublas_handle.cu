@@ -1,8 +1,6 @@
 // cublas_handle.cu — per-device cuBLAS handles and the row-major GEMM (see cublas_handle.cuh).
 #include <algorithm>
 #include <climits>
-#include <cstdlib>
-#include <cstring>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -12,6 +10,7 @@
 
 #include "cuda/cublas_handle.cuh"
 #include "cuda/launch.cuh"
+#include "ember/cuda.h"
 #include "ember/error.h"
 
 namespace ember::cuda {
@@ -56,11 +55,6 @@ std::mutex g_mutex;  // guards g_devices and every DeviceBlas in it
 // references to existing entries valid while other threads use them.
 std::deque<DeviceBlas> g_devices;
 
-bool tf32_allowed() {
-  const char* v = std::getenv("EMBER_ALLOW_TF32");
-  return v && std::strcmp(v, "1") == 0;
-}
-
 DeviceBlas& device_blas(Device device) {  // g_mutex held
   if (int(g_devices.size()) <= device.index) g_devices.resize(size_t(device.index) + 1);
   DeviceBlas& d = g_devices[size_t(device.index)];
@@ -82,9 +76,6 @@ cublasHandle_t take_handle(Device device) {
   DeviceGuard guard(device);
   cublasHandle_t h = nullptr;
   EMBER_CUBLAS_CHECK(cublasCreate(&h), "cuBLAS");
-  EMBER_CUBLAS_CHECK(cublasSetMathMode(h, tf32_allowed() ? CUBLAS_TF32_TENSOR_OP_MATH
-                                                         : CUBLAS_DEFAULT_MATH),
-                     "cuBLAS");
   return h;
 }
 
@@ -149,6 +140,10 @@ cublasHandle_t cublas_handle(Device device) {
   // cublasSetStream also resets the workspace to cuBLAS's own pool, so set ours after it.
   EMBER_CUBLAS_CHECK(cublasSetStream(h, s), "cuBLAS");
   EMBER_CUBLAS_CHECK(cublasSetWorkspace(h, workspace, workspace_bytes), "cuBLAS");
+  // Read at every GEMM, so that set_allow_tf32 applies to the next one (a host-side setting).
+  EMBER_CUBLAS_CHECK(cublasSetMathMode(h, allow_tf32() ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                       : CUBLAS_DEFAULT_MATH),
+                     "cuBLAS");
   return h;
 }
 

@@ -7,10 +7,10 @@
 // (gemm_tiled.cuh) take the same description.
 //
 // Precision: float32 GEMMs run in true FP32 (CUBLAS_DEFAULT_MATH, no TF32), so results match the
-// CPU to float32 rounding. EMBER_ALLOW_TF32=1 in the environment (read when a device's handle is
-// created) switches cuBLAS to TF32 tensor cores for float32: about 8x faster on an H100/H200, with
-// a 10-bit mantissa in the products. float16/bfloat16 always use tensor cores with float32
-// accumulation.
+// CPU to float32 rounding. set_allow_tf32(true) (ember/cuda.h; EMBER_ALLOW_TF32=1 in the
+// environment starts it on) switches cuBLAS to TF32 tensor cores for float32: about 8x faster on
+// an H100/H200, with a 10-bit mantissa in the products. float16/bfloat16 always use tensor cores
+// with float32 accumulation.
 #pragma once
 #include <cublas_v2.h>
 

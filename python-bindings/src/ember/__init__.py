@@ -10,7 +10,9 @@ from ember import (
     _core,
     _tensor,  # noqa: F401  (adds the Python sugar to Tensor)
     accelerator,
+    amp,
     autograd,
+    backends,
     cuda,
     data,
     debug,
@@ -77,6 +79,8 @@ from ember._dtype_info import finfo, iinfo
 from ember._einsum import einsum
 from ember._ops import *  # noqa: F403  (every op as ember.<name>)
 from ember._ops import __all__ as _op_names
+from ember.amp import autocast
+from ember.amp.autocast_mode import get_autocast_dtype, is_autocast_enabled
 from ember.autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from ember.serialization import CheckpointError, load, save
 
@@ -96,5 +100,6 @@ __all__ = [
     "inference_mode", "isclose", "meshgrid", "ravel", "where",
     "ArgumentTypeError", "utils",
     "CaptureError", "compile",
+    "amp", "autocast", "backends", "get_autocast_dtype", "is_autocast_enabled",
 ]
 del _core

@@ -1173,6 +1173,18 @@ class _CompiledStep(metaclass=_pybind11_type):
     @property
     def traces(self) -> builtins.int:
         ...
+def _allow_tf32() -> builtins.bool:
+    """
+    Whether float32 GEMMs on CUDA may use TF32.
+    """
+def _autocast_policy(op: str) -> str:
+    """
+    What autocast does to the op's floating inputs: 'lower', 'float32', 'widest' or 'keep'.
+    """
+def _autocast_state(device_type: _DeviceLike) -> tuple[builtins.bool, dtype]:
+    """
+    (enabled, dtype) of autocast for a device type on this thread.
+    """
 def _calculate_fan_in_and_fan_out(tensor: Tensor) -> tuple[builtins.int, builtins.int]:
     """
     (fan_in, fan_out) of a weight [out, in, k...].
@@ -1216,6 +1228,14 @@ def _record_function(name: str, backward: collections.abc.Callable, inputs: coll
 def _tracing() -> builtins.bool:
     """
     Whether a compiled step is being traced on this thread.
+    """
+def _set_allow_tf32(on: builtins.bool) -> None:
+    """
+    Lets float32 GEMMs on CUDA use TF32 tensor cores (off by default).
+    """
+def _set_autocast_state(device_type: _DeviceLike, enabled: builtins.bool, dtype: _DTypeLike) -> None:
+    """
+    Sets autocast for a device type on this thread (ember.autocast restores it on exit).
     """
 def _uniform_(tensor: Tensor, a: typing.SupportsFloat | typing.SupportsIndex, b: typing.SupportsFloat | typing.SupportsIndex, generator: Generator | None = None) -> Tensor:
     ...

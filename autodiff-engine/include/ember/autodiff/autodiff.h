@@ -1,5 +1,6 @@
 // autodiff.h — everything of autodiff-engine: graphs, ops, gradients, the executor, eager mode.
 #pragma once
+#include "ember/autodiff/autocast.h"
 #include "ember/autodiff/executor.h"
 #include "ember/autodiff/grad.h"
 #include "ember/autodiff/graph.h"

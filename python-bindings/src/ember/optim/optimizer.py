@@ -7,7 +7,7 @@ from collections.abc import MutableMapping
 from ember import _core
 from ember.nn.module import zero_grads
 
-_FLAGS = ("nesterov", "maximize", "centered", "decoupled_weight_decay")
+_FLAGS = ("nesterov", "maximize", "centered", "decoupled_weight_decay", "master_weights")
 
 
 def _engine_options(options, where):
@@ -72,7 +72,13 @@ class ParamGroup(MutableMapping):
 
 class Optimizer:
     """An optimizer over parameters: an iterable of Tensors, or a list of dicts, each with
-    'params' and options that override the constructor's defaults for that group."""
+    'params' and options that override the constructor's defaults for that group.
+
+    Every optimizer takes ``master_weights`` (default False; a group option too): each
+    float16/bfloat16 parameter is then updated through a float32 copy of itself kept in the
+    optimizer's state (``state_dict()['state'][i]['master']``), with float32 gradients and
+    buffers, and set to that copy rounded to its dtype after each step, so that updates smaller
+    than the half-precision spacing still add up. Parameters of other dtypes are unaffected."""
 
     _engine = None  # the ember._core optimizer class
 
@@ -151,9 +157,10 @@ class SGD(Optimizer):
     _engine = _core._SGD
 
     def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0,
-                 nesterov=False, maximize=False):
+                 nesterov=False, maximize=False, master_weights=False):
         super().__init__(params, lr=lr, momentum=momentum, dampening=dampening,
-                         weight_decay=weight_decay, nesterov=nesterov, maximize=maximize)
+                         weight_decay=weight_decay, nesterov=nesterov, maximize=maximize,
+                         master_weights=master_weights)
 
 
 class Adam(Optimizer):
@@ -162,9 +169,10 @@ class Adam(Optimizer):
     _engine = _core._Adam
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
-                 maximize=False, amsgrad=False):
+                 maximize=False, amsgrad=False, master_weights=False):
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
-                         maximize=maximize, amsgrad=amsgrad)
+                         maximize=maximize, amsgrad=amsgrad,
+                         master_weights=master_weights)
 
 
 class AdamW(Optimizer):
@@ -173,9 +181,10 @@ class AdamW(Optimizer):
     _engine = _core._AdamW
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
-                 maximize=False, amsgrad=False):
+                 maximize=False, amsgrad=False, master_weights=False):
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
-                         maximize=maximize, amsgrad=amsgrad)
+                         maximize=maximize, amsgrad=amsgrad,
+                         master_weights=master_weights)
 
 
 class RMSprop(Optimizer):
@@ -184,9 +193,10 @@ class RMSprop(Optimizer):
     _engine = _core._RMSprop
 
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0.0, momentum=0.0,
-                 centered=False, maximize=False):
+                 centered=False, maximize=False, master_weights=False):
         super().__init__(params, lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
-                         momentum=momentum, centered=centered, maximize=maximize)
+                         momentum=momentum, centered=centered, maximize=maximize,
+                         master_weights=master_weights)
 
 
 class Adadelta(Optimizer):
@@ -194,9 +204,11 @@ class Adadelta(Optimizer):
 
     _engine = _core._Adadelta
 
-    def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0.0, maximize=False):
+    def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0.0, maximize=False,
+                 master_weights=False):
         super().__init__(params, lr=lr, rho=rho, eps=eps, weight_decay=weight_decay,
-                         maximize=maximize)
+                         maximize=maximize,
+                         master_weights=master_weights)
 
 
 class Adagrad(Optimizer):
@@ -205,10 +217,12 @@ class Adagrad(Optimizer):
     _engine = _core._Adagrad
 
     def __init__(self, params, lr=1e-2, lr_decay=0.0, weight_decay=0.0,
-                 initial_accumulator_value=0.0, eps=1e-10, maximize=False):
+                 initial_accumulator_value=0.0, eps=1e-10, maximize=False,
+                 master_weights=False):
         super().__init__(params, lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
                          initial_accumulator_value=initial_accumulator_value, eps=eps,
-                         maximize=maximize)
+                         maximize=maximize,
+                         master_weights=master_weights)
 
 
 class Adamax(Optimizer):
@@ -217,9 +231,10 @@ class Adamax(Optimizer):
     _engine = _core._Adamax
 
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
-                 maximize=False):
+                 maximize=False, master_weights=False):
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
-                         maximize=maximize)
+                         maximize=maximize,
+                         master_weights=master_weights)
 
 
 class NAdam(Optimizer):
@@ -228,10 +243,12 @@ class NAdam(Optimizer):
     _engine = _core._NAdam
 
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
-                 momentum_decay=4e-3, decoupled_weight_decay=False, maximize=False):
+                 momentum_decay=4e-3, decoupled_weight_decay=False, maximize=False,
+                 master_weights=False):
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                          momentum_decay=momentum_decay,
-                         decoupled_weight_decay=decoupled_weight_decay, maximize=maximize)
+                         decoupled_weight_decay=decoupled_weight_decay, maximize=maximize,
+                         master_weights=master_weights)
 
 
 class RAdam(Optimizer):
@@ -240,6 +257,7 @@ class RAdam(Optimizer):
     _engine = _core._RAdam
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
-                 decoupled_weight_decay=False, maximize=False):
+                 decoupled_weight_decay=False, maximize=False, master_weights=False):
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
-                         decoupled_weight_decay=decoupled_weight_decay, maximize=maximize)
+                         decoupled_weight_decay=decoupled_weight_decay, maximize=maximize,
+                         master_weights=master_weights)

@@ -9,6 +9,14 @@
 // The options given to the constructor become the defaults that later groups start from. step()
 // runs without recording (NoGradGuard), skips parameters that have no grad and updates each
 // group with one fused core-runtime call (ops/optimizer.h) over all its parameters.
+//
+// Every optimizer also takes the option "master_weights" (0 or 1, default 0): with it, each
+// float16/bfloat16 parameter of the group is updated through a float32 copy of itself kept in
+// its state (buffer "master"), with float32 gradients and float32 optimizer buffers, and is
+// then set to the copy rounded to its dtype. Small updates that a half-precision parameter
+// would round away (bfloat16 keeps 8 bits: 1 + 1e-3 == 1) so still add up. Parameters of other
+// dtypes are updated as without it. A write to the parameter between steps (loading weights
+// into the model) is noticed through its version counter and starts the copy again from it.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -53,6 +61,9 @@ struct OptimizerState {
 
 class Optimizer {
  public:
+  static constexpr const char* kMasterWeights = "master_weights";  // the option
+  static constexpr const char* kMaster = "master";                 // the state buffer
+
   virtual ~Optimizer() = default;
   Optimizer(const Optimizer&) = delete;
   Optimizer& operator=(const Optimizer&) = delete;
@@ -126,6 +137,9 @@ class Optimizer {
 
  private:
   Options merged(const Options& options) const;  // defaults_ overridden by options
+  // master_weights is a flag, then the optimizer's own checks.
+  void check_group_options(const Options& options) const;
+  Tensor master_copy(const Variable& param, ParamState& state);
 
   std::string name_;
   Options defaults_;
@@ -138,6 +152,8 @@ class Optimizer {
   std::map<const VariableImpl*, ParamState> state_;  // by parameter identity
   // Expires with the optimizer: what a compiled step's replay holds of it.
   std::shared_ptr<char> alive_ = std::make_shared<char>(0);
+  // The version of each master-weight parameter after its last step's write.
+  std::map<const VariableImpl*, int64_t> master_versions_;
 };
 
 }  // namespace ember::autodiff::optim
