@@ -58,12 +58,13 @@ CpuIsa parse_cpu_isa(const std::string& name, const std::string& source) {
   for (CpuIsa isa : kAllCpuIsas) {
     if (name != cpu_isa_name(isa)) continue;
     if (!cpu_isa_supported(isa))
-      throw NotSupportedError(
-          source, std::string(cpu_isa_built(isa) ? "this CPU cannot run" : "this build has no") +
-                      " " + name + " kernels; it runs " + supported_list() +
-                      (cpu_isa_built(isa) ? ""
-                                          : " (rebuild core-runtime with EMBER_CPU_ISAS "
-                                            "listing it to have them)"));
+      throw NotSupportedError(source, std::string(cpu_isa_built(isa) ? "this CPU cannot run"
+                                                                     : "this build has no") +
+                                          " " + name + " kernels; it runs " + supported_list() +
+                                          (cpu_isa_built(isa)
+                                               ? ""
+                                               : " (rebuild core-runtime with EMBER_CPU_ISAS "
+                                                 "listing it to have them)"));
     return isa;
   }
   throw ValueError(source, "unknown CPU instruction set '" + name +
