@@ -51,7 +51,7 @@ def ember_primitives(r, p):
     for x in (q, k, v):
         x.requires_grad_()
     t = p["T"]
-    future = r.xp.ones(t, t, dtype=r.xp.bool).triu(1)
+    future = r.xp.ones(t, t, dtype=r.xp.bool, device=r.device).triu(1)
 
     def step():
         s = (q @ k.transpose(-2, -1) * (1 / math.sqrt(D))).masked_fill(future, -math.inf)
