@@ -162,7 +162,11 @@ Grads forward_formula(const std::vector<Val>& in, const Attrs& a) {
   Scores sc = scores_formula(in[0], in[1], mask, a);
   auto [p, lse] = safe_softmax(sc.s);
   if (sc.keep.defined()) p = p * sc.keep;
-  return {matmul(p, in[2]), squeeze(lse, {-1})};
+  // logsumexp in the fused op's dtype (float32 for half inputs), so the formula's outputs have
+  // the op's types and a gradient reaching it has the dtype it expects
+  Val lse_out = squeeze(lse, {-1});
+  const DType lse_dtype = logsumexp_dtype(in[0].dtype());
+  return {matmul(p, in[2]), lse_out.dtype() == lse_dtype ? lse_out : to(lse_out, lse_dtype)};
 }
 
 // (grad, q, k, v, mask?) -> (grad_q, grad_k, grad_v): the backward with primitive ops, P the
