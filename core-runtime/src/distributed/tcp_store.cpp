@@ -158,6 +158,8 @@ class TCPStore::Server {
       for (auto& c : clients_) fds.push_back({c.fd, POLLIN, 0});
       if (::poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR) return;
       if (fds[0].revents) return;
+      // The clients polled this round: one accepted below joins at the end, polled next round.
+      const size_t polled = fds.size() - 2;
       if (fds[1].revents & POLLIN) {
         const int fd = ::accept(listen_fd_, nullptr, nullptr);
         if (fd >= 0) {
@@ -166,7 +168,7 @@ class TCPStore::Server {
           clients_.push_back({fd, {}});
         }
       }
-      for (size_t i = clients_.size(); i-- > 0;) {
+      for (size_t i = polled; i-- > 0;) {
         if (!fds[i + 2].revents) continue;
         if (!serve(clients_[i])) {
           ::close(clients_[i].fd);
