@@ -315,10 +315,11 @@ def demo(session):
     the small CNN on scikit-learn's handwritten digits (examples-and-tutorials/python/
     train_digits.py), writing its plots and checkpoint into out/train_digits/. Arguments go to
     the example (e.g. -- --epochs 5 --device cuda). Only this CPU's copy of the hot kernels is
-    compiled (host_cpu_isas): a third less to compile on a fresh machine."""
+    compiled (host_cpu_isas): a third less to compile on a fresh machine; only the examples'
+    packages are installed, not the notebooks' Jupyter."""
     install_cpp_packages(session, with_tests=False, cpu_isas=host_cpu_isas())
     install_python_package(session)
-    session.install("-r", str(ROOT / "examples-and-tutorials/requirements.txt"))
+    session.install("-r", str(ROOT / "examples-and-tutorials/requirements-examples.txt"))
     session.run("python", str(ROOT / "examples-and-tutorials/python/train_digits.py"),
                 *session.posargs, env={"MPLBACKEND": "Agg"})
 
