@@ -120,26 +120,33 @@ def ember_peak(r, p) -> int:
 
 
 def torch_peak(r, p) -> int:
+    return torch_step_peak(r, lambda: (*trainer(r), images(r, p["batch"])))
+
+
+def torch_step_peak(r, make) -> int:
+    """PyTorch's peak bytes over one training step, after two to make the optimizer's state;
+    make() -> (model, optimizer, step, inputs), called after the starting count. On CUDA the
+    allocator's peak; on the CPU the storages alive across the step (parameters, buffers, inputs,
+    gradients, optimizer state) plus the profiled peak of step(*inputs)."""
     torch = r.xp
     cuda = r.device.type == "cuda"
     r.sync()
     before = torch.cuda.memory_allocated() if cuda else 0
-    model, optimizer, step = trainer(r)
-    x, labels = images(r, p["batch"])
+    model, optimizer, step, inputs = make()
     for _ in range(2):
-        step(x, labels)
+        step(*inputs)
     r.sync()
     if cuda:
         torch.cuda.reset_peak_memory_stats()
-        step(x, labels)
+        step(*inputs)
         r.sync()
         return torch.cuda.max_memory_allocated() - before
-    alive = [*model.parameters(), *model.buffers(), x, labels,
+    alive = [*model.parameters(), *model.buffers(), *inputs,
              *(w.grad for w in model.parameters() if w.grad is not None),
              *(t for state in optimizer.state.values() for t in state.values()
                if isinstance(t, torch.Tensor))]
     storages = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in alive}
-    return sum(storages.values()) + cpu_profiled_peak(torch, lambda: step(x, labels))
+    return sum(storages.values()) + cpu_profiled_peak(torch, lambda: step(*inputs))
 
 
 def cpu_profiled_peak(torch, fn) -> int:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from families.training import cpu_profiled_peak
+from families.training import torch_step_peak
 from harness.case import Context, KernelCase, Measurement, python_side
 
 LAYERS, CHANNELS, HEADS, BLOCK, BATCH, VOCAB = 4, 256, 4, 256, 8, 256
@@ -142,25 +142,7 @@ def ember_peak(r, p) -> int:
 
 
 def torch_peak(r, p) -> int:
-    torch = r.xp
-    cuda = r.device.type == "cuda"
-    r.sync()
-    before = torch.cuda.memory_allocated() if cuda else 0
-    model, optimizer, step = trainer(r, p["autocast"])
-    x, y = tokens(r)
-    for _ in range(2):
-        step(x, y)
-    r.sync()
-    if cuda:
-        torch.cuda.reset_peak_memory_stats()
-        step(x, y)
-        r.sync()
-        return torch.cuda.max_memory_allocated() - before
-    alive = [*model.parameters(), x, y, *(w.grad for w in model.parameters() if w.grad is not None),
-             *(t for state in optimizer.state.values() for t in state.values()
-               if isinstance(t, torch.Tensor))]
-    storages = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in alive}
-    return sum(storages.values()) + cpu_profiled_peak(torch, lambda: step(x, y))
+    return torch_step_peak(r, lambda: (*trainer(r, p["autocast"]), tokens(r)))
 
 
 @dataclass
