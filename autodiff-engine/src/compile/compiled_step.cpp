@@ -3,6 +3,7 @@
 #include <iostream>
 #include <unordered_map>
 
+#include "fused_kernels.h"
 #include "plan.h"
 
 namespace ember::autodiff::compile {
@@ -88,6 +89,27 @@ const Program& CompiledStep::program() const {
   if (plans_.empty())
     throw ValueError(options_.name, "not traced yet: call the compiled step once first");
   return plans_.front()->program();
+}
+
+namespace {
+// The kernel numbers of a program's fused nodes, in program order (explain()'s group numbers).
+std::vector<int64_t> fused_kernel_ids(const Program& p) {
+  std::vector<int64_t> ids;
+  for (int32_t k = 0; k < p.graph->num_nodes(); ++k)
+    if (p.graph->node(k).op == &fused_op()) ids.push_back(p.graph->node(k).attrs.i("kernel"));
+  return ids;
+}
+}  // namespace
+
+int CompiledStep::fused_groups() const { return int(fused_kernel_ids(program()).size()); }
+
+std::string CompiledStep::source(int group) const {
+  const std::vector<int64_t> ids = fused_kernel_ids(program());
+  if (group < 0 || group >= int(ids.size()))
+    throw ValueError(options_.name, "no fused group " + std::to_string(group) + ": the step has " +
+                                        std::to_string(ids.size()) +
+                                        " (explain() lists them in its fusion section)");
+  return fused_kernel(ids[size_t(group)]).rendered.source;
 }
 
 CompiledStep compile(StepFn fn, CompileOptions options) {

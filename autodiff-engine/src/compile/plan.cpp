@@ -38,14 +38,24 @@ std::string input_text(const std::pair<TensorType, bool>& in) {
 }
 
 // The passes, in order, then the memory plan of what the nodes allocated while traced.
-Program optimize(Program program, const NodeAllocations& traced, int64_t budget, MemoryPlan& plan,
-                 Explain& explain) {
+// Fusion runs after rematerialisation (which recomputes single nodes of the unfused graph, and
+// plans with the traced allocations) and before in-place reuse and the memory plan, which then
+// see the fused nodes: fewer values, fewer buffers. Dead-code elimination after it drops the
+// views (expands) whose readers the kernels now broadcast themselves.
+Program optimize(Program program, const NodeAllocations& traced, int64_t budget, bool fuse,
+                 MemoryPlan& plan, Explain& explain) {
   program = dead_code_elimination(program, explain);
   program = common_subexpressions(program, explain);
   program = fold_constants(program, explain);
   program = dead_code_elimination(program, explain);
   program = hoist_in_place_writes(program, explain);
   if (budget > 0) program = rematerialize(program, budget, traced, explain);
+  if (fuse) {
+    program = fuse_elementwise(program, explain);
+    program = dead_code_elimination(program, explain);
+  } else {
+    explain.add("fusion", "off (CompileOptions::fuse): the step runs the library's kernels");
+  }
   program = reuse_in_place(program, explain);
   plan = plan_memory(program, carry_allocations(program, traced), explain);
   return program;
@@ -97,7 +107,8 @@ Plan::Plan(TracedStep traced, CallGuards guards, const CompileOptions& options,
 
   MemoryPlan plan;
   if (options.optimize) {
-    program_ = optimize(std::move(p), traced.allocations, options.memory_budget, plan, explain_);
+    program_ = optimize(std::move(p), traced.allocations, options.memory_budget, options.fuse, plan,
+                        explain_);
   } else {
     program_ = std::move(p);
     explain_.add("passes", "off (CompileOptions::optimize): the traced graph replays as it is");

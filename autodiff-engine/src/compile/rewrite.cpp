@@ -72,6 +72,32 @@ void Rewriter::copy_gradient_marks(ValueId from, ValueId to) {
     if (map_[size_t(of)] >= 0) to_.graph->mark_gradient(to, map_[size_t(of)]);
 }
 
+void Rewriter::replace(int32_t k, const OpDef& op, const std::vector<ValueId>& inputs,
+                       Attrs attrs) {
+  const Node& node = from_.graph->node(k);
+  ValueId before = node.outputs.empty() ? 0 : node.outputs[0];
+  for (ValueId in : inputs) before = std::max(before, in + 1);
+  catch_up(before);
+  std::vector<Val> mapped;
+  for (ValueId in : inputs) {
+    if (map_[size_t(in)] < 0)
+      throw Error("compile", "a pass left " + from_.graph->value_name(in) + ", read by the node " +
+                                 "replacing node " + std::to_string(k) + ", without a value");
+    mapped.push_back(to_.graph->val(map_[size_t(in)]));
+  }
+  node_map_[size_t(k)] = to_.graph->num_nodes();
+  const bool forward_known = node.grad_of >= 0 && node.grad_of < int32_t(node_map_.size()) &&
+                             node_map_[size_t(node.grad_of)] >= 0;
+  to_.graph->set_provenance(forward_known ? node_map_[size_t(node.grad_of)] : -1, node.note);
+  std::vector<Val> outs = to_.graph->add(op, mapped, std::move(attrs));
+  to_.graph->set_provenance(-1);
+  to_.source_node.push_back(-1);
+  for (size_t o = 0; o < outs.size() && o < node.outputs.size(); ++o) {
+    map_[size_t(node.outputs[o])] = outs[o].id;
+    copy_gradient_marks(node.outputs[o], outs[o].id);
+  }
+}
+
 std::vector<ValueId> Rewriter::copy_again(int32_t k) { return add(k); }
 
 void Rewriter::drop(int32_t k, const std::vector<ValueId>& replacement) {

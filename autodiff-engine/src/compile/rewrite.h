@@ -20,6 +20,10 @@ class Rewriter {
   // The same node once more (a recomputation) over the same mapped inputs, with the new outputs;
   // the map is not changed (the caller decides which later reads take them).
   std::vector<ValueId> copy_again(int32_t k);
+  // Node k replaced by a node of `op` over `inputs` (old ids) that no traced node stands behind
+  // (its source_node is -1, so the memory plan gives it its outputs' allocations); k's outputs
+  // read as the new node's outputs.
+  void replace(int32_t k, const OpDef& op, const std::vector<ValueId>& inputs, Attrs attrs);
   // Drops node k: its outputs read as `replacement` (old ids; -1: must never be read again).
   void drop(int32_t k, const std::vector<ValueId>& replacement);
   // Old value `old_value` (whose node was dropped) reads as a new constant holding `tensor`.

@@ -58,6 +58,9 @@ struct CompileOptions {
   // Run the passes (dead code, common subexpressions, constant folding, in-place reuse) and the
   // memory plan. Off: the traced graph is replayed as it is, every node allocating as in eager.
   bool optimize = true;
+  // Fuse chains of elementwise ops into generated kernels (passes.h: fuse_elementwise), when
+  // optimize is on. EMBER_FUSION=0 turns it off too.
+  bool fuse = true;
 };
 
 class Plan;  // one traced program with its guards and replay (src/compile/plan.h)
@@ -80,6 +83,10 @@ class CompiledStep {
   std::string graph() const;
   // The newest plan's program (after passes); ValueError before the first call.
   const Program& program() const;
+  // The generated source of the newest plan's fused group `group` (explain()'s "group N"), and
+  // how many fused groups it has.
+  std::string source(int group) const;
+  int fused_groups() const;
 
   int64_t traces() const { return traces_; }
   int64_t replays() const { return replays_; }
