@@ -1,0 +1,287 @@
+// test_compile_fuse.cpp — the fusion pass: chains of elementwise nodes become one fused node that
+// computes the same values bit for bit; one-op groups are left; values read outside a group end
+// it; an in-place write between a node and the group's end keeps the node out; the memory plan
+// sees fewer buffers; EMBER_FUSION=0 and a missing compiler leave the program unfused and say
+// why; a compiled step with fusion equals eager and the unfused compiled step over many steps.
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+
+#include "compile_programs.h"
+#include "ember/autodiff/compile/compile.h"
+#include "ember/autodiff/optim.h"
+#include "ember/jit.h"
+
+namespace ember::autodiff::compile::test {
+namespace {
+
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value) setenv(name, value->c_str(), 1);
+    else unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (old_) setenv(name_, old_->c_str(), 1);
+    else unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+// A program of a fusible chain between two matmuls: x @ w, then * 2, + b (broadcast over
+// rows), gelu, masked by m, tanh; the result @ w again, summed.
+struct Chain {
+  Program p;
+  Val x, w, b, m, h, y;
+  Chain() {
+    p.graph = std::make_unique<Graph>();
+    Graph& g = *p.graph;
+    x = g.input(f32({6, 16}), "x");
+    w = g.parameter(f32({16, 16}), "w");
+    b = g.parameter(f32({16}), "b");
+    m = g.input(TensorType{{6, 16}, DType::Bool, {}}, "m");
+    p.state.push_back({w.id, StateKind::Parameter, "w"});
+    p.state.push_back({b.id, StateKind::Parameter, "b"});
+    h = matmul(x, w);
+    y = tanh(masked_fill(gelu(h * 2.0 + b), m, 0.25));
+    p.returned = {sum(matmul(y, w)).id};
+  }
+  std::vector<Tensor> inputs() const {
+    manual_seed(7);
+    return {randn({6, 16}), gt(rand({6, 16}), 0.5)};
+  }
+};
+
+int fused_nodes(const Program& p) { return count_op(p, "fused"); }
+
+TEST(FuseElementwise, AChainBecomesOneNodeWithTheSameValuesBitForBit) {
+  Chain c;
+  Explain e;
+  Program q = fuse_elementwise(c.p, e);
+  ASSERT_EQ(fused_nodes(q), 1) << e.str();
+  for (const char* op : {"mul_scalar", "add", "gelu", "masked_fill", "tanh"})
+    EXPECT_EQ(count_op(q, op), 0) << op;
+  EXPECT_EQ(count_op(q, "matmul"), 2);
+  const std::string text = e.str();
+  EXPECT_NE(text.find("mul_scalar, add, gelu, masked_fill, tanh (5 ops)"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("f32[6,16]"), std::string::npos) << text;
+  EXPECT_NE(text.find("= matmul: its own tuned kernel"), std::string::npos) << text;
+  expect_same_step(c.p, q, c.inputs(), random_state(c.p, 3));
+}
+
+TEST(FuseElementwise, GroupsOfOneOpAreLeft) {
+  Program p;
+  p.graph = std::make_unique<Graph>();
+  Graph& g = *p.graph;
+  Val x = g.input(f32({4, 8}), "x");
+  Val w = g.parameter(f32({8, 8}), "w");
+  p.state.push_back({w.id, StateKind::Parameter, "w"});
+  Val a = relu(matmul(x, w));
+  p.returned = {sum(matmul(a, w)).id};
+  Explain e;
+  Program q = fuse_elementwise(p, e);
+  EXPECT_EQ(fused_nodes(q), 0);
+  EXPECT_EQ(count_op(q, "relu"), 1);
+  EXPECT_NE(e.str().find("1 elementwise ops left alone"), std::string::npos) << e.str();
+}
+
+TEST(FuseElementwise, AValueReadOutsideEndsTheGroup) {
+  Program p;
+  p.graph = std::make_unique<Graph>();
+  Graph& g = *p.graph;
+  Val x = g.input(f32({4, 8}), "x");
+  Val w = g.parameter(f32({8, 8}), "w");
+  p.state.push_back({w.id, StateKind::Parameter, "w"});
+  Val a = exp(x);     // read by the matmul too: stays a value, ends the group
+  Val b = a + 1.0;    // in the group
+  Val c = mul(b, b);  // the group's root
+  Val d = matmul(a, w);
+  p.returned = {sum(c).id, sum(d).id};
+  Explain e;
+  Program q = fuse_elementwise(p, e);
+  ASSERT_EQ(fused_nodes(q), 1) << e.str();
+  EXPECT_EQ(count_op(q, "exp"), 1);
+  EXPECT_EQ(count_op(q, "add_scalar"), 0);
+  EXPECT_NE(e.str().find("read outside the group (by matmul)"), std::string::npos) << e.str();
+  manual_seed(1);
+  expect_same_step(p, q, {randn({4, 8})}, random_state(p, 2));
+}
+
+TEST(FuseElementwise, ReturnedValuesStayValues) {
+  Program p;
+  p.graph = std::make_unique<Graph>();
+  Graph& g = *p.graph;
+  Val x = g.input(f32({4, 8}), "x");
+  Val a = sigmoid(x * 3.0);  // returned: the group {mul_scalar, sigmoid} ends here
+  Val b = neg(a);
+  p.returned = {a.id, sum(b).id};
+  Explain e;
+  Program q = fuse_elementwise(p, e);
+  EXPECT_EQ(fused_nodes(q), 1) << e.str();
+  EXPECT_EQ(count_op(q, "neg"), 1);  // alone now
+  manual_seed(4);
+  expect_same_step(p, q, {randn({4, 8})}, {});
+}
+
+// a = p * 2 is read by the root only after p was updated in place: fusing it would read the
+// updated p. It stays out; without the update in between it joins.
+TEST(FuseElementwise, AnInPlaceWriteInBetweenKeepsTheNodeOut) {
+  for (bool update_between : {true, false}) {
+    Program p;
+    p.graph = std::make_unique<Graph>();
+    Graph& g = *p.graph;
+    Val w = g.parameter(f32({8}), "w");
+    Val grad = g.input(f32({8}), "grad");
+    p.state.push_back({w.id, StateKind::Parameter, "w"});
+    Val a = w * 2.0;
+    Val updated;
+    if (update_between) updated = g.add(sgd_update_op(), {w, grad}, {{"lr", 0.5}})[0];
+    Val c = exp(a);
+    Val d = add(c, grad);
+    if (!update_between) updated = g.add(sgd_update_op(), {w, grad}, {{"lr", 0.5}})[0];
+    p.state[0].final_value = updated.id;
+    p.returned = {sum(d).id};
+    Explain e;
+    Program q = fuse_elementwise(p, e);
+    EXPECT_EQ(count_op(q, "mul_scalar"), update_between ? 1 : 0) << e.str();
+    EXPECT_EQ(fused_nodes(q), 1) << e.str();  // exp and add fuse either way
+    if (update_between)
+      EXPECT_NE(e.str().find("an in-place write to its input"), std::string::npos) << e.str();
+    manual_seed(5);
+    expect_same_step(p, q, {randn({8})}, random_state(p, 6));
+  }
+}
+
+TEST(FuseElementwise, TheBackwardFusesAndTheMemoryPlanSeesFewerBuffers) {
+  // relu(x w)^2 * 3 + 1, its gradient: mul_scalar, mul, relu_backward chains on both sides.
+  Program p;
+  p.graph = std::make_unique<Graph>();
+  Graph& g = *p.graph;
+  Val x = g.input(f32({32, 64}), "x");
+  Val w = g.parameter(f32({64, 64}), "w");
+  p.state.push_back({w.id, StateKind::Parameter, "w"});
+  Val h = relu(matmul(x, w));
+  Val loss = mean(tanh(h * h * 3.0 + 1.0));
+  Val dw = grad({loss}, {w})[0];
+  Val updated = g.add(sgd_update_op(), {w, dw}, {{"lr", 0.1}})[0];
+  p.state[0].final_value = updated.id;
+  p.returned = {loss.id};
+  Explain e;
+  Program q = dead_code_elimination(fuse_elementwise(p, e), e);
+  EXPECT_GE(fused_nodes(q), 2) << e.str();
+  MemoryPlan before = plan_memory(p, output_allocations(p), e);
+  MemoryPlan after = plan_memory(q, output_allocations(q), e);
+  EXPECT_LT(after.buffers.size(), before.buffers.size());
+  EXPECT_LT(after.naive_peak, before.naive_peak);
+  EXPECT_LE(after.planned_peak, before.planned_peak);
+  manual_seed(8);
+  const std::vector<Tensor> in = {randn({32, 64})};
+  const std::vector<Tensor> state = random_state(p, 9);
+  expect_same_step(p, q, in, state);
+  // Replayed from the plan's arena, as a compiled step does: a fused node's one allocation is
+  // its planned output, so fusion adds no miss (the library's kernels miss where they allocate
+  // more than their outputs, which output_allocations leaves out: a scalar op's 0-d operand).
+  std::vector<Tensor> s1 = copies(state), s2 = copies(state);
+  int64_t misses_before = 0, misses_after = 0;
+  std::vector<Tensor> r1 = run_planned(p, before, in, s1, &misses_before);
+  std::vector<Tensor> r2 = run_planned(q, after, in, s2, &misses_after);
+  EXPECT_LE(misses_after, misses_before);
+  expect_same(r1[0], r2[0]);
+  expect_same(s1[0], s2[0]);
+}
+
+TEST(FuseElementwise, DisabledLeavesTheProgramAndSaysWhy) {
+  ScopedEnv off("EMBER_FUSION", "0");
+  Chain c;
+  Explain e;
+  Program q = fuse_elementwise(c.p, e);
+  EXPECT_EQ(fused_nodes(q), 0);
+  EXPECT_EQ(q.graph->num_nodes(), c.p.graph->num_nodes());
+  EXPECT_NE(e.str().find("EMBER_FUSION=0"), std::string::npos) << e.str();
+}
+
+TEST(FuseElementwise, NoCompilerLeavesTheProgramAndSaysWhy) {
+  ScopedEnv cxx("EMBER_CXX", "/nonexistent/c++");
+  ScopedEnv cache("EMBER_CACHE_DIR", ::testing::TempDir() + "/ember-fuse-no-compiler");
+  jit::forget_loaded_kernels();
+  Chain c;
+  Explain e;
+  Program q;
+  ASSERT_NO_THROW(q = fuse_elementwise(c.p, e));
+  jit::forget_loaded_kernels();
+  EXPECT_EQ(fused_nodes(q), 0);
+  EXPECT_NE(e.str().find("could not be built"), std::string::npos) << e.str();
+  EXPECT_NE(e.str().find("/nonexistent/c++"), std::string::npos) << e.str();
+  expect_same_step(c.p, q, c.inputs(), random_state(c.p, 3));
+}
+
+// ---- compiled steps with fusion on and off, against eager ----
+
+bool same_bits(const Tensor& a, const Tensor& b) {
+  if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
+  const Tensor x = a.contiguous(), y = b.contiguous();
+  return std::memcmp(x.data_ptr(), y.data_ptr(), size_t(x.nbytes())) == 0;
+}
+
+// Linear, a residual GELU/tanh chain, linear, cross entropy, AdamW: elementwise chains in the
+// forward and in the backward.
+struct Net {
+  std::vector<Variable> params;
+  std::unique_ptr<optim::Optimizer> opt;
+  explicit Net(uint64_t seed) {
+    manual_seed(seed);
+    for (const Shape& s : std::vector<Shape>{{32, 12}, {32}, {5, 32}, {5}})
+      params.emplace_back(randn(s) * 0.3, true);
+    opt = std::make_unique<optim::AdamW>(params, optim::Options{{"lr", 0.01}});
+  }
+  std::vector<Variable> step(const std::vector<Variable>& in) {
+    opt->zero_grad();
+    Variable h = linear(in[0], params[0], params[1]);
+    Variable r = gelu(h * 0.5 + 1.0) * sigmoid(h) + tanh(h);
+    Variable l = cross_entropy(linear(r, params[2], params[3]), in[1]);
+    l.backward();
+    opt->step();
+    return {l};
+  }
+};
+
+TEST(CompileFused, ManyStepsEqualEagerAndUnfusedBitForBit) {
+  Net eager(11), fused(11), unfused(11);
+  CompiledStep fused_step([&](const std::vector<Variable>& in) { return fused.step(in); });
+  CompileOptions off;
+  off.fuse = false;
+  CompiledStep unfused_step([&](const std::vector<Variable>& in) { return unfused.step(in); }, off);
+  for (int64_t i = 0; i < 12; ++i) {
+    manual_seed(300 + uint64_t(i));
+    const std::vector<Variable> in = {Variable(randn({9, 12})), Variable(randint(0, 5, {9}))};
+    const Tensor want = eager.step(in)[0].data();
+    ASSERT_TRUE(same_bits(want, fused_step(in)[0].data())) << "loss at step " << i;
+    ASSERT_TRUE(same_bits(want, unfused_step(in)[0].data())) << "loss at step " << i;
+  }
+  for (size_t p = 0; p < eager.params.size(); ++p) {
+    EXPECT_TRUE(same_bits(eager.params[p].data(), fused.params[p].data())) << p;
+    EXPECT_TRUE(same_bits(eager.params[p].grad().data(), fused.params[p].grad().data())) << p;
+  }
+  EXPECT_EQ(fused_step.replays(), 10);
+  ASSERT_GE(fused_step.fused_groups(), 2) << fused_step.explain();
+  EXPECT_EQ(unfused_step.fused_groups(), 0);
+  EXPECT_NE(fused_step.explain().find("== fusion ==\n  group 0:"), std::string::npos);
+  EXPECT_NE(unfused_step.explain().find("off (CompileOptions::fuse)"), std::string::npos);
+  EXPECT_NE(fused_step.source(0).find("ember_fused"), std::string::npos);
+  EXPECT_THROW(fused_step.source(fused_step.fused_groups()), ValueError);
+  // The fused step's arena is no larger than the unfused one's.
+  const std::string arena = "arena of ";
+  auto arena_bytes = [&](const std::string& text) {
+    const size_t at = text.find(arena);
+    return std::stoll(text.substr(at + arena.size()));
+  };
+  EXPECT_LE(arena_bytes(fused_step.explain()), arena_bytes(unfused_step.explain()));
+}
+
+}  // namespace
+}  // namespace ember::autodiff::compile::test
