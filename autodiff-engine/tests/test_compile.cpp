@@ -283,4 +283,31 @@ TEST(Compile, AllocatorCountersDoNotMoveAcrossReplays) {
   EXPECT_LE(after.in_use - before.in_use, 100 * 512);
 }
 
+// The number after `before` in `text` (0 when absent).
+int64_t number_after(const std::string& text, const std::string& before) {
+  const size_t at = text.find(before);
+  return at == std::string::npos ? 0 : std::stoll(text.substr(at + before.size()));
+}
+
+TEST(Compile, PlansOfAStepShareOneArena) {
+  Mlp m(7, "sgd");
+  cc::CompiledStep step([&](const std::vector<Variable>& in) { return m.step(in); });
+  for (int i = 0; i < 3; ++i) step(batch(i));  // trace, trace (momentum made), replay
+  const int64_t small_arena = number_after(step.explain(), "arena of ");
+  const int64_t before = ember::memory_stats(ember::Device()).in_use;
+  step(batch(3, 512));  // a larger batch: a third plan with a larger arena
+  const int64_t large_arena = number_after(step.explain(), "arena of ");
+  step(batch(4));  // the small plan again, in the large arena
+  const int64_t after = ember::memory_stats(ember::Device()).in_use;
+  ASSERT_EQ(step.plans(), 3u);
+  ASSERT_GT(small_arena, 0);
+  ASSERT_GT(large_arena, 4 * small_arena);
+  // One arena, grown to the largest plan's: the small plans keep none of their own.
+  EXPECT_NE(step.explain().find("shared by all plans (they never replay at once): " +
+                                std::to_string(large_arena)),
+            std::string::npos)
+      << step.explain();
+  EXPECT_LE(after - before, large_arena - small_arena + 4096);
+}
+
 }  // namespace

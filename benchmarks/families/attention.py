@@ -16,10 +16,18 @@ Every case is batch 8, heads 4, head dim 64, causal (a GPT's attention), at T = 
                      primitive ops, matmul + masked_fill + softmax + matmul). The fused op keeps
                      O(T) per head; the primitives keep the [T, T] scores and probabilities.
 
+On CUDA also:
+
+  sdpa_ladder        bfloat16, T = 1024 and 4096, forward + backward as sdpa_fwd_bwd, for each
+                     version of Ember's CUDA kernel ladder (EMBER_ATTENTION_VERSION 1, 2, 3: see
+                     core-runtime/src/cuda/attention_ladder.cu) against PyTorch's
+                     F.scaled_dot_product_attention (its flash kernel on bfloat16)
+
 All via=python: attention is not among ember_bench's C++ cases."""
 
 import gc
 import math
+import os
 from dataclasses import dataclass
 
 from families.threads import HeldThreads
@@ -27,6 +35,7 @@ from harness.case import Context, KernelCase, Measurement, python_side
 
 B, H, D = 8, 4, 64
 LENGTHS = (256, 1024)
+LADDER_LENGTHS, LADDER_VERSIONS = (1024, 4096), (1, 2, 3)
 
 
 def qkv_grad(r, t):
@@ -35,6 +44,18 @@ def qkv_grad(r, t):
 
 def ember_fused(r, p):
     q, k, v, g = qkv_grad(r, p["T"])
+    for x in (q, k, v):
+        x.requires_grad_()
+    F = r.xp.nn.functional
+
+    def step():
+        F.scaled_dot_product_attention(q, k, v, is_causal=True).backward(g)
+
+    return step
+
+
+def ember_bf16(r, p):
+    q, k, v, g = (t.to(r.xp.bfloat16) for t in qkv_grad(r, p["T"]))
     for x in (q, k, v):
         x.requires_grad_()
     F = r.xp.nn.functional
@@ -62,6 +83,8 @@ def ember_primitives(r, p):
 
 def torch_fused(r, p):
     q, k, v, g = qkv_grad(r, p["T"])
+    if p.get("dtype") == "bf16":
+        q, k, v, g = (t.to(r.xp.bfloat16) for t in (q, k, v, g))
     for x in (q, k, v):
         x.requires_grad_()
     F = r.xp.nn.functional
@@ -97,6 +120,23 @@ class HeldThreadsCase(KernelCase):
     def measure(self, ctx: Context) -> list[Measurement]:
         with HeldThreads(ctx, self.params["threads"]):
             return super().measure(ctx)
+
+
+@dataclass
+class LadderCase(KernelCase):
+    """A via=python KernelCase whose Ember side runs version params["version"] of the CUDA
+    attention ladder (EMBER_ATTENTION_VERSION, read at every call) while it is measured."""
+
+    def measure(self, ctx: Context) -> list[Measurement]:
+        saved = os.environ.get("EMBER_ATTENTION_VERSION")
+        os.environ["EMBER_ATTENTION_VERSION"] = str(self.params["version"])
+        try:
+            return super().measure(ctx)
+        finally:
+            if saved is None:
+                os.environ.pop("EMBER_ATTENTION_VERSION")
+            else:
+                os.environ["EMBER_ATTENTION_VERSION"] = saved
 
 
 @dataclass
@@ -136,4 +176,9 @@ def cases(device):
             out.append(case)
         out.append(PeakMemoryCase("sdpa_peak_memory",
                                   {"B": B, "H": H, "T": t, "D": D, "causal": 1, "via": "python"}))
+    if device == "cuda":
+        out += [LadderCase("sdpa_ladder", {"B": B, "H": H, "T": t, "D": D, "causal": 1,
+                                           "dtype": "bf16", "version": v},
+                           torch=torch_fused, ember=ember_bf16).on_python()
+                for t in LADDER_LENGTHS for v in LADDER_VERSIONS]
     return out

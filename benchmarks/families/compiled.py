@@ -4,6 +4,10 @@ one process, on the digits CNN step of the training family (its network, loss an
   cnn_step            one step at batch 32 and 256: Ember compiled against PyTorch eager, and
                       against torch.compile where PyTorch's compiler runs here (a C++ compiler
                       and Triton's CPU path: otherwise the case is skipped, saying why)
+  cnn_step_graphed    CUDA only: one step at batch 32 and 256, Ember compiled (replayed as one
+                      CUDA graph) against PyTorch's whole-step CUDA-graph capture
+                      (torch.cuda.graph, as its documentation captures a training step: a static
+                      input copied in, then one replay) and torch.compile(mode="reduce-overhead")
   cnn_step_vs_eager   one step at batch 32 and 256, Ember compiled against Ember eager (the
                       reference column says "ember-eager"), measured in turn
   cnn_first_call      the first call of a compiled step at batch 32 (trace: one eager step
@@ -258,6 +262,12 @@ def cases(device):
         out.append(KernelCase("cnn_step", {"batch": b, "ember": "compiled", "torch": "compile"},
                               torch=torch_compiled_step, ember=stepper(True)).on_python())
         out.append(VersusEagerCase("cnn_step_vs_eager", {"batch": b, "via": "python"}))
+        if device == "cuda":
+            out.append(KernelCase("cnn_step_graphed", {"batch": b, "torch": "cuda_graph"},
+                                  torch=torch_cuda_graph_step, ember=stepper(True)).on_python())
+            out.append(KernelCase("cnn_step_graphed", {"batch": b, "torch": "reduce-overhead"},
+                                  torch=torch_reduce_overhead_step,
+                                  ember=stepper(True)).on_python())
     out.append(FirstCallCase("cnn_first_call", {"batch": 32, "via": "python"}))
     for b in STEP_BATCHES:
         for mode in ("compiled", "eager"):
@@ -275,3 +285,52 @@ def torch_compiled_step(r, p):
     if why:
         raise Skipped(why)
     return stepper(False, torch_compile=True)(r, p)
+
+
+def torch_reduce_overhead_step(r, p):
+    """torch.compile(mode="reduce-overhead"): Inductor's kernels replayed through CUDA graphs."""
+    torch = r.xp
+    why = torch_compile_works(torch)
+    if why:
+        raise Skipped(why)
+    torch._dynamo.reset()
+    step = trainer(r)[2]
+    graphed = torch.compile(step, mode="reduce-overhead")
+    x, labels = images(r, p["batch"])
+    for _ in range(3):
+        graphed(x, labels)
+    return lambda: graphed(x, labels)
+
+
+def torch_cuda_graph_step(r, p):
+    """The whole step captured once with torch.cuda.graph and replayed: PyTorch's documented
+    whole-network capture (warm-up on a side stream, gradients set to None before capture)."""
+    torch = r.xp
+    model, optimizer, _ = trainer(r)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    x, labels = images(r, p["batch"])
+    static_x, static_labels = x.clone(), labels.clone()
+
+    def body():
+        loss = loss_fn(model(static_x), static_labels)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            optimizer.zero_grad(set_to_none=True)
+            body()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    optimizer.zero_grad(set_to_none=True)
+    with torch.cuda.graph(graph):
+        body()
+
+    def call():
+        static_x.copy_(x)
+        static_labels.copy_(labels)
+        graph.replay()
+    return call

@@ -13,6 +13,9 @@ masked_fill, softmax; the CSV's params say which: attention=fused or attention=p
   gpt_peak_memory     the most bytes in use during one step above those in use before the model
                       was built, both precisions (PyTorch's CPU figure from its profiler, as the
                       training family measures it: a lower bound)
+  gpt2_small_step     CUDA only: one step of GPT-2 small (12 blocks, d 768, 12 heads, T 1024,
+                      vocabulary 50257: 124M parameters) at batch 8 under bfloat16 autocast,
+                      the same model code; tokens per second are 8 * 1024 / time
   gpt_autocast_loss   the loss of each of 10 steps under bfloat16 autocast, from the same
                       initial weights (PyTorch's, copied) and the same batches: Ember's value
                       beside PyTorch's, deterministic; tests/test_families_transformer.py holds
@@ -31,6 +34,8 @@ from harness.case import Context, KernelCase, Measurement, python_side
 LAYERS, CHANNELS, HEADS, BLOCK, BATCH, VOCAB = 4, 256, 4, 256, 8, 256
 LR, WEIGHT_DECAY = 1e-3, 0.01
 LOSS_STEPS = 10
+GPT2_SMALL = {"layers": 12, "channels": 768, "heads": 12, "block": 1024, "vocab": 50257}
+GPT2_BATCH = 8
 
 
 def attention_kind(xp) -> str:
@@ -105,7 +110,7 @@ def trainer(r, autocast, model=None):
         optimizer.zero_grad()
         with xp.autocast(device_type(r), dtype=xp.bfloat16, enabled=autocast == "bf16"):
             logits = model(x)
-            loss = F.cross_entropy(logits.reshape(-1, VOCAB), y.reshape(-1))
+            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
         loss.backward()
         optimizer.step()
         return loss
@@ -113,15 +118,25 @@ def trainer(r, autocast, model=None):
     return model, optimizer, step
 
 
-def tokens(r, seed=0):
-    """(inputs, targets) [BATCH, BLOCK] int64 on r's device, the same numbers for every xp."""
-    data = np.random.default_rng(seed).integers(0, VOCAB, (BATCH, BLOCK + 1))
+def tokens(r, seed=0, batch=None, block=None, vocab=None):
+    """(inputs, targets) [batch, block] int64 on r's device, the same numbers for every xp
+    (BATCH, BLOCK and VOCAB where not given)."""
+    batch, block, vocab = batch or BATCH, block or BLOCK, vocab or VOCAB
+    data = np.random.default_rng(seed).integers(0, vocab, (batch, block + 1))
     return (r.xp.tensor(data[:, :-1].copy()).to(r.device),
             r.xp.tensor(data[:, 1:].copy()).to(r.device))
 
 
 def gpt_step(r, p):
     step, (x, y) = trainer(r, p["autocast"])[2], tokens(r)
+    return lambda: step(x, y)
+
+
+def gpt2_small_step(r, p):
+    r.xp.manual_seed(0)
+    model = gpt(r.xp, **GPT2_SMALL).to(r.device)
+    step = trainer(r, p["autocast"], model)[2]
+    x, y = tokens(r, batch=p["batch"], block=GPT2_SMALL["block"], vocab=GPT2_SMALL["vocab"])
     return lambda: step(x, y)
 
 
@@ -215,6 +230,10 @@ def cases(device):
         kind = "unknown"
     out = [KernelCase("gpt_step", {"autocast": a, "attention": kind}, torch=gpt_step,
                       ember=gpt_step).on_python() for a in ("none", "bf16")]
+    if device == "cuda":
+        out.append(KernelCase("gpt2_small_step", {"autocast": "bf16", "batch": GPT2_BATCH,
+                                                  "T": GPT2_SMALL["block"], "attention": kind},
+                              torch=gpt2_small_step, ember=gpt2_small_step).on_python())
     out += [PeakMemoryCase("gpt_peak_memory", {"autocast": a, "attention": kind, "via": "python"})
             for a in ("none", "bf16")]
     out += [LossCase("gpt_autocast_loss", {"autocast": "bf16", "step": k, "attention": kind,

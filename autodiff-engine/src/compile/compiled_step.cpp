@@ -5,11 +5,12 @@
 
 #include "fused_kernels.h"
 #include "plan.h"
+#include "shared_arena.h"
 
 namespace ember::autodiff::compile {
 
 CompiledStep::CompiledStep(StepFn fn, CompileOptions options)
-    : fn_(std::move(fn)), options_(std::move(options)) {
+    : fn_(std::move(fn)), options_(std::move(options)), arena_(std::make_shared<SharedArena>()) {
   if (!fn_) throw ValueError("compile", "the step function is empty; pass a callable");
   if (options_.memory_budget < 0)
     throw ValueError("compile", "memory_budget is " + std::to_string(options_.memory_budget) +
@@ -58,6 +59,7 @@ std::vector<Variable> CompiledStep::operator()(const std::vector<Variable>& inpu
 
   std::vector<Variable> out;
   TracedStep traced;
+  arena_->release();  // the trace runs eagerly: no plan's buffers are needed meanwhile
   {
     Tracer tracer(inputs, names, state_names);
     out = fn_(inputs);
@@ -65,7 +67,8 @@ std::vector<Variable> CompiledStep::operator()(const std::vector<Variable>& inpu
   }
   ++traces_;
   last_replayed_ = false;
-  plans_.insert(plans_.begin(), std::make_unique<Plan>(std::move(traced), call, options_, names));
+  plans_.insert(plans_.begin(),
+                std::make_unique<Plan>(std::move(traced), call, options_, names, arena_));
   plans_.front()->id = plan_id_ = traces_;
   if (plans_.size() > kMaxPlans) plans_.pop_back();
   for (Variable& v : out) v = v.detach();
@@ -79,6 +82,8 @@ std::string CompiledStep::explain() const {
   e.add(calls, std::to_string(traces_) + " traces, " + std::to_string(replays_) + " replays, " +
                    std::to_string(plans_.size()) + " plans kept (at most " +
                    std::to_string(kMaxPlans) + ")");
+  e.add(calls, "one arena shared by all plans (they never replay at once): " +
+                   std::to_string(arena_->bytes()) + " bytes, the largest plan's");
   for (const std::string& why : retraces_) e.add(calls, "traced again: guard " + why);
   return e.str();
 }

@@ -29,6 +29,9 @@ std::vector<std::string> CudaGraphStep::key(const std::vector<Tensor>& env) cons
     os << (is_input || !t.defined() ? nullptr : t.data_ptr());
     k.push_back(os.str());
   }
+  std::ostringstream arena;
+  arena << replay_.arena_address();  // another plan of the step may have grown the arena
+  k.push_back(arena.str());
   for (ValueId id : hyper_) {
     std::ostringstream os;
     for (double v : env[size_t(id)].to_vector<double>()) os << v << ",";

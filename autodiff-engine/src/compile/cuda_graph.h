@@ -30,7 +30,8 @@ class CudaGraphStep {
   int64_t captures() const { return captures_; }
 
  private:
-  // What the captured graph baked in: every bound tensor's address and the hyper numbers.
+  // What the captured graph baked in: every bound tensor's address, the arena's and the hyper
+  // numbers.
   std::vector<std::string> key(const std::vector<Tensor>& env) const;
   void capture(std::vector<Tensor>& env);
 

@@ -64,7 +64,7 @@ Program optimize(Program program, const NodeAllocations& traced, int64_t budget,
 }  // namespace
 
 Plan::Plan(TracedStep traced, CallGuards guards, const CompileOptions& options,
-           std::vector<std::string> input_names)
+           std::vector<std::string> input_names, std::shared_ptr<SharedArena> arena)
     : bindings_(std::move(traced.bindings)),
       host_effects_(std::move(traced.host_effects)),
       guards_(std::move(traced.guards)),
@@ -113,14 +113,15 @@ Plan::Plan(TracedStep traced, CallGuards guards, const CompileOptions& options,
     program_ = std::move(p);
     explain_.add("passes", "off (CompileOptions::optimize): the traced graph replays as it is");
   }
-  replay_ = std::make_unique<Replay>(program_, options.optimize ? &plan : nullptr, explain_);
-  const bool on_gpu = replay_->arena().defined() && replay_->arena().device().is_cuda();
+  replay_ = std::make_unique<Replay>(program_, options.optimize ? &plan : nullptr, std::move(arena),
+                                     explain_);
+  const bool on_gpu = replay_->arena_bytes() > 0 && replay_->device().is_cuda();
   if (on_gpu && options.cuda_graph) {
     std::vector<ValueId> hyper;
     for (size_t i = 0; i < bindings_.size(); ++i)
       if (bindings_[i].hyper) hyper.push_back(program_.state[i].value);
     cuda_graph_ = std::make_unique<CudaGraphStep>(program_, *replay_, std::move(hyper));
-    explain_.add("replay", "on " + replay_->arena().device().str() +
+    explain_.add("replay", "on " + replay_->device().str() +
                                ": captured once as one CUDA graph over the arena and replayed "
                                "with one launch (inputs copied into fixed buffers)");
   }

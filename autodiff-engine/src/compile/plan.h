@@ -48,8 +48,9 @@ CallGuards read_call_guards(const std::vector<Variable>& inputs, const CompileOp
 class Plan {
  public:
   // Runs the passes (options.optimize) and the memory plan over the traced step.
+  // arena: the compiled step's, shared by its plans.
   Plan(TracedStep traced, CallGuards guards, const CompileOptions& options,
-       std::vector<std::string> input_names);
+       std::vector<std::string> input_names, std::shared_ptr<SharedArena> arena);
 
   // The first guard that no longer holds, or nothing when the plan applies to this call.
   std::optional<GuardFailure> check(const CallGuards& call) const;

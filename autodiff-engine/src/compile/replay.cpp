@@ -23,8 +23,9 @@ Device step_device(const Graph& g) {
 
 }  // namespace
 
-Replay::Replay(const Program& program, const MemoryPlan* plan, Explain& explain)
-    : program_(program) {
+Replay::Replay(const Program& program, const MemoryPlan* plan, std::shared_ptr<SharedArena> arena,
+               Explain& explain)
+    : program_(program), arena_(std::move(arena)), device_(step_device(*program.graph)) {
   const Graph& g = *program.graph;
   // Values that must outlive the list: what state holds after the step and what is returned.
   std::vector<int32_t> last_use(size_t(g.num_values()), -1);
@@ -72,7 +73,8 @@ Replay::Replay(const Program& program, const MemoryPlan* plan, Explain& explain)
     calls_.push_back(std::move(call));
   }
   if (plan && plan->planned_peak > 0) {
-    arena_ = Tensor::empty({plan->planned_peak}, DType::UInt8, step_device(g), "compile arena");
+    arena_bytes_ = plan->planned_peak;
+    arena_->at_least(arena_bytes_, device_);
   }
   const std::string section = "replay";
   explain.add(section, std::to_string(calls_.size()) + " kernel calls in one flat list, " +
@@ -108,16 +110,21 @@ void Replay::copy_returned(std::vector<Tensor>& env) const {
     if (call.returns) env[size_t(call.outputs[0])] = env[size_t(call.inputs[0])].clone();
 }
 
+const void* Replay::arena_address() const {
+  return arena_bytes_ > 0 ? arena_->at_least(arena_bytes_, device_).data_ptr() : nullptr;
+}
+
 void Replay::run(std::vector<Tensor>& env, bool returned_outside) const {
   for (const auto& [id, t] : constants_) env[size_t(id)] = t;
+  const Tensor* arena = arena_bytes_ > 0 ? &arena_->at_least(arena_bytes_, device_) : nullptr;
   std::vector<Tensor> inputs;
   for (const Call& call : calls_) {
     if (returned_outside && call.returns) continue;
     inputs.clear();
     for (ValueId in : call.inputs) inputs.push_back(env[size_t(in)]);
     std::vector<Tensor> outputs;
-    if (!call.slots.empty()) {
-      PlacedAllocations placed(arena_.storage(), call.slots);
+    if (arena && !call.slots.empty()) {
+      PlacedAllocations placed(arena->storage(), call.slots);
       outputs = call.op->run(inputs, *call.attrs);
     } else {
       outputs = call.op->run(inputs, *call.attrs);

@@ -63,7 +63,8 @@ struct CompileOptions {
   bool fuse = true;
 };
 
-class Plan;  // one traced program with its guards and replay (src/compile/plan.h)
+class Plan;         // one traced program with its guards and replay (src/compile/plan.h)
+class SharedArena;  // the arena the plans share (src/compile/shared_arena.h)
 
 class CompiledStep {
  public:
@@ -103,6 +104,7 @@ class CompiledStep {
   StepFn fn_;
   CompileOptions options_;
   std::vector<std::unique_ptr<Plan>> plans_;  // most recently used first
+  std::shared_ptr<SharedArena> arena_;        // one for all plans: they never replay at once
   std::vector<std::string> warned_;           // guards already warned about
   std::vector<std::string> retraces_;         // why each trace after the first happened
   int64_t traces_ = 0, replays_ = 0;
