@@ -78,7 +78,7 @@ class CompiledFunction:
     """A compiled step: call it like the function. explain() and graph() show what the compiler
     did; traces and replays count the calls of each kind."""
 
-    def __init__(self, fn, memory_budget=None, optimize=True):
+    def __init__(self, fn, memory_budget=None, optimize=True, fuse=True):
         if not callable(fn):
             raise _core.ValueError(f"compile: expected a function, got {type(fn).__name__}")
         if memory_budget is not None and (not isinstance(memory_budget, int) or memory_budget < 0):
@@ -87,6 +87,7 @@ class CompiledFunction:
                 ">= 0), or None for no budget")
         functools.update_wrapper(self, fn)
         self._fn, self._budget, self._optimize = fn, memory_budget or 0, optimize
+        self._fuse = bool(fuse)
         self._step = None
         self._owners = []
         self._specs = {}  # plan id -> how the returned tensors are structured
@@ -127,7 +128,7 @@ class CompiledFunction:
         return _core._CompiledStep(
             lambda tensors: this()._run(tensors), self.__name__, self._budget, names,
             _state_names(self._owners), lambda: this()._guards(),
-            lambda message: this()._warn(message), self._optimize)
+            lambda message: this()._warn(message), self._optimize, self._fuse)
 
     def _run(self, tensors):
         """Called by the compiled step while it traces: the function on this call's arguments,
@@ -195,6 +196,18 @@ class CompiledFunction:
             raise _core.ValueError(f"{self.__name__}: not traced yet; call it once first")
         return self._step.graph()
 
+    def source(self, group=0):
+        """The generated kernel source of the newest plan's fused group ``group`` (explain()'s
+        fusion section numbers the groups)."""
+        if self._step is None:
+            raise _core.ValueError(f"{self.__name__}: not traced yet; call it once first")
+        return self._step.source(group)
+
+    @property
+    def fused_groups(self):
+        """How many fused groups (one generated kernel each) the newest plan runs."""
+        return 0 if self._step is None else self._step.fused_groups
+
     @property
     def traces(self):
         return 0 if self._step is None else self._step.traces
@@ -204,10 +217,13 @@ class CompiledFunction:
         return 0 if self._step is None else self._step.replays
 
 
-def compile(fn=None, *, memory_budget=None, optimize=True):  # noqa: A001 (as torch.compile)
+def compile(fn=None, *, memory_budget=None, optimize=True, fuse=True):  # noqa: A001 (as torch.compile)
     """Compiles a training step: ``@ember.compile`` or ``ember.compile(fn, memory_budget=N)``.
     memory_budget: bytes the step's planned memory may take (forward values are recomputed in
-    the backward pass to fit). optimize=False replays the traced graph without passes."""
+    the backward pass to fit). optimize=False replays the traced graph without passes.
+    fuse=False keeps chains of elementwise ops as the library's kernels instead of generated
+    fused kernels (EMBER_FUSION=0 does too)."""
     if fn is None:
-        return functools.partial(compile, memory_budget=memory_budget, optimize=optimize)
-    return CompiledFunction(fn, memory_budget=memory_budget, optimize=optimize)
+        return functools.partial(compile, memory_budget=memory_budget, optimize=optimize,
+                                 fuse=fuse)
+    return CompiledFunction(fn, memory_budget=memory_budget, optimize=optimize, fuse=fuse)

@@ -1152,11 +1152,18 @@ class _CompiledStep(metaclass=_pybind11_type):
     """
     def __call__(self, inputs: collections.abc.Sequence[Tensor]) -> list[Tensor]:
         ...
-    def __init__(self, fn: collections.abc.Callable, name: str, memory_budget: typing.SupportsInt | typing.SupportsIndex, input_names: collections.abc.Sequence[str], state_names: collections.abc.Sequence[tuple[Tensor, str]], guards: typing.Any, warn: typing.Any, optimize: builtins.bool = True) -> None:
+    def __init__(self, fn: collections.abc.Callable, name: str, memory_budget: typing.SupportsInt | typing.SupportsIndex, input_names: collections.abc.Sequence[str], state_names: collections.abc.Sequence[tuple[Tensor, str]], guards: typing.Any, warn: typing.Any, optimize: builtins.bool = True, fuse: builtins.bool = True) -> None:
         ...
     def explain(self) -> str:
         ...
     def graph(self) -> str:
+        ...
+    def source(self, group: typing.SupportsInt | typing.SupportsIndex) -> str:
+        """
+        The generated source of the newest plan's fused group `group`.
+        """
+    @property
+    def fused_groups(self) -> builtins.int:
         ...
     @property
     def last_call_replayed(self) -> builtins.bool:

@@ -1,0 +1,122 @@
+"""ember.compile's fusion pass: the compiled CNN, MLP and GPT-style block of test_compile.py, and
+a model of long elementwise chains, with fusion on and off, equal the eager steps bit for bit
+over several steps (each fused kernel does the library's arithmetic in the library's order);
+explain() lists the groups and why their neighbours stayed out; source() shows a group's
+generated kernel; EMBER_FUSION=0 keeps the library's kernels, says why once, and changes no
+number."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from test_compile import assert_same, assert_same_training_state, batches, build, make_step
+
+import ember
+from ember import nn, optim
+
+
+class Chains(nn.Module):
+    """Linear layers joined by long elementwise chains (scale, shift, GELU, sigmoid gate, tanh,
+    residual): forward and backward both have several fusible groups."""
+
+    def __init__(self):
+        super().__init__()
+        self.inner, self.outer = nn.Linear(12, 32), nn.Linear(32, 5)
+
+    def forward(self, x):
+        h = self.inner(x)
+        r = nn.functional.gelu(h * 0.5 + 1.0) * h.sigmoid() + h.tanh()
+        return self.outer(r.clamp(-3.0, 3.0))
+
+
+def build_model(kind, seed=0):
+    if kind != "chains":
+        return build(kind, seed)
+    ember.manual_seed(seed)
+    model = Chains()
+    return model, optim.AdamW(model.parameters(), lr=1e-2)
+
+
+def data(kind, n):
+    if kind != "chains":
+        return batches(kind, n)
+    ember.manual_seed(99)
+    return [(ember.randn(8, 12), ember.randint(0, 5, (8,))) for _ in range(n)]
+
+
+def step_for(model, opt, kind):
+    return make_step(model, opt, "mlp" if kind == "chains" else kind)
+
+
+@pytest.mark.parametrize("kind", ["cnn", "mlp", "gpt", "chains"])
+def test_fused_and_unfused_steps_equal_eager_bit_for_bit(kind):
+    runs = [build_model(kind) for _ in range(3)]
+    eager = step_for(*runs[0], kind)
+    fused = ember.compile(step_for(*runs[1], kind))
+    unfused = ember.compile(step_for(*runs[2], kind), fuse=False)
+    for i, (x, y) in enumerate(data(kind, 8)):
+        want = eager(x, y)
+        assert_same(want, fused(x, y), f"fused loss at step {i}")
+        assert_same(want, unfused(x, y), f"unfused loss at step {i}")
+    assert_same_training_state(*runs[0], *runs[1])
+    assert_same_training_state(*runs[0], *runs[2])
+    assert unfused.fused_groups == 0
+    assert "off (CompileOptions::fuse)" in unfused.explain()
+    if kind in ("gpt", "chains"):  # the CNN's and MLP's elementwise ops stand alone
+        assert fused.fused_groups >= 2, fused.explain()
+
+
+def test_explain_lists_groups_and_why_neighbours_stayed_out():
+    model, opt = build_model("chains")
+    step = ember.compile(step_for(model, opt, "chains"))
+    x, y = data("chains", 1)[0]
+    step(x, y)
+    text = step.explain()
+    section = text[text.index("== fusion =="):]
+    section = section[:section.index("\n== ")]
+    assert "group 0:" in section
+    assert "gelu" in section and "f32[8,32]" in section
+    assert "matmul: its own tuned kernel" in section or "linear: its own tuned kernel" in section
+    assert "ops fused into one kernel each" in section
+
+
+def test_source_shows_a_groups_kernel():
+    model, opt = build_model("chains")
+    step = ember.compile(step_for(model, opt, "chains"))
+    with pytest.raises(ember.ValueError, match="not traced yet"):
+        step.source(0)
+    x, y = data("chains", 1)[0]
+    step(x, y)
+    assert step.fused_groups >= 2
+    source = step.source(0)
+    assert "ember_fused" in source
+    assert source == step.source(0)  # built once, at plan time
+    with pytest.raises(ember.ValueError, match="no fused group"):
+        step.source(step.fused_groups)
+
+
+def test_fusion_off_by_environment_keeps_the_kernels_and_warns_once():
+    script = textwrap.dedent("""
+        import sys
+        sys.path.insert(0, sys.argv[1])
+        from test_compile_fusion import build_model, data, step_for
+        from test_compile import assert_same
+        model_a, opt_a = build_model("chains")
+        model_b, opt_b = build_model("chains")
+        eager = step_for(model_a, opt_a, "chains")
+        import ember
+        compiled = ember.compile(step_for(model_b, opt_b, "chains"))
+        for x, y in data("chains", 4):
+            assert_same(eager(x, y), compiled(x, y), "loss")
+        assert compiled.fused_groups == 0
+        assert "EMBER_FUSION=0 turns fused kernels off" in compiled.explain()
+        print("ok")
+    """)
+    env = dict(os.environ, EMBER_FUSION="0")
+    done = subprocess.run([sys.executable, "-c", script, os.path.dirname(__file__)], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
+    assert done.stderr.count("EMBER_FUSION=0") == 1, done.stderr
