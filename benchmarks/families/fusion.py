@@ -18,6 +18,21 @@ card).
   compile           the chain8 kernel's compile time: cold (an empty cache folder: the C++ compiler
                     runs) and warm (the disk cache: loaded, not compiled), in seconds, one sample
                     each of `rounds` runs (median).
+
+Compiled steps, whose fusion pass (ember.compile, fuse=True) builds the groups itself:
+  ln_gelu_residual  impl=compiled: the same function under ember.compile; layer_norm stays the
+                    library's kernel, gelu + residual add become one generated kernel. Against
+                    Ember eager, the compiled step without fusion (compiled-unfused) and torch
+                    eager. (A compiled step hands back a fresh copy of what it returns.)
+  gpt_block_step    one training step (forward, cross entropy, backward, AdamW) of a GPT-style
+                    block (embeddings, a causal attention head, two layer norms, a GELU MLP, a
+                    vocabulary head; width 128, context 64, batch 16) compiled with fusion, against
+                    Ember eager, the compiled step without fusion and torch eager.
+  step_compile      the first call of a compiled step (trace: one eager step, then the passes,
+                    code generation and the memory plan) of the digits CNN (batch 32) and of the
+                    GPT-style block: cold (an empty EMBER_CACHE_DIR, the C++ compiler runs for
+                    every fused group) and warm (a fresh step, the kernels from the disk cache),
+                    in seconds, median of `rounds` runs; groups = the fused groups built.
 """
 
 import importlib
@@ -182,4 +197,180 @@ def cases(device):
     out = [FusionCase(op, {"n": N, "impl": impl, "via": "python"} if op == "chain8" else
                       {"rows": ROWS, "cols": COLS, "impl": impl, "via": "python"})
            for op in ("chain8", "ln_gelu_residual") for impl in ("fused", "eager")]
-    return out + [CompileCase("compile", {"kernel": "chain8", "via": "python"})]
+    out.append(CompileCase("compile", {"kernel": "chain8", "via": "python"}))
+    out.append(CompiledCase("ln_gelu_residual", {"rows": ROWS, "cols": COLS, "impl": "compiled",
+                                                 "via": "python"}))
+    out.append(CompiledCase("gpt_block_step", {"width": GPT_WIDTH, "context": GPT_CONTEXT,
+                                               "batch": GPT_BATCH, "impl": "compiled",
+                                               "via": "python"}))
+    out += [StepCompileCase("step_compile", {"model": m, "via": "python"}) for m in ("cnn", "gpt")]
+    return out
+
+
+# ---- compiled steps: the fusion pass of ember.compile ----
+
+GPT_VOCAB, GPT_WIDTH, GPT_CONTEXT, GPT_BATCH = 256, 128, 64, 16
+
+
+def gpt_block(xp):
+    """The GPT-style block of python-bindings/tests/test_compile.py at benchmark size, from
+    torch.nn or ember.nn (their APIs agree here)."""
+    nn = xp.nn
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tokens = nn.Embedding(GPT_VOCAB, GPT_WIDTH)
+            self.positions = nn.Embedding(GPT_CONTEXT, GPT_WIDTH)
+            self.norm1, self.norm2 = nn.LayerNorm(GPT_WIDTH), nn.LayerNorm(GPT_WIDTH)
+            self.qkv, self.proj = nn.Linear(GPT_WIDTH, 3 * GPT_WIDTH), nn.Linear(GPT_WIDTH,
+                                                                                  GPT_WIDTH)
+            self.up, self.down = nn.Linear(GPT_WIDTH, 4 * GPT_WIDTH), nn.Linear(4 * GPT_WIDTH,
+                                                                                GPT_WIDTH)
+            self.act, self.head = nn.GELU(), nn.Linear(GPT_WIDTH, GPT_VOCAB)
+            self.register_buffer("future", xp.ones(GPT_CONTEXT, GPT_CONTEXT).triu(1).bool())
+            self.register_buffer("position_ids", xp.arange(GPT_CONTEXT))
+
+        def forward(self, ids):
+            x = self.tokens(ids) + self.positions(self.position_ids)
+            q, k, v = self.qkv(self.norm1(x)).chunk(3, dim=-1)
+            scores = (q @ k.transpose(-2, -1)) * (1.0 / GPT_WIDTH ** 0.5)
+            scores = scores.masked_fill(self.future, float("-inf"))
+            x = x + self.proj(scores.softmax(-1) @ v)
+            x = x + self.down(self.act(self.up(self.norm2(x))))
+            return self.head(x)
+
+    return Block()
+
+
+def gpt_step(r, compiled=False, fuse=True):
+    """A GPT-style block's training step on a fixed batch, ready to call."""
+    xp = r.xp
+    xp.manual_seed(0)
+    model = gpt_block(xp).to(r.device)
+    opt = xp.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1)
+    loss_fn = xp.nn.CrossEntropyLoss()
+
+    def step(ids, targets):
+        opt.zero_grad()
+        logits = model(ids)
+        loss = loss_fn(logits.reshape(-1, GPT_VOCAB), targets.reshape(-1))
+        loss.backward()
+        opt.step()
+        return loss
+
+    if compiled:
+        step = xp.compile(step, fuse=fuse)
+    ids = r.randint(GPT_VOCAB, GPT_BATCH, GPT_CONTEXT)
+    targets = r.randint(GPT_VOCAB, GPT_BATCH, GPT_CONTEXT)
+    return lambda: step(ids, targets)
+
+
+def ln_gelu_call(r, compiled=False, fuse=True):
+    xp = r.xp
+    xp.manual_seed(0)
+    x = xp.randn(ROWS, COLS).to(r.device)
+    w, b = (xp.rand(COLS) + 0.5).to(r.device), (xp.rand(COLS) - 0.5).to(r.device)
+    f = ln_gelu_eager
+    if compiled:
+        def traced(x, w, b):
+            return ln_gelu_eager(xp, x, w, b)
+        g = xp.compile(traced, fuse=fuse)
+        return lambda: g(x, w, b)
+    return lambda: f(xp, x, w, b)
+
+
+@dataclass
+class CompiledCase:
+    """Ember's compiled (fused) call against Ember eager, the compiled call without fusion and
+    torch eager, timed in turn."""
+    op: str
+    params: dict
+    quick: bool = False
+    in_process = True
+
+    def measure(self, ctx: Context) -> list[Measurement]:
+        r = python_side(ctx)
+        if not hasattr(r.xp, "compile"):
+            raise Skipped("this ember has no compile()")
+        make = gpt_step if self.op == "gpt_block_step" else ln_gelu_call
+        mine = make(r, compiled=True)
+        others = {"ember-eager": make(r), "compiled-unfused": make(r, compiled=True, fuse=False)}
+        torch = next((ref for ref in ctx.references if ref.name == "torch"), None)
+        if torch is not None:
+            others["torch"] = make(torch)
+        for call in [mine, *others.values()]:
+            for _ in range(3):  # trace (twice: optimizer state is made by the first) and warm up
+                call()
+        ours, theirs = [], {name: [] for name in others}
+        for _ in range(ctx.rounds):
+            ours.append(time_calls(mine, r.sync, ctx.timer))
+            for name, call in others.items():
+                theirs[name].append(time_calls(call, r.sync, ctx.timer))
+        ember = over_rounds(ours)
+        return [Measurement("time", "ms", "lower", ember.median_ms, ember.spread, name,
+                            over_rounds(t).median_ms, over_rounds(t).spread)
+                for name, t in theirs.items()]
+
+
+@dataclass
+class StepCompileCase:
+    """The first call of a compiled CNN or GPT-block step, cold and warm cache."""
+    op: str
+    params: dict
+    quick: bool = False
+    in_process = True
+
+    def first_call(self, r):
+        """Seconds of the first call of a fresh compiled step, and its fused groups."""
+        if self.params["model"] == "gpt":
+            xp = r.xp
+            xp.manual_seed(0)
+            model = gpt_block(xp).to(r.device)
+            opt = xp.optim.AdamW(model.parameters(), lr=3e-4)
+            loss_fn = xp.nn.CrossEntropyLoss()
+            data = (r.randint(GPT_VOCAB, GPT_BATCH, GPT_CONTEXT),
+                    r.randint(GPT_VOCAB, GPT_BATCH, GPT_CONTEXT))
+
+            def body(ids, targets):
+                opt.zero_grad()
+                loss = loss_fn(model(ids).reshape(-1, GPT_VOCAB), targets.reshape(-1))
+                loss.backward()
+                opt.step()
+                return loss
+            step = r.xp.compile(body)
+        else:
+            from families.compiled import images, trainer
+            step = trainer(r, compiled=True)[2]
+            data = images(r, 32)
+        start = time.perf_counter()
+        step(*data)
+        r.sync()
+        return time.perf_counter() - start, step.fused_groups
+
+    def measure(self, ctx: Context) -> list[Measurement]:
+        r = python_side(ctx)
+        if not hasattr(r.xp, "compile"):
+            raise Skipped("this ember has no compile()")
+        core = private(r.xp)
+        cold, warm, groups = [], [], 0
+        saved = os.environ.get("EMBER_CACHE_DIR")
+        try:
+            for _ in range(max(ctx.rounds, 3)):
+                with tempfile.TemporaryDirectory() as folder:
+                    os.environ["EMBER_CACHE_DIR"] = folder
+                    for times in (cold, warm):
+                        core._fused_forget_loaded()
+                        seconds, groups = self.first_call(r)
+                        times.append(seconds)
+        finally:
+            if saved is None:
+                os.environ.pop("EMBER_CACHE_DIR", None)
+            else:
+                os.environ["EMBER_CACHE_DIR"] = saved
+
+        def median(v):
+            return sorted(v)[len(v) // 2]
+        return [Measurement("compile_cold", "s", "lower", median(cold)),
+                Measurement("compile_warm", "s", "lower", median(warm)),
+                Measurement("fused_groups", "groups", "higher", float(groups))]
