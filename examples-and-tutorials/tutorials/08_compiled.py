@@ -182,6 +182,52 @@ plt.show()
 print("\n".join(line for line in tightest.explain().splitlines() if "recompute" in line))
 
 # %% [markdown]
+# ## Fused kernels
+# The fusion pass groups chains of elementwise ops (arithmetic, activations and their backward
+# ops, `where`, `clamp`, casts) into one kernel each. Its C++ source is generated from the group
+# and compiled when the plan is made (by the machine's C++ compiler, or NVRTC on a GPU; a disk
+# cache makes the next process skip that). The kernel reads the group's inputs once and writes its
+# result once, and the values in between never exist. Values read outside a group, matmuls,
+# reductions and in-place updates end a group; `explain()` lists each group and why its
+# neighbours stayed out. `fuse=False` (or `EMBER_FUSION=0`) keeps the library's kernels.
+
+# %%
+w = ember.randn(256, 256) * 0.05
+w.requires_grad_(True)
+gate_opt = ember.optim.SGD([w], lr=1e-3)
+xg = ember.randn(512, 256)
+
+
+def gated_step(x):
+    gate_opt.zero_grad()
+    h = x @ w
+    out = nn.functional.gelu(h * 0.5 + 1.0) * h.sigmoid() + h.tanh()  # one elementwise chain
+    loss = (out @ w).mean()
+    loss.backward()
+    gate_opt.step()
+    return loss
+
+
+fused, unfused = ember.compile(gated_step), ember.compile(gated_step, fuse=False)
+fused(xg), unfused(xg)
+section = fused.explain().split("== fusion ==")[1].split("\n== ")[0]
+print(section)
+print(fused.source(0)[-900:])  # the end of group 0's kernel: its loop over elements
+
+
+# %%
+def per_call_ms(compiled, calls=5):
+    compiled(xg)
+    start = time.perf_counter()
+    for _ in range(calls):
+        compiled(xg)
+    return (time.perf_counter() - start) / calls * 1e3
+
+
+print(f"{fused.fused_groups} fused groups: {per_call_ms(fused):.2f} ms per step, "
+      f"unfused {per_call_ms(unfused):.2f} ms")
+
+# %% [markdown]
 # ## Exercises
 # Each exercise ends with a cell that checks your answer (`check.py`, beside the notebooks):
 # it prints ✓, or ✗ and what is wrong. The cells below start from a wrong answer; fix them.
