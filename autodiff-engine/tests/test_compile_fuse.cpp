@@ -195,6 +195,41 @@ TEST(FuseElementwise, TheBackwardFusesAndTheMemoryPlanSeesFewerBuffers) {
   expect_same(s1[0], s2[0]);
 }
 
+// An expanded operand is read through (the kernel broadcasts it), a transposed one is copied
+// to the kernel's layout at run time, outside the plan's slots; float16 through casts.
+TEST(FuseElementwise, ExpandedTransposedAndHalfPrecisionOperands) {
+  Program p;
+  p.graph = std::make_unique<Graph>();
+  Graph& g = *p.graph;
+  Val x = g.input(f32({8, 16}), "x");
+  Val xt = g.input(f32({16, 8}), "xt");
+  Val b = g.input(f32({16}), "b");
+  Val h = g.input(TensorType{{8, 16}, DType::Float16, {}}, "h");
+  Val wide = expand(b, {8, 16});
+  Val y = relu(add(x, wide) * 0.5);                           // b read through the expand
+  Val z = exp(transpose(xt, 0, 1)) - 1.0;                     // a transposed operand
+  Val u = to(mul(to(h, DType::Float32), y), DType::Float16);  // casts in and out
+  p.returned = {sum(add(matmul(y, transpose(z, 0, 1)), 0.0)).id, u.id, z.id};
+  Explain e;
+  Program q = dead_code_elimination(fuse_elementwise(p, e), e);
+  EXPECT_EQ(count_op(q, "expand"), 0) << e.str();
+  EXPECT_EQ(count_op(q, "fused"), 3) << e.str();
+  EXPECT_NE(e.str().find("(b) f32[16]"), std::string::npos) << e.str();
+  manual_seed(12);
+  const std::vector<Tensor> in = {randn({8, 16}), randn({16, 8}), randn({16}),
+                                  randn({8, 16}).to(DType::Float16)};
+  expect_same_step(p, q, in, {});
+  Explain pe;
+  const MemoryPlan plan = plan_memory(q, output_allocations(q), pe);
+  int64_t misses = 0;
+  std::vector<Tensor> planned = run_planned(q, plan, in, {}, &misses);
+  std::vector<Tensor> plain = run_program(p, in, {});
+  for (size_t i = 0; i < plain.size(); ++i) {
+    ASSERT_EQ(planned[i].dtype(), plain[i].dtype());
+    expect_same(planned[i].to(DType::Float32), plain[i].to(DType::Float32));
+  }
+}
+
 TEST(FuseElementwise, DisabledLeavesTheProgramAndSaysWhy) {
   ScopedEnv off("EMBER_FUSION", "0");
   Chain c;
