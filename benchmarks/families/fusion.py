@@ -271,13 +271,13 @@ def ln_gelu_call(r, compiled=False, fuse=True):
     xp.manual_seed(0)
     x = xp.randn(ROWS, COLS).to(r.device)
     w, b = (xp.rand(COLS) + 0.5).to(r.device), (xp.rand(COLS) - 0.5).to(r.device)
-    f = ln_gelu_eager
-    if compiled:
-        def traced(x, w, b):
-            return ln_gelu_eager(xp, x, w, b)
-        g = xp.compile(traced, fuse=fuse)
-        return lambda: g(x, w, b)
-    return lambda: f(xp, x, w, b)
+    if not compiled:
+        return lambda: ln_gelu_eager(xp, x, w, b)
+
+    def ln_gelu(x, w, b):
+        return ln_gelu_eager(xp, x, w, b)
+    step = xp.compile(ln_gelu, fuse=fuse)
+    return lambda: step(x, w, b)
 
 
 @dataclass

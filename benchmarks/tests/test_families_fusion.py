@@ -16,8 +16,12 @@ def test_the_cases_are_the_cpu_chain_layer_norm_and_compile():
     names = {(c.op, c.params.get("impl"), c.params["via"]) for c in fusion.cases("cpu")}
     assert names == {("chain8", "fused", "python"), ("chain8", "eager", "python"),
                      ("ln_gelu_residual", "fused", "python"),
-                     ("ln_gelu_residual", "eager", "python"), ("compile", None, "python")}
-    assert fusion.cases("cuda") == []
+                     ("ln_gelu_residual", "eager", "python"), ("compile", None, "python"),
+                     ("ln_gelu_residual", "compiled", "python"),
+                     ("gpt_block_step", "compiled", "python"), ("step_compile", None, "python")}
+    # CUDA runs the same cases (NVRTC's kernels).
+    assert {(c.op, c.params.get("impl")) for c in fusion.cases("cuda")} == \
+        {(op, impl) for op, impl, _ in names}
 
 
 def test_the_fused_calls_compute_the_eager_results():
@@ -40,3 +44,16 @@ def test_the_compile_case_reports_cold_and_warm(monkeypatch, tmp_path):
     assert [r.metric for r in rows] == ["compile_cold", "compile_warm"]
     assert all(r.value > 0 for r in rows)
     assert os.environ["EMBER_CACHE_DIR"] == str(tmp_path)  # given back
+
+
+def test_the_step_compile_case_builds_the_gpt_blocks_groups(monkeypatch, tmp_path):
+    ember = pytest.importorskip("ember")
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+    for name, value in (("GPT_VOCAB", 11), ("GPT_WIDTH", 8), ("GPT_CONTEXT", 4),
+                        ("GPT_BATCH", 2)):
+        monkeypatch.setattr(fusion, name, value)
+    ctx = Context("cpu", None, TimerOptions(1, 3, 0.0), [], python=EmberPython(ember, "cpu"))
+    rows = fusion.StepCompileCase("step_compile", {"model": "gpt", "via": "python"}).measure(ctx)
+    assert [r.metric for r in rows] == ["compile_cold", "compile_warm", "fused_groups"]
+    assert rows[2].value >= 2  # the masked scores forward and backward, the qkv gradient's sum
+    assert all(r.value > 0 for r in rows)
