@@ -217,7 +217,7 @@ Program fuse_elementwise(const Program& program, Explain& explain) {
   std::vector<std::vector<int32_t>> readers(size_t(g.num_values()));
   for (int32_t k = 0; k < n; ++k)
     for (ValueId in : g.node(k).inputs) readers[size_t(in)].push_back(k);
-  // in_place_writes[k]: the buffers node k writes in place.
+  // writes[k]: the buffers node k writes in place.
   std::vector<std::vector<ValueId>> writes(static_cast<size_t>(n));
   for (int32_t k = 0; k < n; ++k) {
     const Node& node = g.node(k);
@@ -296,19 +296,15 @@ Program fuse_elementwise(const Program& program, Explain& explain) {
     groups.push_back(std::move(group));
   }
 
-  // Build each group's kernel. A group the builder or the renderer refuses stays unfused.
-  const Device device = [&] {
-    for (ValueId v = 0; v < g.num_values(); ++v)
-      if (g.value(v).kind != ValueKind::Constant && g.value(v).kind != ValueKind::Computed)
-        return g.value(v).type.device;
-    return Device();
-  }();
-  const Target target = device.is_cuda() ? Target::Cuda : Target::Cpu;
+  // Build each group's kernel, for the device of its values (every node's operands share the
+  // node's device, so a group's do too). A group the builder or renderer refuses stays unfused.
   std::string failure;
   int64_t kernels_from_cache = 0;
   for (Group& group : groups) {
     const int32_t root = group.nodes.back();
     const Shape& shape = g.value(g.node(root).outputs[0]).type.shape;
+    const Target target =
+        g.value(g.node(root).outputs[0]).type.device.is_cuda() ? Target::Cuda : Target::Cpu;
     auto kernel =
         std::make_shared<FusedKernel>(FusedKernel{FusionGroup(shape), {}, target, {}, {}, {}});
     FusionGroup& fg = kernel->group;
