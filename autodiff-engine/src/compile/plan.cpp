@@ -45,6 +45,7 @@ Program optimize(Program program, const NodeAllocations& traced, int64_t budget,
   program = fold_constants(program, explain);
   program = dead_code_elimination(program, explain);
   program = hoist_in_place_writes(program, explain);
+  program = mask_before_scatter(program, explain);
   if (budget > 0) program = rematerialize(program, budget, traced, explain);
   program = reuse_in_place(program, explain);
   plan = plan_memory(program, carry_allocations(program, traced), explain);
