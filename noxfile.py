@@ -28,7 +28,6 @@ EMBER_ENABLE_CUDA=1) compiles and links every CUDA source without a GPU. Environ
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -141,27 +140,15 @@ def cmake_build(session, source: str, build_dir: Path, *options: str,
 ALL_CPU_ISAS = "AVX2;AVX512"
 
 
-def host_cpu_isas() -> str:
-    """The one instruction set of ALL_CPU_ISAS that this machine's kernels would run (the widest
-    its CPU has, as src/cpu/cpu_isa.cpp chooses), or "" for the baseline: the demo compiles only
-    that copy."""
-    try:
-        flags = set(re.search(r"^flags\s*:(.*)$", Path("/proc/cpuinfo").read_text(),
-                              re.MULTILINE).group(1).split())
-    except (OSError, AttributeError):
-        return ALL_CPU_ISAS  # not Linux on x86-64: leave the choice to run time
-    if {"avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512cd", "avx2", "fma", "bmi2",
-            "f16c"} <= flags:
-        return "AVX512"
-    return "AVX2" if {"avx2", "fma", "bmi2", "f16c"} <= flags else ""
-
-
-def install_cpp_packages(session, with_tests: bool, cpu_isas: str = ALL_CPU_ISAS) -> None:
-    """core-runtime (shared, with CUDA when cuda_wanted, with the CPU kernels' copies cpu_isas),
-    then autodiff-engine against it, both installed into PREFIX."""
+def install_cpp_packages(session, with_tests: bool, for_this_machine: bool = False) -> None:
+    """core-runtime (shared, with CUDA when cuda_wanted), then autodiff-engine against it, both
+    installed into PREFIX. The hot CPU kernels are compiled in the copies of
+    ALL_CPU_ISAS and the baseline, chosen at run time; for_this_machine compiles one copy, for
+    this CPU alone (-march=native: a library that may not run on another machine)."""
     tests = f"-DEMBER_BUILD_TESTS={'ON' if with_tests else 'OFF'}"
-    cmake_build(session, "core-runtime", BUILD / "core", tests, f"-DEMBER_CPU_ISAS={cpu_isas}",
-                install_to=PREFIX)
+    isas = ["-DEMBER_CPU_ISAS=", "-DEMBER_CPU_BASELINE=native"] if for_this_machine else [
+        f"-DEMBER_CPU_ISAS={ALL_CPU_ISAS}", "-DEMBER_CPU_BASELINE=x86-64-v2"]
+    cmake_build(session, "core-runtime", BUILD / "core", tests, *isas, install_to=PREFIX)
     cmake_build(session, "autodiff-engine", BUILD / "autodiff", tests, install_to=PREFIX)
 
 
@@ -314,10 +301,10 @@ def demo(session):
     """The main job: builds Ember, installs the Python package and trains the default example,
     the small CNN on scikit-learn's handwritten digits (examples-and-tutorials/python/
     train_digits.py), writing its plots and checkpoint into out/train_digits/. Arguments go to
-    the example (e.g. -- --epochs 5 --device cuda). Only this CPU's copy of the hot kernels is
-    compiled (host_cpu_isas): a third less to compile on a fresh machine; only the examples'
-    packages are installed, not the notebooks' Jupyter."""
-    install_cpp_packages(session, with_tests=False, cpu_isas=host_cpu_isas())
+    the example (e.g. -- --epochs 5 --device cuda). The hot CPU kernels are compiled once, for
+    this CPU (install_cpp_packages' for_this_machine): two copies fewer to compile on a fresh
+    machine; only the examples' packages are installed, not the notebooks' Jupyter."""
+    install_cpp_packages(session, with_tests=False, for_this_machine=True)
     install_python_package(session)
     session.install("-r", str(ROOT / "examples-and-tutorials/requirements-examples.txt"))
     session.run("python", str(ROOT / "examples-and-tutorials/python/train_digits.py"),

@@ -47,6 +47,15 @@ TEST(PlanIntervals, TakesTheSmallestGapThatFits) {
   EXPECT_EQ(plan.planned_peak, 1024 + 1024 + 512 + 256 + 128 + 64);
 }
 
+TEST(PlanIntervals, KeepsTheBestOfItsOrders) {
+  // Largest first places the two 4-byte buffers apart and ends at 14 bytes; placing the buffers
+  // of most bytes x steps first reaches the lower bound, 13.
+  IntervalPlan plan =
+      plan_intervals({3, 3, 3, 4, 4}, {4, 4, 4, 3, 2}, {4, 5, 7, 6, 3}, /*alignment=*/1);
+  EXPECT_EQ(plan.lower_bound, 13);
+  EXPECT_EQ(plan.planned_peak, 13);
+}
+
 TEST(PlanIntervals, EdgeCases) {
   IntervalPlan empty = plan_intervals({}, {}, {});
   EXPECT_EQ(empty.planned_peak, 0);

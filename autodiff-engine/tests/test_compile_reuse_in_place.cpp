@@ -10,6 +10,8 @@ TEST(ReuseInPlace, PermissionIsTheElementwiseOutForms) {
   EXPECT_TRUE(may_write_over_input("relu", 0));
   EXPECT_TRUE(may_write_over_input("add", 1));
   EXPECT_TRUE(may_write_over_input("relu_backward", 0));
+  EXPECT_TRUE(may_write_over_input("batch_norm_backward", 0));   // grad_input over grad_out
+  EXPECT_FALSE(may_write_over_input("batch_norm_backward", 1));  // never over x
   EXPECT_FALSE(may_write_over_input("matmul", 0));
   EXPECT_FALSE(may_write_over_input("softmax", 0));
   EXPECT_FALSE(may_write_over_input("sum", 0));

@@ -42,20 +42,12 @@ def qkv_grad(r, t):
     return [r.uniform(B, H, t, D) for _ in range(4)]
 
 
-def ember_fused(r, p):
+def fused(r, p):
+    """F.scaled_dot_product_attention forward + backward, of Ember or PyTorch alike (r.xp), in
+    bfloat16 where p["dtype"] says so."""
     q, k, v, g = qkv_grad(r, p["T"])
-    for x in (q, k, v):
-        x.requires_grad_()
-    F = r.xp.nn.functional
-
-    def step():
-        F.scaled_dot_product_attention(q, k, v, is_causal=True).backward(g)
-
-    return step
-
-
-def ember_bf16(r, p):
-    q, k, v, g = (t.to(r.xp.bfloat16) for t in qkv_grad(r, p["T"]))
+    if p.get("dtype") == "bf16":
+        q, k, v, g = (t.to(r.xp.bfloat16) for t in (q, k, v, g))
     for x in (q, k, v):
         x.requires_grad_()
     F = r.xp.nn.functional
@@ -77,20 +69,6 @@ def ember_primitives(r, p):
     def step():
         s = (q @ k.transpose(-2, -1) * (1 / math.sqrt(D))).masked_fill(future, -math.inf)
         (r.xp.nn.functional.softmax(s, -1) @ v).backward(g)
-
-    return step
-
-
-def torch_fused(r, p):
-    q, k, v, g = qkv_grad(r, p["T"])
-    if p.get("dtype") == "bf16":
-        q, k, v, g = (t.to(r.xp.bfloat16) for t in (q, k, v, g))
-    for x in (q, k, v):
-        x.requires_grad_()
-    F = r.xp.nn.functional
-
-    def step():
-        F.scaled_dot_product_attention(q, k, v, is_causal=True).backward(g)
 
     return step
 
@@ -152,7 +130,7 @@ class PeakMemoryCase:
         gc.collect()  # the previous cases' tensors, freed now rather than during this one
         r = python_side(ctx)
         peaks = []
-        for build in (ember_fused, ember_primitives):
+        for build in (fused, ember_primitives):
             step = build(r, self.params)
             step()  # the first call's allocations (gradients) are the same on both sides
             r.sync()
@@ -171,14 +149,14 @@ def cases(device):
         for threads in ("default", "1"):
             params = {"B": B, "H": H, "T": t, "D": D, "causal": 1, "threads": threads}
             numpy = numpy_formula if t <= 256 else None
-            case = HeldThreadsCase("sdpa_fwd_bwd", params, numpy=numpy, torch=torch_fused,
-                                   ember=ember_fused).on_python()
+            case = HeldThreadsCase("sdpa_fwd_bwd", params, numpy=numpy, torch=fused,
+                                   ember=fused).on_python()
             out.append(case)
         out.append(PeakMemoryCase("sdpa_peak_memory",
                                   {"B": B, "H": H, "T": t, "D": D, "causal": 1, "via": "python"}))
     if device == "cuda":
         out += [LadderCase("sdpa_ladder", {"B": B, "H": H, "T": t, "D": D, "causal": 1,
                                            "dtype": "bf16", "version": v},
-                           torch=torch_fused, ember=ember_bf16).on_python()
+                           torch=fused, ember=fused).on_python()
                 for t in LADDER_LENGTHS for v in LADDER_VERSIONS]
     return out

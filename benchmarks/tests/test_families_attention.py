@@ -45,7 +45,7 @@ def test_cases_measure_through_ember(monkeypatch):
                   python=EmberPython(ember, "cpu"))
     params = {"B": 1, "H": 2, "T": 64, "D": 64, "causal": 1, "threads": "1"}
     case = attention.HeldThreadsCase("sdpa_fwd_bwd", params, numpy=attention.numpy_formula,
-                                     ember=attention.ember_fused).on_python()
+                                     ember=attention.fused).on_python()
     (row,) = case.measure(ctx)
     assert row.metric == "time" and row.value > 0 and row.reference == "numpy"
     (mem,) = attention.PeakMemoryCase("sdpa_peak_memory", {"T": 256}).measure(ctx)

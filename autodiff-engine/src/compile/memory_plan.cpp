@@ -38,6 +38,38 @@ int64_t max_live(const std::vector<int64_t>& sizes, const std::vector<int32_t>& 
   return most;
 }
 
+// Places the buffers in `order`, each in the smallest gap among the placed buffers it meets in
+// time, else on top of them; returns the peak.
+int64_t place(const std::vector<size_t>& order, const std::vector<int64_t>& aligned,
+              const std::vector<int32_t>& starts, const std::vector<int32_t>& ends,
+              std::vector<int64_t>& offsets) {
+  offsets.assign(aligned.size(), 0);
+  int64_t peak = 0;
+  std::vector<size_t> placed;
+  std::vector<size_t> meeting;  // the placed buffers live at some step of this one's
+  for (size_t k : order) {
+    if (aligned[k] == 0) continue;
+    meeting.clear();
+    for (size_t j : placed)
+      if (starts[j] <= ends[k] && starts[k] <= ends[j]) meeting.push_back(j);
+    std::sort(meeting.begin(), meeting.end(),
+              [&](size_t a, size_t b) { return offsets[a] < offsets[b]; });
+    int64_t top = 0, best = -1, best_gap = std::numeric_limits<int64_t>::max();
+    for (size_t j : meeting) {
+      const int64_t gap = offsets[j] - top;
+      if (gap >= aligned[k] && gap < best_gap) {
+        best = top;
+        best_gap = gap;
+      }
+      top = std::max(top, offsets[j] + aligned[j]);
+    }
+    offsets[k] = best >= 0 ? best : top;
+    peak = std::max(peak, offsets[k] + aligned[k]);
+    placed.push_back(k);
+  }
+  return peak;
+}
+
 }  // namespace
 
 IntervalPlan plan_intervals(const std::vector<int64_t>& sizes, const std::vector<int32_t>& starts,
@@ -65,33 +97,30 @@ IntervalPlan plan_intervals(const std::vector<int64_t>& sizes, const std::vector
   plan.naive_peak = std::accumulate(aligned.begin(), aligned.end(), int64_t(0));
   plan.lower_bound = max_live(aligned, starts, ends);
 
-  // Largest first: the big buffers fix the arena's shape, the small ones fill its gaps.
-  std::vector<size_t> order(n);
-  std::iota(order.begin(), order.end(), size_t(0));
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return aligned[a] != aligned[b] ? aligned[a] > aligned[b] : starts[a] < starts[b];
-  });
-  std::vector<size_t> placed;
-  std::vector<size_t> meeting;  // the placed buffers live at some step of this one's
-  for (size_t k : order) {
-    if (aligned[k] == 0) continue;
-    meeting.clear();
-    for (size_t j : placed)
-      if (starts[j] <= ends[k] && starts[k] <= ends[j]) meeting.push_back(j);
-    std::sort(meeting.begin(), meeting.end(),
-              [&](size_t a, size_t b) { return plan.offsets[a] < plan.offsets[b]; });
-    int64_t top = 0, best = -1, best_gap = std::numeric_limits<int64_t>::max();
-    for (size_t j : meeting) {
-      const int64_t gap = plan.offsets[j] - top;
-      if (gap >= aligned[k] && gap < best_gap) {
-        best = top;
-        best_gap = gap;
-      }
-      top = std::max(top, plan.offsets[j] + aligned[j]);
+  // Three orders of placement, the lowest peak kept: largest first (the big buffers fix the
+  // arena's shape, the small ones fill its gaps), most bytes x steps first (long-lived buffers
+  // low, out of the short ones' way), and earliest first. None is best on every program.
+  auto by = [&](auto key) {
+    std::vector<size_t> order(n);
+    std::iota(order.begin(), order.end(), size_t(0));
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      const auto ka = key(a), kb = key(b);
+      return ka != kb ? ka > kb : starts[a] < starts[b];
+    });
+    return order;
+  };
+  const std::vector<std::vector<size_t>> orders = {
+      by([&](size_t k) { return aligned[k]; }),
+      by([&](size_t k) { return double(aligned[k]) * double(ends[k] - starts[k] + 1); }),
+      by([&](size_t k) { return -int64_t(starts[k]); })};
+  plan.planned_peak = -1;
+  for (const std::vector<size_t>& order : orders) {
+    std::vector<int64_t> offsets;
+    const int64_t peak = place(order, aligned, starts, ends, offsets);
+    if (plan.planned_peak < 0 || peak < plan.planned_peak) {
+      plan.planned_peak = peak;
+      plan.offsets = std::move(offsets);
     }
-    plan.offsets[k] = best >= 0 ? best : top;
-    plan.planned_peak = std::max(plan.planned_peak, plan.offsets[k] + aligned[k]);
-    placed.push_back(k);
   }
   return plan;
 }

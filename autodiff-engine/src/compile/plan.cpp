@@ -49,6 +49,7 @@ Program optimize(Program program, const NodeAllocations& traced, int64_t budget,
   program = fold_constants(program, explain);
   program = dead_code_elimination(program, explain);
   program = hoist_in_place_writes(program, explain);
+  program = mask_before_scatter(program, explain);
   if (budget > 0) program = rematerialize(program, budget, traced, explain);
   if (fuse) {
     program = fuse_elementwise(program, explain);

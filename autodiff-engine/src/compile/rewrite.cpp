@@ -30,23 +30,15 @@ void Rewriter::catch_up(ValueId before) {
 
 std::vector<ValueId> Rewriter::add(int32_t k) {
   const Node& node = from_.graph->node(k);
-  std::vector<Val> inputs;
+  std::vector<ValueId> inputs;
   for (ValueId in : node.inputs) {
     const ValueId mapped = map_[size_t(in)];
     if (mapped < 0)
       throw Error("compile", "a pass left " + from_.graph->value_name(in) + ", read by node " +
                                  std::to_string(k) + " (" + node.op->name + "), without a value");
-    inputs.push_back(to_.graph->val(mapped));
+    inputs.push_back(mapped);
   }
-  const bool forward_known = node.grad_of >= 0 && node.grad_of < int32_t(node_map_.size()) &&
-                             node_map_[size_t(node.grad_of)] >= 0;
-  to_.graph->set_provenance(forward_known ? node_map_[size_t(node.grad_of)] : -1, node.note);
-  std::vector<Val> outs = to_.graph->add(*node.op, inputs, node.attrs);
-  to_.graph->set_provenance(-1);
-  to_.source_node.push_back(from_.source_of(k));
-  std::vector<ValueId> ids;
-  for (const Val& v : outs) ids.push_back(v.id);
-  return ids;
+  return add_new(*node.op, inputs, node.attrs, k, k);
 }
 
 void Rewriter::copy(int32_t k) {
@@ -77,28 +69,43 @@ void Rewriter::replace(int32_t k, const OpDef& op, const std::vector<ValueId>& i
   const Node& node = from_.graph->node(k);
   ValueId before = node.outputs.empty() ? 0 : node.outputs[0];
   for (ValueId in : inputs) before = std::max(before, in + 1);
-  catch_up(before);
-  std::vector<Val> mapped;
+  catch_up(before);  // inputs, parameters and constants it reads exist, in their order
+  std::vector<ValueId> mapped;
   for (ValueId in : inputs) {
     if (map_[size_t(in)] < 0)
       throw Error("compile", "a pass left " + from_.graph->value_name(in) + ", read by the node " +
                                  "replacing node " + std::to_string(k) + ", without a value");
-    mapped.push_back(to_.graph->val(map_[size_t(in)]));
+    mapped.push_back(map_[size_t(in)]);
   }
   node_map_[size_t(k)] = to_.graph->num_nodes();
-  const bool forward_known = node.grad_of >= 0 && node.grad_of < int32_t(node_map_.size()) &&
-                             node_map_[size_t(node.grad_of)] >= 0;
-  to_.graph->set_provenance(forward_known ? node_map_[size_t(node.grad_of)] : -1, node.note);
-  std::vector<Val> outs = to_.graph->add(op, mapped, std::move(attrs));
-  to_.graph->set_provenance(-1);
-  to_.source_node.push_back(-1);
-  for (size_t o = 0; o < outs.size() && o < node.outputs.size(); ++o) {
-    map_[size_t(node.outputs[o])] = outs[o].id;
-    copy_gradient_marks(node.outputs[o], outs[o].id);
-  }
+  stand_in(k, add_new(op, mapped, attrs, k, /*source=*/-1));
 }
 
 std::vector<ValueId> Rewriter::copy_again(int32_t k) { return add(k); }
+
+std::vector<ValueId> Rewriter::add_new(const OpDef& op, const std::vector<ValueId>& inputs,
+                                       const Attrs& attrs, int32_t like, int32_t source) {
+  const Node& node = from_.graph->node(like);
+  std::vector<Val> in;
+  for (ValueId id : inputs) in.push_back(to_.graph->val(id));
+  const bool forward_known = node.grad_of >= 0 && node.grad_of < int32_t(node_map_.size()) &&
+                             node_map_[size_t(node.grad_of)] >= 0;
+  to_.graph->set_provenance(forward_known ? node_map_[size_t(node.grad_of)] : -1, node.note);
+  std::vector<Val> outs = to_.graph->add(op, in, attrs);
+  to_.graph->set_provenance(-1);
+  to_.source_node.push_back(source < 0 ? -1 : from_.source_of(source));
+  std::vector<ValueId> ids;
+  for (const Val& v : outs) ids.push_back(v.id);
+  return ids;
+}
+
+void Rewriter::stand_in(int32_t k, const std::vector<ValueId>& now) {
+  const Node& node = from_.graph->node(k);
+  for (size_t o = 0; o < node.outputs.size() && o < now.size(); ++o) {
+    map_[size_t(node.outputs[o])] = now[o];
+    copy_gradient_marks(node.outputs[o], now[o]);
+  }
+}
 
 void Rewriter::drop(int32_t k, const std::vector<ValueId>& replacement) {
   const Node& node = from_.graph->node(k);

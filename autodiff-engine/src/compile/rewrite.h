@@ -20,6 +20,14 @@ class Rewriter {
   // The same node once more (a recomputation) over the same mapped inputs, with the new outputs;
   // the map is not changed (the caller decides which later reads take them).
   std::vector<ValueId> copy_again(int32_t k);
+  // A node the old program does not have: `op` over `inputs` (ids of the NEW graph) with
+  // `attrs`, standing where old node `like` stands (its provenance); its memory requests are
+  // those old node `source` recorded while tracing (-1: its outputs'). Returns the new outputs.
+  std::vector<ValueId> add_new(const OpDef& op, const std::vector<ValueId>& inputs,
+                               const Attrs& attrs, int32_t like, int32_t source);
+  // Old node k, not copied, is stood in for by new values `now` (made by add_new): reads of its
+  // outputs read those, which keep the printer's notes of what they are the gradient of.
+  void stand_in(int32_t k, const std::vector<ValueId>& now);
   // Node k replaced by a node of `op` over `inputs` (old ids) that no traced node stands behind
   // (its source_node is -1, so the memory plan gives it its outputs' allocations); k's outputs
   // read as the new node's outputs.

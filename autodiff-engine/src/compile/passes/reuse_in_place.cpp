@@ -3,8 +3,11 @@
 //
 // Which kernels may: those whose core-runtime `_out` form takes an `out` identical to an input
 // (ember/ops/elementwise.h: "may be identical to an input (add_out(x, x, y) adds in place)"). They
-// read element i of every input before writing element i of the output, in every backend. No
-// other op is allowed: a matmul, a convolution or a reduction reads many elements per output.
+// read element i of every input before writing element i of the output, in every backend. And
+// batch norm's backward over its grad_out: its kernels first reduce grad_out per channel, then
+// write grad_input[i] from grad_out[i] and x[i] alone (core-runtime's batch_norm_backward_input,
+// CPU and CUDA). No other op is allowed: a matmul, a convolution or a reduction reads many
+// elements per output.
 #include <set>
 #include <string>
 
@@ -38,6 +41,7 @@ const std::set<std::string>& elementwise_out_ops() {
 }  // namespace
 
 bool may_write_over_input(const std::string& op, int32_t input) {
+  if (op == "batch_norm_backward") return input == 0;
   return input >= 0 && elementwise_out_ops().count(op) > 0;
 }
 
@@ -53,7 +57,7 @@ Program reuse_in_place(const Program& program, Explain& explain) {
   int count = 0;
   for (int32_t k = 0; k < g.num_nodes(); ++k) {
     const Node& node = g.node(k);
-    if (node.outputs.size() != 1 || node.op->view || node.op->in_place) continue;
+    if (node.outputs.empty() || node.op->view || node.op->in_place) continue;
     const ValueId y = node.outputs[0];
     // The output must be a buffer of the arena of its own (not returned, not state).
     if (buffer[size_t(y)] != y || outlives[size_t(y)]) continue;

@@ -49,12 +49,19 @@ Program hoist_in_place_writes(const Program& program, Explain& explain);
 // Explain: every group with its ops and shapes, and why each node beside a group stayed out.
 Program fuse_elementwise(const Program& program, Explain& explain);
 
-// Lets a node write its output over an input's buffer when that input is read for the last time
-// there, both are in the arena, and the kernel is elementwise over equal shapes and dtypes
-// (may_write_over_input). Recorded in program.reuse; the memory plan gives the two one buffer.
+// Rewrites relu_backward(max_pool2d_backward(g, idx), y), where (pooled, idx) = max_pool2d(y), as
+// max_pool2d_backward(relu_backward(g, pooled), idx): the same numbers bit for bit (pooled[j] is
+// y[idx[j]]), and the full-size activation y is no longer kept for the backward pass.
+Program mask_before_scatter(const Program& program, Explain& explain);
+
+// Lets a node write its (first) output over an input's buffer when that input is read for the
+// last time there, both are in the arena, and the kernel allows it (may_write_over_input).
+// Recorded in program.reuse; the memory plan gives the two one buffer.
 Program reuse_in_place(const Program& program, Explain& explain);
 // Whether `op`'s kernel reads element i of its input `input` only to write element i of its
-// output, so that the output may be placed over that input (of the same type, contiguous).
+// first output (after any reduction over that input is done), so that the output may be placed
+// over that input (of the same type, contiguous): the elementwise ops, and batch norm's backward
+// over its grad_out.
 bool may_write_over_input(const std::string& op, int32_t input);
 
 // Chooses values to compute again right before a later read (in a training step: forward values
