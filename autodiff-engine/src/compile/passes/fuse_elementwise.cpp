@@ -97,6 +97,14 @@ std::string why_not_fusible(const Graph& g, const Node& node) {
   if (node.op->random) return "it draws random numbers";
   if (op == "matmul" || op == "linear" || op == "conv2d" || op.rfind("conv2d_backward", 0) == 0)
     return "its own tuned kernel (epilogue fusion is not done)";
+  if (op == "sum" || op == "mean" || op == "amax" || op == "amin" || op == "sum_to" ||
+      op == "prod" || op == "var" || op == "std" || op == "norm" || op == "logsumexp")
+    return "a reduction (not fused after elementwise ops yet)";
+  const bool elementwise = unary_ops().count(op) || binary_ops().count(op) ||
+                           scalar_ops().count(op) || op == "gelu" || op == "gelu_backward" ||
+                           op == "where" || op == "masked_fill" || op == "clamp" ||
+                           op == "to_dtype";
+  if (!elementwise) return "its own kernel (no fused formula for " + op + ")";
   if (node.outputs.size() != 1) return "it has several outputs";
   const TensorType& y = g.value(node.outputs[0]).type;
   auto in = [&](size_t i) -> const TensorType& { return g.value(node.inputs[i]).type; };
@@ -126,11 +134,7 @@ std::string why_not_fusible(const Graph& g, const Node& node) {
                ? ""
                : mixed;
   if (op == "masked_fill" || op == "clamp") return y.dtype == in(0).dtype ? "" : mixed;
-  if (op == "to_dtype") return "";
-  if (op == "sum" || op == "mean" || op == "amax" || op == "amin" || op == "sum_to" ||
-      op == "prod" || op == "var" || op == "std" || op == "norm" || op == "logsumexp")
-    return "a reduction (not fused after elementwise ops yet)";
-  return "no fused formula for " + op;
+  return "";  // to_dtype: a cast between any two dtypes
 }
 
 // Adds node's formula to `group`; `arg(i)` is the group node of its input i.
