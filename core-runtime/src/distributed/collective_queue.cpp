@@ -1,6 +1,8 @@
 // collective_queue.cpp — the ordered thread of a group's collectives and the store checks.
 #include "collective_queue.h"
 
+#include <pthread.h>
+
 #include <chrono>
 #include <cstring>
 #include <sstream>
@@ -43,7 +45,10 @@ void QueuedWork::finish(std::exception_ptr error) {
   done_cv_.notify_all();
 }
 
-CollectiveQueue::CollectiveQueue() : thread_([this] { loop(); }) {}
+CollectiveQueue::CollectiveQueue() : thread_([this] { loop(); }) {
+  // Named here, not by the thread itself, so that it has its name before it first runs.
+  pthread_setname_np(thread_.native_handle(), kThreadName);  // for ps, top, gdb and the tests
+}
 
 CollectiveQueue::~CollectiveQueue() {
   {
@@ -79,11 +84,16 @@ std::shared_ptr<QueuedWork> CollectiveQueue::run(std::function<void()> job) {
   }
   auto work = std::make_shared<QueuedWork>();
   execute(job, *work, broken);
+  bool waiting;  // the queue's thread has something to do now that this job is done
   {
     std::lock_guard<std::mutex> lock(mutex_);
     busy_ = false;
+    waiting = !jobs_.empty() || stopping_;
   }
-  cv_.notify_all();
+  // Only then is it woken: a wake-up per blocking collective would make the queue's thread
+  // runnable for nothing, and on a machine with fewer free cores than threads it takes a turn
+  // that the peers' collective threads were waiting for.
+  if (waiting) cv_.notify_all();
   work->wait();
   return work;
 }

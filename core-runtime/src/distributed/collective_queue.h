@@ -35,6 +35,7 @@ class QueuedWork : public Work {
 // comes next.
 class CollectiveQueue {
  public:
+  static constexpr const char* kThreadName = "ember_collect";  // its thread's name (15 chars max)
   CollectiveQueue();
   ~CollectiveQueue();  // runs the jobs queued, then ends the thread
   std::shared_ptr<QueuedWork> push(std::function<void()> job);
