@@ -108,7 +108,7 @@ class GlooThreads : public ::testing::Test {
 };
 
 // Gloo's device thread spins on a connection lock that a preempted caller holds; as SCHED_BATCH
-// it never preempts the caller on waking (gloo_group.cpp says how). The rank's own thread, which
+// it does not preempt the caller on waking (gloo_group.cpp says how). The rank's own thread, which
 // creates the device, keeps its ordinary policy.
 TEST_F(GlooThreads, TheDeviceThreadIsBatchAndTheCallerKeepsItsPolicy) {
   const int before = batch_threads();

@@ -65,8 +65,10 @@ bool is_loopback(const std::string& host) {
 // its core while still holding its connection's lock; the next time this rank's device thread
 // woke, it spun on that lock until the scheduler's tick (4 ms) gave the caller its core back: a
 // floor of milliseconds under every collective, where torch's Gloo took 0.2 ms. A SCHED_BATCH
-// thread never preempts when woken (it runs when the running thread blocks, which a caller soon
-// does, waiting for the reply), so the device's thread is started as one. A new thread inherits
+// thread does not preempt the running thread when woken (it runs when that one blocks, which a
+// caller soon does, waiting for the reply, or at the tick), so the device's thread is started as
+// one. (A running thread whose time slice is spent can still lose its core at any wake-up, so on
+// a heavily loaded machine the spin still happens, rarely.) A new thread inherits
 // its creator's policy: this guard makes the creating thread SCHED_BATCH for as long as it lives
 // and then gives it back its own. Threads of another policy (real-time, idle) are left alone.
 class BatchPolicyWhileCreatingThreads {
