@@ -68,9 +68,9 @@ bool is_loopback(const std::string& host) {
 // thread does not preempt the running thread when woken (it runs when that one blocks, which a
 // caller soon does, waiting for the reply, or at the tick), so the device's thread is started as
 // one. (A running thread whose time slice is spent can still lose its core at any wake-up, so on
-// a heavily loaded machine the spin still happens, rarely.) A new thread inherits
-// its creator's policy: this guard makes the creating thread SCHED_BATCH for as long as it lives
-// and then gives it back its own. Threads of another policy (real-time, idle) are left alone.
+// a heavily loaded machine the spin still happens at times.) A new thread inherits its creator's
+// policy: this guard makes the creating thread SCHED_BATCH for as long as it lives and then gives
+// it back its own. Threads of another policy (real-time, idle) are left alone.
 class BatchPolicyWhileCreatingThreads {
  public:
   BatchPolicyWhileCreatingThreads() {
