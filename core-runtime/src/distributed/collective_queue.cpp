@@ -1,6 +1,8 @@
 // collective_queue.cpp — the ordered thread of a group's collectives and the store checks.
 #include "collective_queue.h"
 
+#include <pthread.h>
+
 #include <chrono>
 #include <cstring>
 #include <sstream>
@@ -24,6 +26,14 @@ const char* reduce_op_name(ReduceOp op) {
 }
 
 void QueuedWork::wait() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (done_) {
+      if (error_) std::rethrow_exception(error_);
+      return;
+    }
+  }
+  if (std::shared_ptr<QueueState> queue = queue_.lock()) queue->run_if_next(this);
   std::unique_lock<std::mutex> lock(mutex_);
   done_cv_.wait(lock, [&] { return done_; });
   if (error_) std::rethrow_exception(error_);
@@ -43,59 +53,14 @@ void QueuedWork::finish(std::exception_ptr error) {
   done_cv_.notify_all();
 }
 
-CollectiveQueue::CollectiveQueue() : thread_([this] { loop(); }) {}
-
-CollectiveQueue::~CollectiveQueue() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stopping_ = true;
-  }
-  cv_.notify_all();
-  thread_.join();
-}
-
-std::shared_ptr<QueuedWork> CollectiveQueue::push(std::function<void()> job) {
-  auto work = std::make_shared<QueuedWork>();
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    jobs_.emplace_back(std::move(job), work);
-  }
-  cv_.notify_all();
-  return work;
-}
-
-std::shared_ptr<QueuedWork> CollectiveQueue::run(std::function<void()> job) {
-  std::string broken;
-  {
-    std::unique_lock<std::mutex> lock(mutex_);
-    if (busy_ || !jobs_.empty()) {
-      lock.unlock();
-      auto work = push(std::move(job));
-      work->wait();
-      return work;
-    }
-    busy_ = true;
-    broken = broken_;
-  }
-  auto work = std::make_shared<QueuedWork>();
-  execute(job, *work, broken);
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    busy_ = false;
-  }
-  cv_.notify_all();
-  work->wait();
-  return work;
-}
-
-void CollectiveQueue::execute(const std::function<void()>& job, QueuedWork& work,
-                              const std::string& broken) {
-  if (!broken.empty()) {
+void QueueState::execute(const std::function<void()>& job, QueuedWork& work,
+                         const std::string& broken_by) {
+  if (!broken_by.empty()) {
     work.finish(std::make_exception_ptr(
         DistributedError("ProcessGroup",
                          "the group is broken by an earlier failure, so this collective was not "
                          "run (the ranks no longer agree on what comes next): " +
-                             broken + ". Fix: destroy the group and create a new one")));
+                             broken_by + ". Fix: destroy the group and create a new one")));
     return;
   }
   try {
@@ -103,32 +68,104 @@ void CollectiveQueue::execute(const std::function<void()>& job, QueuedWork& work
     work.finish(nullptr);
   } catch (const std::exception& e) {
     {
-      std::lock_guard<std::mutex> lock(mutex_);
-      broken_ = e.what();
+      std::lock_guard<std::mutex> lock(mutex);
+      broken = e.what();
     }
     work.finish(std::current_exception());
   }
 }
 
+void QueueState::done_outside() {
+  bool waiting;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    busy = false;
+    waiting = !jobs.empty() || stopping;
+  }
+  if (waiting) cv.notify_all();
+}
+
+bool QueueState::run_if_next(const QueuedWork* work) {
+  std::pair<std::function<void()>, std::shared_ptr<QueuedWork>> next;
+  std::string broken_by;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (busy || jobs.empty() || jobs.front().second.get() != work) return false;
+    next = std::move(jobs.front());
+    jobs.pop_front();
+    busy = true;
+    broken_by = broken;
+  }
+  execute(next.first, *next.second, broken_by);
+  done_outside();
+  return true;
+}
+
+CollectiveQueue::CollectiveQueue() : thread_([this] { loop(); }) {
+  // Named here, not by the thread itself, so that it has its name before it first runs.
+  pthread_setname_np(thread_.native_handle(), kThreadName);  // for ps, top, gdb and the tests
+}
+
+CollectiveQueue::~CollectiveQueue() {
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->stopping = true;
+  }
+  state_->cv.notify_all();
+  thread_.join();
+}
+
+std::shared_ptr<QueuedWork> CollectiveQueue::push(std::function<void()> job) {
+  auto work = std::make_shared<QueuedWork>(state_);
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->jobs.emplace_back(std::move(job), work);
+  }
+  state_->cv.notify_all();
+  return work;
+}
+
+std::shared_ptr<QueuedWork> CollectiveQueue::run(std::function<void()> job) {
+  QueueState& q = *state_;
+  std::string broken_by;
+  {
+    std::unique_lock<std::mutex> lock(q.mutex);
+    if (q.busy || !q.jobs.empty()) {
+      lock.unlock();
+      auto work = push(std::move(job));
+      work->wait();
+      return work;
+    }
+    q.busy = true;
+    broken_by = q.broken;
+  }
+  auto work = std::make_shared<QueuedWork>();
+  q.execute(job, *work, broken_by);
+  q.done_outside();
+  work->wait();
+  return work;
+}
+
 void CollectiveQueue::loop() {
+  QueueState& q = *state_;
   for (;;) {
     std::pair<std::function<void()>, std::shared_ptr<QueuedWork>> next;
-    std::string broken;
+    std::string broken_by;
     {
-      std::unique_lock<std::mutex> lock(mutex_);
-      cv_.wait(lock, [&] { return (stopping_ || !jobs_.empty()) && !busy_; });
-      if (jobs_.empty()) return;
-      next = std::move(jobs_.front());
-      jobs_.pop_front();
-      busy_ = true;
-      broken = broken_;
+      std::unique_lock<std::mutex> lock(q.mutex);
+      q.cv.wait(lock, [&] { return (q.stopping || !q.jobs.empty()) && !q.busy; });
+      if (q.jobs.empty()) return;
+      next = std::move(q.jobs.front());
+      q.jobs.pop_front();
+      q.busy = true;
+      broken_by = q.broken;
     }
-    execute(next.first, *next.second, broken);
+    q.execute(next.first, *next.second, broken_by);
     {
-      std::lock_guard<std::mutex> lock(mutex_);
-      busy_ = false;
+      std::lock_guard<std::mutex> lock(q.mutex);
+      q.busy = false;
     }
-    cv_.notify_all();
+    q.cv.notify_all();
   }
 }
 

@@ -16,25 +16,53 @@
 
 namespace ember::distributed {
 
-// A Work done on the queue's thread: wait() blocks until it has run and rethrows its error.
+struct QueueState;
+
+// A Work of the queue: wait() blocks until it has run and rethrows its error. A job that has not
+// started when wait() is called, and is next in line with none running, runs on the waiting
+// thread instead of the queue's: the queue's thread would only add a hand-over each way (on a
+// busy machine, each a wait for the scheduler) to a job the caller is idle for anyway.
 class QueuedWork : public Work {
  public:
+  QueuedWork() = default;
+  explicit QueuedWork(std::weak_ptr<QueueState> queue) : queue_(std::move(queue)) {}
   void wait() override;
   bool is_completed() const override;
   void finish(std::exception_ptr error);
 
  private:
+  std::weak_ptr<QueueState> queue_;  // gone with the queue, whose jobs are then all done
   mutable std::mutex mutex_;
   std::condition_variable done_cv_;
   bool done_ = false;
   std::exception_ptr error_;
 };
 
-// One thread that runs jobs in order. A job that throws breaks the queue: every later job fails
-// at once with an error that names the first failure, since the ranks no longer agree on what
-// comes next.
+// What the queue's thread and the threads that run its jobs themselves (run(), a Work's wait())
+// share. A job that throws breaks the queue: every later job fails at once with an error that
+// names the first failure, since the ranks no longer agree on what comes next.
+struct QueueState {
+  std::mutex mutex;
+  std::condition_variable cv;
+  std::deque<std::pair<std::function<void()>, std::shared_ptr<QueuedWork>>> jobs;
+  bool stopping = false;
+  bool busy = false;   // a job is running (on the queue's thread or a caller's)
+  std::string broken;  // the first failure's message; empty while healthy
+
+  // Runs job (or fails it at once when the queue is broken) and finishes its Work.
+  void execute(const std::function<void()>& job, QueuedWork& work, const std::string& broken_by);
+  // After a job run outside the queue's thread: no longer busy; wakes the queue's thread only
+  // when it has something to do (a wake-up per job would make it runnable for nothing, and on
+  // a machine with fewer free cores than threads it takes a turn the peers were waiting for).
+  void done_outside();
+  // Runs `work`'s job on the calling thread if it is next and none runs; false otherwise.
+  bool run_if_next(const QueuedWork* work);
+};
+
+// One thread that runs jobs in order (QueueState says what a failure does).
 class CollectiveQueue {
  public:
+  static constexpr const char* kThreadName = "ember_collect";  // its thread's name (15 chars max)
   CollectiveQueue();
   ~CollectiveQueue();  // runs the jobs queued, then ends the thread
   std::shared_ptr<QueuedWork> push(std::function<void()> job);
@@ -45,13 +73,7 @@ class CollectiveQueue {
 
  private:
   void loop();
-  void execute(const std::function<void()>& job, QueuedWork& work, const std::string& broken);
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::deque<std::pair<std::function<void()>, std::shared_ptr<QueuedWork>>> jobs_;
-  bool stopping_ = false;
-  bool busy_ = false;   // a job is running (on the queue's thread or a caller's)
-  std::string broken_;  // the first failure's message; empty while healthy
+  std::shared_ptr<QueueState> state_ = std::make_shared<QueueState>();
   std::thread thread_;
 };
 
