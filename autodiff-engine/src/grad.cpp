@@ -6,7 +6,7 @@
 
 #include "ember/autodiff/op.h"
 #include "ember/autodiff/ops/apply.h"
-#include "ops/infer.h"
+#include "rules/infer.h"
 
 namespace ember::autodiff {
 

@@ -1,4 +1,4 @@
-// The view and joining ops' gradient rules (src/ops/movement.cpp) against finite differences,
+// The view and joining ops' gradient rules (src/rules/movement.cpp) against finite differences,
 // first and second order, on contiguous and non-contiguous inputs and edge sizes; flip and
 // slice_backward forward against brute-force loops; and the shape rules' errors.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// The padding and indexing ops' gradient rules (src/ops/indexing.cpp) against finite
+// The padding and indexing ops' gradient rules (src/rules/indexing.cpp) against finite
 // differences, first and second order, with repeated indices (fan-in) and non-contiguous inputs;
 // circular padding (new in this layer) and index_put against brute force; and the shape rules'
 // errors.

@@ -1,5 +1,5 @@
 // The rules of sorting, running sums and products, tril/triu, roll, repeat, interpolate, scatter
-// and the rounding and value ops (src/ops/rearrange.cpp, indexing.cpp, elementwise.cpp) against
+// and the rounding and value ops (src/rules/rearrange.cpp, indexing.cpp, elementwise.cpp) against
 // finite differences, first and second order, on non-contiguous, 0-d and odd-sized inputs; and
 // the shape rules' types and errors.
 #include <gtest/gtest.h>

@@ -6,7 +6,7 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "../ops/families.h"
+#include "../rules/families.h"
 #include "ember/autodiff/ops/creation.h"
 #include "ember/ops/creation.h"
 #include "record.h"

@@ -54,7 +54,7 @@ void Adam::update(const Options& o, const TensorList& params, const TensorList& 
               o.at("maximize") != 0.0);
 }
 
-// One adam_update node per parameter (src/ops/update.cpp), its step count read live.
+// One adam_update node per parameter (src/rules/update.cpp), its step count read live.
 void Adam::traced_update(size_t group, const std::vector<Variable>& params, const TensorList& grads,
                          const std::vector<ParamState*>& states) {
   const Options& o = param_groups()[group].options;

@@ -59,7 +59,7 @@ void SGD::update(const Options& o, const TensorList& params, const TensorList& g
   }
 }
 
-// One sgd_update node per parameter (src/ops/update.cpp): the same arithmetic, element for
+// One sgd_update node per parameter (src/rules/update.cpp): the same arithmetic, element for
 // element, as the fused call over the group.
 void SGD::traced_update(size_t group, const std::vector<Variable>& params, const TensorList& grads,
                         const std::vector<ParamState*>& states) {

@@ -1,5 +1,5 @@
 // op.h — an op's definition: its shape/dtype rule, its binding to core-runtime and its gradient
-// rule, in one place. Each family of ops (src/ops/<family>.cpp) defines its OpDefs side by side;
+// rule, in one place. Each family of ops (src/rules/<family>.cpp) defines its OpDefs side by side;
 // the registry (op_def) finds them by name.
 //
 // A gradient rule never computes numbers: given the forward node (its inputs, outputs and the

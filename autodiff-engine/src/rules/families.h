@@ -1,4 +1,4 @@
-// families.h — each op family's table of definitions (src/ops/<family>.cpp). The registry
+// families.h — each op family's table of definitions (src/rules/<family>.cpp). The registry
 // (registry.cpp) asks each once; adding a family is one line there and one here.
 #pragma once
 #include <vector>
