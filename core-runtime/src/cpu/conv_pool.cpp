@@ -30,6 +30,9 @@ namespace {
 // Sizes of a convolution x: [N, C, H, W] * weight: [O, C / groups, kh, kw] -> [N, O, Ho, Wo].
 struct ConvDims {
   int64_t N, C, H, W, O, kh, kw, Ho, Wo, groups;
+  // How many ranges of images run at once, each with its scratch, and how many images a GEMM
+  // takes (set_slots).
+  int64_t slots = 1, images = 1;
   int64_t Cg() const { return C / groups; }     // input channels per group
   int64_t Og() const { return O / groups; }     // output channels per group
   int64_t K() const { return Cg() * kh * kw; }  // rows of im2col = GEMM inner size
@@ -51,7 +54,7 @@ bool is_pointwise(const ConvDims& d, const Conv2dParams& p) {
 }
 
 // How many threads over_images may run at once.
-int64_t image_threads(const ConvDims& d) { return d.N >= num_threads() ? num_threads() : 1; }
+int64_t image_threads(const ConvDims& d) { return d.slots; }
 
 // Calls fn(begin, end, slot) on ranges of the N images, slot in [0, image_threads(d)) naming the
 // range's scratch buffers. With at least one image per thread the images are spread over
@@ -90,13 +93,38 @@ template <class T> class PerSlot {
 // thread's images) stay small beside the activations a training step holds at its peak.
 constexpr int64_t kGemmColumns = 512;
 
-// Images per forward GEMM: 1 for a pointwise conv, which reads x in place. No more than a slot of
-// over_images gets, so that its scratch buffers are no larger than it uses.
-int64_t images_per_gemm(const ConvDims& d, bool pointwise) {
-  const int64_t per_slot = (d.N + image_threads(d) - 1) / image_threads(d);
+// Images per forward GEMM with `slots` slots: 1 for a pointwise conv, which reads x in place. No
+// more than a slot of over_images gets, so that its scratch buffers are no larger than it uses.
+int64_t gemm_images(const ConvDims& d, bool pointwise, int64_t slots) {
+  const int64_t per_slot = (d.N + slots - 1) / slots;
   return pointwise ? 1
                    : std::clamp<int64_t>(kGemmColumns / std::max<int64_t>(d.P(), 1), 1,
                                          std::max<int64_t>(per_slot, 1));
+}
+
+// d.slots and d.images for a kernel whose slots each hold (K + Og) scratch elements per im2col
+// column (none for a pointwise conv) and `fixed` more. With at least one image per thread, one
+// slot per thread; with fewer, one slot whose GEMMs are split over the threads. On many cores the
+// slots' scratch together can pass the activations a training step holds (16 threads, each
+// unfolding 4 images of a batch of 64, hold five times the output of the digits CNN's second
+// conv). It is kept within the larger of the conv's input and output (bytes the step holds
+// anyway): by fewer images per GEMM first (BLAS runs them a little slower), then by fewer slots
+// (idle threads), never below two slots. Two slots hold little and keep their images per GEMM,
+// so a 2-core machine runs as before.
+void set_slots(ConvDims& d, bool pointwise, int64_t fixed) {
+  const int64_t threads = num_threads();
+  d.slots = d.N < threads ? 1 : threads;
+  d.images = gemm_images(d, pointwise, d.slots);
+  if (d.slots <= 2) return;
+  const int64_t column = (pointwise ? 0 : d.K() + d.Og()) * d.P();  // scratch per image
+  const int64_t budget = std::max(d.N * d.O * d.P(), d.N * d.C * d.H * d.W);
+  for (; d.slots > 2; --d.slots) {
+    const int64_t room = budget / d.slots - fixed;  // what each slot's images may take
+    if (room < column) continue;
+    d.images = std::min(gemm_images(d, pointwise, d.slots), column ? room / column : 1);
+    return;
+  }
+  d.images = 1;  // two slots, each the least it can hold
 }
 
 // Images [n0, n0 + count), group g: out_g [Og, P] per image = weight_g [Og, K] @ cols + bias,
@@ -121,9 +149,10 @@ void forward_images(const ConvDims& d, const Conv2dParams& p, const T* px, const
 template <class T>
 void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& out,
                     const Conv2dParams& p) {
-  const ConvDims d = conv_dims(x.shape(), w.shape(), out.shape(), p.groups);
+  ConvDims d = conv_dims(x.shape(), w.shape(), out.shape(), p.groups);
   const bool pointwise = is_pointwise(d, p);
-  const int64_t batch = images_per_gemm(d, pointwise);
+  set_slots(d, pointwise, 0);
+  const int64_t batch = d.images;
   const T* px = x.data<T>();
   const T* pw = w.data<T>();
   const T* pb = bias.defined() ? bias.data<T>() : nullptr;
@@ -162,14 +191,15 @@ const T* gather_images(const ConvDims& d, const T* pg, int64_t n0, int64_t count
   return to;
 }
 
-// The backward GEMMs batch images as the forward's (images_per_gemm). A pointwise conv runs one
+// The backward GEMMs batch images as the forward's (d.images, set_slots). A pointwise conv runs one
 // image at a time on x and grad_x in place.
 template <class T>
 void conv2d_grad_input(const Tensor& grad_out, const Tensor& w, Tensor& grad_x,
                        const Conv2dParams& p) {
-  const ConvDims d = conv_dims(grad_x.shape(), w.shape(), grad_out.shape(), p.groups);
+  ConvDims d = conv_dims(grad_x.shape(), w.shape(), grad_out.shape(), p.groups);
   const bool pointwise = is_pointwise(d, p);
-  const int64_t batch = images_per_gemm(d, pointwise), P = d.P();
+  set_slots(d, pointwise, 0);
+  const int64_t batch = d.images, P = d.P();
   const T* pg = grad_out.data<T>();
   const T* pw = w.data<T>();
   T* px = grad_x.data<T>();
@@ -197,9 +227,10 @@ void conv2d_grad_input(const Tensor& grad_out, const Tensor& w, Tensor& grad_x,
 template <class T>
 void conv2d_grad_weight(const Tensor& grad_out, const Tensor& x, Tensor& grad_w,
                         const Conv2dParams& p) {
-  const ConvDims d = conv_dims(x.shape(), grad_w.shape(), grad_out.shape(), p.groups);
+  ConvDims d = conv_dims(x.shape(), grad_w.shape(), grad_out.shape(), p.groups);
   const bool pointwise = is_pointwise(d, p);
-  const int64_t batch = images_per_gemm(d, pointwise), P = d.P();
+  set_slots(d, pointwise, grad_w.numel());  // each slot sums into a copy of grad_w
+  const int64_t batch = d.images, P = d.P();
   const T* pg = grad_out.data<T>();
   const T* px = x.data<T>();
   T* pw = grad_w.data<T>();
