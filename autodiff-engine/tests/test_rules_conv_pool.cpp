@@ -252,6 +252,38 @@ TEST(ConvPoolMaxPool, BackwardAsAFunction) {
   }
 }
 
+TEST(ConvPoolMaxPool, OffsetsBackwardAsAFunction) {
+  // The backward max_pool2d's rule records, from the compact window offsets, at first and second
+  // order (its own rule gathers at the offsets' int64 indices); offsets pass through without a
+  // gradient.
+  for (const PoolCase& p : pool_cases()) {
+    SCOPED_TRACE(p.name);
+    ember::MaxPoolOffsets r =
+        ember::max_pool2d_with_offsets(random({2, 2, 5, 5}, 22), p.kernel, p.stride, p.padding,
+                                       p.dilation, p.ceil_mode);
+    gradcheck::check_rule(
+        [&](const Vars& v) {
+          return ad::max_pool2d_offsets_backward(v[0], v[1], {2, 2, 5, 5}, p.kernel, p.stride,
+                                                 p.padding, p.dilation, p.ceil_mode);
+        },
+        {random(r.values.shape(), 23), r.offsets});
+  }
+}
+
+TEST(ConvPoolMaxPool, TheRuleReadsOneByteOffsets) {
+  // The forward's second result, the one the rule saves, is uint8 for a window of up to 256
+  // elements; the indices asked for are int64 and equal core-runtime's max_pool2d's.
+  ad::Variable x(random({2, 2, 5, 5}, 24), true);
+  auto [values, offsets] = ad::max_pool2d_with_offsets(x, 3, 2, 1);
+  EXPECT_EQ(offsets.dtype(), ember::DType::UInt8);
+  EXPECT_FALSE(offsets.requires_grad());
+  const ember::MaxPoolResult r = ember::max_pool2d(x.data(), 3, 2, 1);
+  auto [values2, indices] = ad::max_pool2d_with_indices(x, 3, 2, 1);
+  EXPECT_EQ(indices.dtype(), ember::DType::Int64);
+  EXPECT_EQ(indices.data().to_vector<int64_t>(), r.indices.to_vector<int64_t>());
+  EXPECT_EQ(values2.data().to_vector<double>(), r.values.to_vector<double>());
+}
+
 TEST(ConvPoolMaxPool, IndicesHaveNoGradient) {
   ad::Variable x(random({2, 2, 5, 5}, 24), true);
   auto [values, indices] = ad::max_pool2d_with_indices(x, 3, 2);
@@ -330,6 +362,13 @@ TEST(ConvPoolInfer, PoolTypesMatchCoreRuntime) {
           ember::max_pool2d(x, p.kernel, p.stride, p.padding, p.dilation, p.ceil_mode);
       EXPECT_EQ(values.type(), ad::type_of(r.values));
       EXPECT_EQ(indices.type(), ad::type_of(r.indices));
+      const Tensor offsets =
+          ember::max_pool2d_with_offsets(x, p.kernel, p.stride, p.padding, p.dilation, p.ceil_mode)
+              .offsets;
+      EXPECT_EQ(ad::max_pool2d_with_offsets(xv, p.kernel, p.stride, p.padding, p.dilation,
+                                            p.ceil_mode)
+                    .second.type(),
+                ad::type_of(offsets));
       if (p.dilation.h != 1) continue;
       EXPECT_EQ(ad::avg_pool2d(xv, p.kernel, p.stride, p.padding, p.ceil_mode).type(),
                 ad::type_of(ember::avg_pool2d(x, p.kernel, p.stride, p.padding, p.ceil_mode)));
@@ -353,6 +392,11 @@ TEST(ConvPoolErrors, PoolArguments) {
                ad::max_pool2d_backward(gf, idx32, {2, 2, 5, 5});
              }),
              "indices must be int64");
+  ad::Val off64 = g.input({{2, 2, 2, 2}, ember::DType::Int64});
+  EXPECT_HAS(error_of<ember::DTypeError>([&] {
+               ad::max_pool2d_offsets_backward(gf, off64, {2, 2, 5, 5}, 2);
+             }),
+             "offsets must be uint8 for a 2 x 2 window");
   EXPECT_HAS(error_of<ember::ShapeError>([&] {
                ad::avg_pool2d_backward(gf, {2, 2, 5, 5}, 3);
              }),

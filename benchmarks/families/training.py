@@ -16,6 +16,11 @@ uniform noise with random labels. Every case calls Ember as a user does, `import
   cnn_peak_memory   the most bytes in use during one step, above those in use before the model
                     was built (the model, its gradients, the momentum, the batch, the
                     activations), at batch 16 ... 1024; deterministic
+  gpt_block_peak_memory
+                    the same for one GPT-style block (the transformer family's model with one
+                    layer: token and position embeddings, layer norm, causal self-attention, GELU
+                    MLP, head; cross-entropy; AdamW) at d 128, 4 heads, T 64, batch 8 and 32:
+                    a step of a few milliseconds; deterministic
   conv2d_forward, conv2d_backward, batch_norm_forward, batch_norm_backward, relu_forward,
   relu_backward     each layer's op alone at the network's shapes, batch 32 and 256, against the
                     ATen op PyTorch's autograd calls (as conv_pool and normalization do)
@@ -29,6 +34,8 @@ past its allocator would not be counted there: a lower bound."""
 
 import gc
 from dataclasses import dataclass, replace
+
+import numpy as np
 
 from families.conv_pool import ALL_GRADS, CONV_ARGS, conv_inputs
 from harness.case import Context, KernelCase, Measurement, python_side
@@ -105,22 +112,55 @@ class EpochCase(KernelCase):
 
 # ---- peak memory of one step ----
 
-def ember_peak(r, p) -> int:
-    em, device = r.xp, r.device
-    r.sync()
-    before = em.memory_allocated(device)
-    step, (x, labels) = trainer(r)[2], images(r, p["batch"])
-    for _ in range(2):  # the first step allocates the momentum and builds the backward graph
-        step(x, labels)
-    r.sync()
-    em.reset_peak_memory_stats(device)
-    step(x, labels)
-    r.sync()
-    return em.max_memory_allocated(device) - before
+def cnn_trainer(r, p):
+    """(model, optimizer, step, inputs) of the digits CNN at batch p["batch"]."""
+    return (*trainer(r), images(r, p["batch"]))
 
 
-def torch_peak(r, p) -> int:
-    return torch_step_peak(r, lambda: (*trainer(r), images(r, p["batch"])))
+GPT_BLOCK = dict(layers=1, channels=128, heads=4, block=64)  # vocabulary: the transformer's
+GPT_BLOCK_BATCHES = (8, 32)
+
+
+def gpt_block_trainer(r, p):
+    """(model, optimizer, step, inputs) of one GPT-style block at batch p["batch"]: the
+    transformer family's model and step (AdamW), at GPT_BLOCK's sizes."""
+    from families import transformer  # it imports this module for torch_step_peak
+
+    r.xp.manual_seed(0)
+    model = transformer.gpt(r.xp, **GPT_BLOCK).to(r.device)
+    _, optimizer, step = transformer.trainer(r, "none", model)
+    data = np.random.default_rng(0).integers(0, transformer.VOCAB,
+                                             (p["batch"], GPT_BLOCK["block"] + 1))
+    x, y = (r.xp.tensor(data[:, s].copy()).to(r.device) for s in (np.s_[:-1], np.s_[1:]))
+    return model, optimizer, step, (x, y)
+
+
+PEAK_TRAINERS = {"cnn_peak_memory": cnn_trainer, "gpt_block_peak_memory": gpt_block_trainer}
+
+
+def ember_step_peak(r, make) -> int:
+    """Ember's peak bytes over one training step, after two (the first allocates the optimizer's
+    state and builds the backward graph), above the bytes in use before make() -> (model,
+    optimizer, step, inputs) ran: the allocator's own statistics."""
+    em = r.xp
+    r.sync()
+    before = em.memory_allocated(r.device)
+    _, _, step, inputs = make()
+    for _ in range(2):
+        step(*inputs)
+    r.sync()
+    em.reset_peak_memory_stats(r.device)
+    step(*inputs)
+    r.sync()
+    return em.max_memory_allocated(r.device) - before
+
+
+def ember_peak(r, p, op="cnn_peak_memory") -> int:
+    return ember_step_peak(r, lambda: PEAK_TRAINERS[op](r, p))
+
+
+def torch_peak(r, p, op="cnn_peak_memory") -> int:
+    return torch_step_peak(r, lambda: PEAK_TRAINERS[op](r, p))
 
 
 def torch_step_peak(r, make) -> int:
@@ -174,9 +214,9 @@ class PeakMemoryCase:
 
     def measure(self, ctx: Context) -> list[Measurement]:
         gc.collect()  # the previous cases' tensors, freed now rather than during this one
-        ours = ember_peak(python_side(ctx), self.params)
+        ours = ember_peak(python_side(ctx), self.params, self.op)
         torch = next((r for r in ctx.references if r.name == "torch"), None)
-        theirs = torch_peak(torch, self.params) if torch is not None else None
+        theirs = torch_peak(torch, self.params, self.op) if torch is not None else None
         return [Measurement("peak_bytes", "B", "lower", float(ours),
                             reference="torch" if torch is not None else "",
                             reference_value=theirs and float(theirs),
@@ -299,6 +339,12 @@ def cases(device):
                       ember=epoch).on_python() for b in STEP_BATCHES]
     out += [PeakMemoryCase("cnn_peak_memory", {"batch": b, "via": "python"})
             for b in MEMORY_BATCHES]
+    from families.transformer import ember_attention_kind  # it imports this module
+
+    kind = ember_attention_kind()  # fused, or from primitives: the CSV's params say which
+    out += [PeakMemoryCase("gpt_block_peak_memory", {"batch": b, "attention": kind,
+                                                     "via": "python"})
+            for b in GPT_BLOCK_BATCHES]
     for b in STEP_BATCHES:
         out += layer_cases(b)
     return out

@@ -221,13 +221,19 @@ class LossCase:
         return [Measurement("loss", "nats", "lower", ours[k], 0.0, "torch", theirs[k], 0.0)]
 
 
-def cases(device):
+def ember_attention_kind() -> str:
+    """attention_kind of the ember package ("unknown" without it: run.py reports the cases as
+    skipped)."""
     try:
         import ember
 
-        kind = attention_kind(ember)
-    except ImportError:  # run.py reports the cases as skipped
-        kind = "unknown"
+        return attention_kind(ember)
+    except ImportError:
+        return "unknown"
+
+
+def cases(device):
+    kind = ember_attention_kind()
     out = [KernelCase("gpt_step", {"autocast": a, "attention": kind}, torch=gpt_step,
                       ember=gpt_step).on_python() for a in ("none", "bf16")]
     if device == "cuda":

@@ -40,6 +40,12 @@ def test_the_peak_grows_with_the_batch(ctx):
     assert 0 < peaks[0] < peaks[1]
 
 
+def test_the_gpt_block_peak_grows_with_the_batch(ctx):
+    peaks = [training.PeakMemoryCase("gpt_block_peak_memory", {"batch": b}).measure(ctx)[0].value
+             for b in (2, 8)]
+    assert 0 < peaks[0] < peaks[1]
+
+
 def test_every_layer_op_runs_through_the_bindings(ctx):
     cases = training.layer_cases(2)
     assert {c.op for c in cases} == {"conv2d_forward", "conv2d_backward", "batch_norm_forward",

@@ -119,6 +119,25 @@ std::vector<Case> cases() {
       {"max_pool2d",
        {{2, 3, 9, 11}},
        [](const TensorList& x) { return max_pool2d(x[0], 2).values; }},
+      {"max_pool2d_with_offsets",  // the compact form: values, offsets and their backward
+       {{2, 3, 9, 11}, {2, 3, 5, 6}},
+       [](const TensorList& x) {
+         const MaxPoolOffsets r = max_pool2d_with_offsets(x[0], 3, 2, 1);
+         const Shape in = x[0].shape();
+         const Tensor indices = max_pool2d_offsets_to_indices(r.offsets, in, 3, 2, 1);
+         const Tensor gx = max_pool2d_offsets_backward(x[1], r.offsets, in, 3, 2, 1);
+         return cat({r.values.flatten(), r.offsets.to(DType::Float32).flatten(),
+                     indices.to(DType::Float32).flatten(), gx.flatten()});
+       }},
+      {"max_pool2d_with_offsets_int32",  // 17 x 16 windows: int32 offsets
+       {{1, 2, 21, 19}, {1, 2, 2, 8}},
+       [](const TensorList& x) {
+         const Size2 k(17, 16), s(7, 3), d(2, 1);
+         const MaxPoolOffsets r = max_pool2d_with_offsets(x[0], k, s, 8, d, true);
+         const Tensor gx =
+             max_pool2d_offsets_backward(x[1], r.offsets, x[0].shape(), k, s, 8, d, true);
+         return cat({r.values.flatten(), r.offsets.to(DType::Float32).flatten(), gx.flatten()});
+       }},
       {"avg_pool2d",
        {{2, 3, 9, 11}},
        [](const TensorList& x) { return avg_pool2d(x[0], 3, 2, 1, true); }},

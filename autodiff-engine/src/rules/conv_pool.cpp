@@ -178,13 +178,46 @@ Shape pool_out_shape(const char* op, const std::string& who, const Shape& x, con
   return pool2d_shape(op, who, x, p.kernel, p.stride, p.padding, p.dilation, p.ceil_mode);
 }
 
-// x [N, C, H, W] -> (values [N, C, Ho, Wo], int64 indices [N, C, Ho, Wo])
+// x [N, C, H, W] -> (values [N, C, Ho, Wo], window offsets [N, C, Ho, Wo])
 Types max_pool2d_infer(const Types& in, const Attrs& a) {
   infer::arity("max_pool2d", in, 1);
   const std::string who = operand_list({"x"}, in);
   check_float_operands("max_pool2d", who, in);
-  const Shape out = pool_out_shape("max_pool2d", who, in[0].shape, pool_args("max_pool2d", a));
-  return {TensorType{out, in[0].dtype, in[0].device}, TensorType{out, DType::Int64, in[0].device}};
+  const PoolArgs p = pool_args("max_pool2d", a);
+  const Shape out = pool_out_shape("max_pool2d", who, in[0].shape, p);
+  return {TensorType{out, in[0].dtype, in[0].device},
+          TensorType{out, max_pool2d_offsets_dtype(p.kernel), in[0].device}};
+}
+
+// Window offsets [N, C, Ho, Wo] of pooling input_shape, checked: the operands' description.
+std::string check_offsets(const char* op, const std::vector<const char*>& names, const Types& in,
+                          const Attrs& a) {
+  const Shape& x = a.ints("input_shape");
+  const std::string who = operand_list(names, in) + ", input_shape is " + shape_str(x);
+  const PoolArgs p = pool_args(op, a);
+  const TensorType& offsets = in.back();
+  check_max_pool2d_offsets(op, who, offsets.shape, offsets.dtype, x, p.kernel, p.stride, p.padding,
+                           p.dilation, p.ceil_mode);
+  return who;
+}
+
+// grad, offsets [N, C, Ho, Wo] -> [N, C, H, W] = input_shape
+Types max_pool2d_offsets_backward_infer(const Types& in, const Attrs& a) {
+  const char* op = "max_pool2d_offsets_backward";
+  infer::arity(op, in, 2);
+  infer::same_device(op, in);
+  const std::string who = check_offsets(op, {"grad", "offsets"}, in, a);
+  if (!is_floating(in[0].dtype)) throw DTypeError(op, who + "; grad must be floating");
+  check_grad_shape(op, who, "grad", in[0].shape, in[1].shape);
+  return {TensorType{a.ints("input_shape"), in[0].dtype, in[0].device}};
+}
+
+// offsets [N, C, Ho, Wo] -> int64 indices [N, C, Ho, Wo]
+Types max_pool2d_indices_infer(const Types& in, const Attrs& a) {
+  const char* op = "max_pool2d_indices";
+  infer::arity(op, in, 1);
+  check_offsets(op, {"offsets"}, in, a);
+  return {TensorType{in[0].shape, DType::Int64, in[0].device}};
 }
 
 // grad [N, C, Ho, Wo], indices int64 [N, C, Ho, Wo] -> [N, C, H, W] = input_shape
@@ -243,9 +276,25 @@ Types adaptive_avg_pool2d_backward_infer(const Types& in, const Attrs& a) {
   return {TensorType{x, in[0].dtype, in[0].device}};
 }
 
-// (y, indices) = max_pool2d(x);  dx = dy added at the indices: max_pool2d_backward(dy, indices)
+// (y, offsets) = max_pool2d(x);  dx = dy added where the offsets point: the rule reads only the
+// offsets (one byte per output for windows up to 256 elements) and x's shape
 Grads max_pool2d_grad(const GradContext& c) {
-  return {max_pool2d_backward(c.dy(0), c.y(1), c.x().shape())};
+  const PoolArgs p = pool_args("max_pool2d", c.attrs);
+  return {max_pool2d_offsets_backward(c.dy(0), c.y(1), c.x().shape(), p.kernel, p.stride, p.padding,
+                                      p.dilation, p.ceil_mode)};
+}
+
+// gx = g added where the offsets point;  d/dg = gg read there: gather over each H*W plane at the
+// offsets' int64 indices, as max_pool2d_backward_grad; offsets: none
+Grads max_pool2d_offsets_backward_grad(const GradContext& c) {
+  const PoolArgs p = pool_args("max_pool2d_offsets_backward", c.attrs);
+  // Copies: adding nodes may move the graph's values, and with them their shapes.
+  const Shape x = c.dy().shape(), g = c.x(0).shape();
+  const Val indices = max_pool2d_offsets_to_indices(c.x(1), x, p.kernel, p.stride, p.padding,
+                                                    p.dilation, p.ceil_mode);
+  const Val planes = reshape(c.dy(), {x[0], x[1], x[2] * x[3]});
+  const Val at = reshape(indices, {g[0], g[1], g[2] * g[3]});
+  return {reshape(gather(planes, 2, at), g), Val()};
 }
 
 // gx = g added at the indices;  d/dg = gg read at the indices: gather over each H*W plane
@@ -304,8 +353,21 @@ Tensors run_conv2d_backward_weight(const Tensors& in, const Attrs& attrs) {
 
 Tensors run_max_pool2d(const Tensors& in, const Attrs& attrs) {
   const PoolArgs p = pool_args("max_pool2d", attrs);
-  MaxPoolResult r = max_pool2d(in[0], p.kernel, p.stride, p.padding, p.dilation, p.ceil_mode);
-  return {r.values, r.indices};
+  MaxPoolOffsets r =
+      max_pool2d_with_offsets(in[0], p.kernel, p.stride, p.padding, p.dilation, p.ceil_mode);
+  return {r.values, r.offsets};
+}
+
+Tensors run_max_pool2d_offsets_backward(const Tensors& in, const Attrs& attrs) {
+  const PoolArgs p = pool_args("max_pool2d_offsets_backward", attrs);
+  return {max_pool2d_offsets_backward(in[0], in[1], attrs.ints("input_shape"), p.kernel, p.stride,
+                                      p.padding, p.dilation, p.ceil_mode)};
+}
+
+Tensors run_max_pool2d_indices(const Tensors& in, const Attrs& attrs) {
+  const PoolArgs p = pool_args("max_pool2d_indices", attrs);
+  return {max_pool2d_offsets_to_indices(in[0], attrs.ints("input_shape"), p.kernel, p.stride,
+                                        p.padding, p.dilation, p.ceil_mode)};
 }
 
 Tensors run_avg_pool2d(const Tensors& in, const Attrs& attrs) {
@@ -333,6 +395,9 @@ std::vector<OpDef> conv_pool_ops() {
        [](const Tensors& in, const Attrs&) -> Tensors { return {conv2d_backward_bias(in[0])}; },
        conv2d_backward_bias_grad},
       {"max_pool2d", max_pool2d_infer, run_max_pool2d, max_pool2d_grad},
+      {"max_pool2d_offsets_backward", max_pool2d_offsets_backward_infer,
+       run_max_pool2d_offsets_backward, max_pool2d_offsets_backward_grad},
+      {"max_pool2d_indices", max_pool2d_indices_infer, run_max_pool2d_indices},
       {"max_pool2d_backward", max_pool2d_backward_infer,
        [](const Tensors& in, const Attrs& a) -> Tensors {
          return {max_pool2d_backward(in[0], in[1], a.ints("input_shape"))};

@@ -2,6 +2,8 @@
 //   conv2d:  im2col (cpu/im2col.h) + one BLAS GEMM per (image, group); images are spread over
 //            threads, each with its own column buffer. float16/bfloat16 run in float32.
 //   pooling: direct loops over each window; (image, channel) planes are spread over threads.
+//            Max pooling records each max by its window tap and writes it as the tap (the
+//            compact window offsets) or as the plane index the public op returns.
 #include <atomic>
 #include <cmath>
 #include <limits>
@@ -28,6 +30,9 @@ namespace {
 // Sizes of a convolution x: [N, C, H, W] * weight: [O, C / groups, kh, kw] -> [N, O, Ho, Wo].
 struct ConvDims {
   int64_t N, C, H, W, O, kh, kw, Ho, Wo, groups;
+  // How many ranges of images run at once, each with its scratch, and how many images a GEMM
+  // takes (set_slots).
+  int64_t slots = 1, images = 1;
   int64_t Cg() const { return C / groups; }     // input channels per group
   int64_t Og() const { return O / groups; }     // output channels per group
   int64_t K() const { return Cg() * kh * kw; }  // rows of im2col = GEMM inner size
@@ -49,7 +54,7 @@ bool is_pointwise(const ConvDims& d, const Conv2dParams& p) {
 }
 
 // How many threads over_images may run at once.
-int64_t image_threads(const ConvDims& d) { return d.N >= num_threads() ? num_threads() : 1; }
+int64_t image_threads(const ConvDims& d) { return d.slots; }
 
 // Calls fn(begin, end, slot) on ranges of the N images, slot in [0, image_threads(d)) naming the
 // range's scratch buffers. With at least one image per thread the images are spread over
@@ -88,13 +93,38 @@ template <class T> class PerSlot {
 // thread's images) stay small beside the activations a training step holds at its peak.
 constexpr int64_t kGemmColumns = 512;
 
-// Images per forward GEMM: 1 for a pointwise conv, which reads x in place. No more than a slot of
-// over_images gets, so that its scratch buffers are no larger than it uses.
-int64_t images_per_gemm(const ConvDims& d, bool pointwise) {
-  const int64_t per_slot = (d.N + image_threads(d) - 1) / image_threads(d);
+// Images per forward GEMM with `slots` slots: 1 for a pointwise conv, which reads x in place. No
+// more than a slot of over_images gets, so that its scratch buffers are no larger than it uses.
+int64_t gemm_images(const ConvDims& d, bool pointwise, int64_t slots) {
+  const int64_t per_slot = (d.N + slots - 1) / slots;
   return pointwise ? 1
                    : std::clamp<int64_t>(kGemmColumns / std::max<int64_t>(d.P(), 1), 1,
                                          std::max<int64_t>(per_slot, 1));
+}
+
+// d.slots and d.images for a kernel whose slots each hold (K + Og) scratch elements per im2col
+// column (none for a pointwise conv) and `fixed` more. With at least one image per thread, one
+// slot per thread; with fewer, one slot whose GEMMs are split over the threads. On many cores the
+// slots' scratch together can pass the activations a training step holds (16 threads, each
+// unfolding 4 images of a batch of 64, hold five times the output of the digits CNN's second
+// conv). It is kept within the larger of the conv's input and output (bytes the step holds
+// anyway): by fewer images per GEMM first (BLAS runs them a little slower), then by fewer slots
+// (idle threads), never below two slots. Two slots hold little and keep their images per GEMM,
+// so a 2-core machine runs as before.
+void set_slots(ConvDims& d, bool pointwise, int64_t fixed) {
+  const int64_t threads = num_threads();
+  d.slots = d.N < threads ? 1 : threads;
+  d.images = gemm_images(d, pointwise, d.slots);
+  if (d.slots <= 2) return;
+  const int64_t column = (pointwise ? 0 : d.K() + d.Og()) * d.P();  // scratch per image
+  const int64_t budget = std::max(d.N * d.O * d.P(), d.N * d.C * d.H * d.W);
+  for (; d.slots > 2; --d.slots) {
+    const int64_t room = budget / d.slots - fixed;  // what each slot's images may take
+    if (room < column) continue;
+    d.images = std::min(gemm_images(d, pointwise, d.slots), column ? room / column : 1);
+    return;
+  }
+  d.images = 1;  // two slots, each the least it can hold
 }
 
 // Images [n0, n0 + count), group g: out_g [Og, P] per image = weight_g [Og, K] @ cols + bias,
@@ -119,9 +149,10 @@ void forward_images(const ConvDims& d, const Conv2dParams& p, const T* px, const
 template <class T>
 void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& out,
                     const Conv2dParams& p) {
-  const ConvDims d = conv_dims(x.shape(), w.shape(), out.shape(), p.groups);
+  ConvDims d = conv_dims(x.shape(), w.shape(), out.shape(), p.groups);
   const bool pointwise = is_pointwise(d, p);
-  const int64_t batch = images_per_gemm(d, pointwise);
+  set_slots(d, pointwise, 0);
+  const int64_t batch = d.images;
   const T* px = x.data<T>();
   const T* pw = w.data<T>();
   const T* pb = bias.defined() ? bias.data<T>() : nullptr;
@@ -160,14 +191,15 @@ const T* gather_images(const ConvDims& d, const T* pg, int64_t n0, int64_t count
   return to;
 }
 
-// The backward GEMMs batch images as the forward's (images_per_gemm). A pointwise conv runs one
+// The backward GEMMs batch images as the forward's (d.images, set_slots). A pointwise conv runs one
 // image at a time on x and grad_x in place.
 template <class T>
 void conv2d_grad_input(const Tensor& grad_out, const Tensor& w, Tensor& grad_x,
                        const Conv2dParams& p) {
-  const ConvDims d = conv_dims(grad_x.shape(), w.shape(), grad_out.shape(), p.groups);
+  ConvDims d = conv_dims(grad_x.shape(), w.shape(), grad_out.shape(), p.groups);
   const bool pointwise = is_pointwise(d, p);
-  const int64_t batch = images_per_gemm(d, pointwise), P = d.P();
+  set_slots(d, pointwise, 0);
+  const int64_t batch = d.images, P = d.P();
   const T* pg = grad_out.data<T>();
   const T* pw = w.data<T>();
   T* px = grad_x.data<T>();
@@ -195,9 +227,10 @@ void conv2d_grad_input(const Tensor& grad_out, const Tensor& w, Tensor& grad_x,
 template <class T>
 void conv2d_grad_weight(const Tensor& grad_out, const Tensor& x, Tensor& grad_w,
                         const Conv2dParams& p) {
-  const ConvDims d = conv_dims(x.shape(), grad_w.shape(), grad_out.shape(), p.groups);
+  ConvDims d = conv_dims(x.shape(), grad_w.shape(), grad_out.shape(), p.groups);
   const bool pointwise = is_pointwise(d, p);
-  const int64_t batch = images_per_gemm(d, pointwise), P = d.P();
+  set_slots(d, pointwise, grad_w.numel());  // each slot sums into a copy of grad_w
+  const int64_t batch = d.images, P = d.P();
   const T* pg = grad_out.data<T>();
   const T* px = x.data<T>();
   T* pw = grad_w.data<T>();
@@ -324,23 +357,40 @@ PoolDims pool_dims(const Shape& x, const Shape& out) {
   return {x[0] * x[1], x[2], x[3], out[2], out[3]};
 }
 
-// Replaces (best, best_at) by (v, at) where max pooling would: the first NaN sticks; otherwise
+// Replaces (best, best_tap) by (v, tap) where max pooling would: the first NaN sticks; otherwise
 // strictly greater keeps the first of equals. A select, not a branch, so that loops vectorise.
-template <class Acc> void take_max(Acc v, int64_t at, Acc& best, int64_t& best_at) {
+template <class Acc> void take_max(Acc v, int64_t tap, Acc& best, int64_t& best_tap) {
   const bool take = !std::isnan(best) && (std::isnan(v) || v > best);
   best = take ? v : best;
-  best_at = take ? at : best_at;
+  best_tap = take ? tap : best_tap;
 }
 
-// Window (oh, ow) of a plane: its max and the max's index in the plane, with bounds tests.
+// Where window (oh, ow)'s tap (i, j) = tap i * kernel_w + j reads the plane: ih * W + iw, or -1
+// where it lies in the padding.
+int64_t tap_position(const PoolDims& d, const Pool2dParams& p, int64_t oh, int64_t ow,
+                     int64_t tap) {
+  const int64_t ih = oh * p.stride_h - p.pad_h + tap / p.kernel_w * p.dilation_h;
+  const int64_t iw = ow * p.stride_w - p.pad_w + tap % p.kernel_w * p.dilation_w;
+  return ih < 0 || ih >= d.H || iw < 0 || iw >= d.W ? -1 : ih * d.W + iw;
+}
+
+// What the forward records of a window's max, found at `tap` (-1: the window has no input
+// element): its window offset (0 for no element: a tap in the padding) or its index in the plane.
+template <class I>
+I record_of(const PoolDims& d, const Pool2dParams& p, int64_t oh, int64_t ow, int64_t tap) {
+  if (p.window_offsets) return I(tap < 0 ? 0 : tap);
+  return I(tap < 0 ? -1 : tap_position(d, p, oh, ow, tap));
+}
+
+// Window (oh, ow) of a plane: its max and the tap it came from (-1 for none), with bounds tests.
 template <class T>
-void max_window(const T* in, const PoolDims& d, const Pool2dParams& p, int64_t oh, int64_t ow,
-                T& out, int64_t& index) {
+compute_t<T> max_window(const T* in, const PoolDims& d, const Pool2dParams& p, int64_t oh,
+                        int64_t ow, int64_t& best_tap) {
   using Acc = compute_t<T>;
   const int64_t h0 = oh * p.stride_h - p.pad_h, w0 = ow * p.stride_w - p.pad_w;
-  // A window wholly in the padding (possible with dilation) gives -inf at index -1.
+  // A window wholly in the padding (possible with dilation) gives -inf from no tap.
   Acc best = -std::numeric_limits<Acc>::infinity();
-  int64_t best_at = -1;
+  best_tap = -1;
   for (int64_t i = 0; i < p.kernel_h; ++i) {
     const int64_t ih = h0 + i * p.dilation_h;
     if (ih < 0 || ih >= d.H) continue;
@@ -348,16 +398,15 @@ void max_window(const T* in, const PoolDims& d, const Pool2dParams& p, int64_t o
       const int64_t iw = w0 + j * p.dilation_w;
       if (iw < 0 || iw >= d.W) continue;
       const Acc v = convert<Acc>(in[ih * d.W + iw]);
-      if (best_at < 0) {
+      if (best_tap < 0) {
         best = v;
-        best_at = ih * d.W + iw;
+        best_tap = i * p.kernel_w + j;
       } else {
-        take_max(v, ih * d.W + iw, best, best_at);
+        take_max(v, i * p.kernel_w + j, best, best_tap);
       }
     }
   }
-  out = convert<T>(best);
-  index = best_at;
+  return best;
 }
 
 // 2x2 windows of adjacent elements (no dilation) at stride 2, wholly inside the plane (no padding;
@@ -370,45 +419,49 @@ bool is_2x2_stride_2(const PoolDims& d, const Pool2dParams& p) {
          2 * d.Ho <= d.H && 2 * d.Wo <= d.W;
 }
 
-// One plane in [H, W] -> out, index [Ho, Wo].
-template <class T> void max_pool_2x2_plane(const T* in, const PoolDims& d, T* out, int64_t* index) {
+// One plane in [H, W] -> out, record [Ho, Wo] (record_of's, without its bounds tests: every tap
+// is inside).
+template <class T, class I>
+void max_pool_2x2_plane(const T* in, const PoolDims& d, bool offsets, T* out, I* record) {
   using Acc = compute_t<T>;
   for (int64_t oh = 0; oh < d.Ho; ++oh) {
     const int64_t row = 2 * oh * d.W;  // the windows' top row in the plane
     const T* top = in + row;
     const T* bottom = top + d.W;
     for (int64_t ow = 0; ow < d.Wo; ++ow) {
-      const int64_t at = row + 2 * ow;
       Acc best = convert<Acc>(top[2 * ow]);
-      int64_t best_at = at;
-      take_max(convert<Acc>(top[2 * ow + 1]), at + 1, best, best_at);
-      take_max(convert<Acc>(bottom[2 * ow]), at + d.W, best, best_at);
-      take_max(convert<Acc>(bottom[2 * ow + 1]), at + d.W + 1, best, best_at);
+      int64_t tap = 0;
+      take_max(convert<Acc>(top[2 * ow + 1]), 1, best, tap);
+      take_max(convert<Acc>(bottom[2 * ow]), 2, best, tap);
+      take_max(convert<Acc>(bottom[2 * ow + 1]), 3, best, tap);
       out[oh * d.Wo + ow] = convert<T>(best);
-      index[oh * d.Wo + ow] = best_at;
+      record[oh * d.Wo + ow] = I(offsets ? tap : row + 2 * ow + (tap >> 1) * d.W + (tap & 1));
     }
   }
 }
 
-template <class T>
+template <class T, class I>
 void max_pool_forward(const Tensor& x, Tensor& out, Tensor& indices, const Pool2dParams& p) {
   const PoolDims d = pool_dims(x.shape(), out.shape());
   const bool two_by_two = is_2x2_stride_2(d, p);
   const T* px = x.data<T>();
   T* po = out.data<T>();
-  int64_t* pi = indices.data<int64_t>();
+  I* pi = indices.data<I>();
   parallel_for(d.planes, d.Ho * d.Wo * p.kernel_h * p.kernel_w, [&](int64_t begin, int64_t end) {
     for (int64_t plane = begin; plane < end; ++plane) {
       const T* in = px + plane * d.H * d.W;
       T* out_plane = po + plane * d.Ho * d.Wo;
-      int64_t* index_plane = pi + plane * d.Ho * d.Wo;
+      I* record = pi + plane * d.Ho * d.Wo;
       if (two_by_two) {
-        max_pool_2x2_plane(in, d, out_plane, index_plane);
+        max_pool_2x2_plane(in, d, p.window_offsets, out_plane, record);
         continue;
       }
       for (int64_t oh = 0; oh < d.Ho; ++oh)
-        for (int64_t ow = 0; ow < d.Wo; ++ow)
-          max_window(in, d, p, oh, ow, out_plane[oh * d.Wo + ow], index_plane[oh * d.Wo + ow]);
+        for (int64_t ow = 0; ow < d.Wo; ++ow) {
+          int64_t tap;
+          out_plane[oh * d.Wo + ow] = convert<T>(max_window(in, d, p, oh, ow, tap));
+          record[oh * d.Wo + ow] = record_of<I>(d, p, oh, ow, tap);
+        }
     }
   });
 }
@@ -441,6 +494,85 @@ void max_pool_backward(const Tensor& grad_out, const Tensor& indices, Tensor& gr
                      "indices hold values outside [0, H * W) = [0, " + std::to_string(d.H * d.W) +
                          ") for input planes of " + std::to_string(d.H) + " x " +
                          std::to_string(d.W) + "; pass the indices max_pool2d returned");
+}
+
+// Window offsets are uint8, int32 or int64 (max_pool2d_offsets_dtype).
+template <class Fn> void dispatch_offsets(DType t, const char* op, Fn&& fn) {
+  switch (t) {
+    case DType::UInt8:
+      return fn(uint8_t{});
+    case DType::Int32:
+      return fn(int32_t{});
+    case DType::Int64:
+      return fn(int64_t{});
+    default:
+      throw DTypeError(op, std::string("window offsets must be uint8, int32 or int64, got ") +
+                               dtype_name(t));
+  }
+}
+
+[[noreturn]] void throw_bad_offsets(const char* op, const Pool2dParams& p) {
+  const int64_t taps = p.kernel_h * p.kernel_w;
+  throw IndexError(op, "offsets hold values outside [0, kernel_h * kernel_w) = [0, " +
+                           std::to_string(taps) + ") for a " + std::to_string(p.kernel_h) + " x " +
+                           std::to_string(p.kernel_w) +
+                           " window; pass the offsets max_pool2d_with_offsets returned");
+}
+
+template <class T, class I>
+void max_pool_offsets_backward(const Tensor& grad_out, const Tensor& offsets, Tensor& grad_x,
+                               const Pool2dParams& p) {
+  using Acc = compute_t<T>;
+  const PoolDims d = pool_dims(grad_x.shape(), grad_out.shape());
+  const int64_t taps = p.kernel_h * p.kernel_w;
+  const bool two_by_two = is_2x2_stride_2(d, p);
+  const T* pg = grad_out.data<T>();
+  const I* po = offsets.data<I>();
+  T* px = grad_x.data<T>();
+  std::atomic<bool> out_of_range{false};
+  parallel_for(d.planes, d.H * d.W + d.Ho * d.Wo, [&](int64_t begin, int64_t end) {
+    for (int64_t plane = begin; plane < end; ++plane) {
+      T* gx = px + plane * d.H * d.W;
+      std::fill(gx, gx + d.H * d.W, T(0));
+      const T* g = pg + plane * d.Ho * d.Wo;
+      const I* off = po + plane * d.Ho * d.Wo;
+      for (int64_t oh = 0; oh < d.Ho; ++oh)
+        for (int64_t ow = 0; ow < d.Wo; ++ow) {
+          const int64_t tap = int64_t(off[oh * d.Wo + ow]);
+          if (tap < 0 || tap >= taps) {
+            out_of_range = true;
+            continue;
+          }
+          // The usual 2x2 pool without tap_position's divisions and bounds tests.
+          const int64_t at = two_by_two ? 2 * oh * d.W + 2 * ow + (tap >> 1) * d.W + (tap & 1)
+                                        : tap_position(d, p, oh, ow, tap);
+          if (at < 0) continue;  // a tap in the padding: a window with no input element
+          gx[at] = convert<T>(convert<Acc>(gx[at]) + convert<Acc>(g[oh * d.Wo + ow]));
+        }
+    }
+  });
+  if (out_of_range) throw_bad_offsets("max_pool2d_offsets_backward", p);
+}
+
+template <class I>
+void max_pool_offsets_to_indices(const Tensor& offsets, Tensor& indices, int64_t H, int64_t W,
+                                 const Pool2dParams& p) {
+  const PoolDims d = pool_dims({offsets.size(0), offsets.size(1), H, W}, offsets.shape());
+  const int64_t taps = p.kernel_h * p.kernel_w;
+  const I* po = offsets.data<I>();
+  int64_t* pi = indices.data<int64_t>();
+  std::atomic<bool> out_of_range{false};
+  parallel_for(d.planes, d.Ho * d.Wo, [&](int64_t begin, int64_t end) {
+    for (int64_t q = begin * d.Ho * d.Wo; q < end * d.Ho * d.Wo; ++q) {
+      const int64_t tap = int64_t(po[q]);
+      if (tap < 0 || tap >= taps) {
+        out_of_range = true;
+        continue;
+      }
+      pi[q] = tap_position(d, p, q / d.Wo % d.Ho, q % d.Wo, tap);
+    }
+  });
+  if (out_of_range) throw_bad_offsets("max_pool2d_offsets_to_indices", p);
 }
 
 // Calls fn(hs, he, ws, we, divisor) for the in-bounds rows [hs, he) and columns [ws, we) of
@@ -555,7 +687,24 @@ template <class T> void adaptive_avg_backward(const Tensor& grad_out, Tensor& gr
 // The pooling kernels run in every floating dtype (half types compute in float).
 void max_pool2d(const Tensor& x, Tensor& out, Tensor& indices, const Pool2dParams& p) {
   dispatch_floating(x.dtype(), "max_pool2d", [&](auto tag) {
-    max_pool_forward<typename decltype(tag)::type>(x, out, indices, p);
+    dispatch_offsets(indices.dtype(), "max_pool2d", [&](auto index) {
+      max_pool_forward<typename decltype(tag)::type, decltype(index)>(x, out, indices, p);
+    });
+  });
+}
+void max_pool2d_offsets_backward(const Tensor& grad_out, const Tensor& offsets, Tensor& grad_x,
+                                 const Pool2dParams& p) {
+  dispatch_floating(grad_out.dtype(), "max_pool2d_offsets_backward", [&](auto tag) {
+    dispatch_offsets(offsets.dtype(), "max_pool2d_offsets_backward", [&](auto index) {
+      max_pool_offsets_backward<typename decltype(tag)::type, decltype(index)>(grad_out, offsets,
+                                                                               grad_x, p);
+    });
+  });
+}
+void max_pool2d_offsets_to_indices(const Tensor& offsets, Tensor& indices, int64_t H, int64_t W,
+                                   const Pool2dParams& p) {
+  dispatch_offsets(offsets.dtype(), "max_pool2d_offsets_to_indices", [&](auto index) {
+    max_pool_offsets_to_indices<decltype(index)>(offsets, indices, H, W, p);
   });
 }
 void max_pool2d_backward(const Tensor& grad_out, const Tensor& indices, Tensor& grad_x) {
@@ -591,6 +740,8 @@ void register_conv_pool(KernelTable& table) {
   table.conv2d_backward_bias_kernel = &conv2d_backward_bias;
   table.max_pool2d_kernel = &max_pool2d;
   table.max_pool2d_backward_kernel = &max_pool2d_backward;
+  table.max_pool2d_offsets_backward_kernel = &max_pool2d_offsets_backward;
+  table.max_pool2d_offsets_to_indices_kernel = &max_pool2d_offsets_to_indices;
   table.avg_pool2d_kernel = &avg_pool2d;
   table.avg_pool2d_backward_kernel = &avg_pool2d_backward;
   table.adaptive_avg_pool2d_kernel = &adaptive_avg_pool2d;

@@ -24,10 +24,11 @@
 // The bias is added in the implicit kernel's epilogue, or written first for cuBLAS to add onto.
 //
 // Pooling: one thread per output (forward) or per input (backward, a gather: each input sums
-// the outputs whose windows cover it, so no atomics), except max_pool2d's backward, which gets
-// only indices (no window geometry) and therefore scatters each gradient to its argmax with an
-// atomicAdd into a zeroed grad_x. With non-overlapping windows (kernel == stride, the usual 2x2
-// pool) no two of those adds hit one address, so they never contend.
+// the outputs whose windows cover it, so no atomics), except max_pool2d's backwards, which
+// scatter each gradient to its argmax with an atomicAdd into a zeroed grad_x: from indices (no
+// window geometry to gather by) or from window offsets (a gather would read every covering
+// window's offset; the scatter reads each once). With non-overlapping windows (kernel == stride,
+// the usual 2x2 pool) no two of those adds hit one address, so they never contend.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -302,9 +303,20 @@ PoolShape pool_shape(const Shape& in, const Shape& out, const Pool2dParams& p, c
   for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < (total); \
        e += int64_t(gridDim.x) * blockDim.x)
 
-// out[e] = max of the window of output e (NaN wins, ties keep the first position), idx[e] = its
-// ih * W + iw.
-template <class T> __global__ void max_pool_forward(const T* x, PoolShape s, T* out, int64_t* idx) {
+// Where window (oh, ow)'s tap `tap` (i * kw + j) reads its plane: ih * W + iw, or -1 where it
+// lies in the padding.
+__device__ __forceinline__ int64_t tap_position(const PoolShape& s, int oh, int ow, int64_t tap) {
+  const int ih = oh * s.sh - s.ph + int(tap / s.kw) * s.dh;
+  const int iw = ow * s.sw - s.pw + int(tap % s.kw) * s.dw;
+  if (unsigned(ih) >= unsigned(s.H) || unsigned(iw) >= unsigned(s.W)) return -1;
+  return int64_t(ih) * s.W + iw;
+}
+
+// out[e] = max of the window of output e (NaN wins, ties keep the first position); idx[e] = its
+// ih * W + iw (-1 for a window with no input element) or, with `offsets`, its tap i * kw + j (0
+// for such a window). I: int64 for indices; uint8, int32 or int64 for offsets.
+template <class T, class I>
+__global__ void max_pool_forward(const T* x, PoolShape s, bool offsets, T* out, I* idx) {
   using Acc = compute_t<T>;
   const int64_t total = s.planes * s.Ho * s.Wo;
   EMBER_GRID_STRIDE(e, total) {
@@ -312,7 +324,7 @@ template <class T> __global__ void max_pool_forward(const T* x, PoolShape s, T* 
     const T* plane = x + e / (int64_t(s.Ho) * s.Wo) * s.H * s.W;
     const int hs = oh * s.sh - s.ph, ws = ow * s.sw - s.pw;
     Acc best = -INFINITY;
-    int64_t at = -1;
+    int64_t tap = -1;
     for (int i = 0; i < s.kh; ++i) {
       const int ih = hs + i * s.dh;
       if (unsigned(ih) >= unsigned(s.H)) continue;
@@ -320,14 +332,15 @@ template <class T> __global__ void max_pool_forward(const T* x, PoolShape s, T* 
         const int iw = ws + j * s.dw;
         if (unsigned(iw) >= unsigned(s.W)) continue;
         const Acc v = Acc(plane[int64_t(ih) * s.W + iw]);
-        if (at < 0 || (!isnan(best) && (isnan(v) || v > best))) {
+        if (tap < 0 || (!isnan(best) && (isnan(v) || v > best))) {
           best = v;
-          at = int64_t(ih) * s.W + iw;
+          tap = int64_t(i) * s.kw + j;
         }
       }
     }
     out[e] = T(best);
-    idx[e] = at;
+    if (offsets) idx[e] = I(tap < 0 ? 0 : tap);
+    else idx[e] = I(tap < 0 ? -1 : tap_position(s, oh, ow, tap));
   }
 }
 
@@ -349,6 +362,39 @@ __global__ void max_pool_backward(const T* go, const int64_t* idx, int64_t total
     if (at == -1) continue;  // a window wholly in the padding: nothing to route back
     if (at < 0 || at >= in_hw) sink.report(at);
     else atomic_add(grad_x + e / out_hw * in_hw + at, compute_t<T>(go[e]));
+  }
+}
+
+// The same from window offsets: grad_x (zeroed) at the position of tap off[e] of window e +=
+// grad_out[e]; nothing where the tap lies in the padding.
+template <class T, class I>
+__global__ void max_pool_offsets_backward(const T* go, const I* off, PoolShape s, T* grad_x,
+                                          DeviceErrorSink sink) {
+  const int64_t total = s.planes * s.Ho * s.Wo, taps = int64_t(s.kh) * s.kw;
+  EMBER_GRID_STRIDE(e, total) {
+    const int64_t tap = int64_t(off[e]);
+    if (tap < 0 || tap >= taps) {
+      sink.report(tap);
+      continue;
+    }
+    const int64_t at = tap_position(s, int(e / s.Wo % s.Ho), int(e % s.Wo), tap);
+    if (at >= 0)
+      atomic_add(grad_x + e / (int64_t(s.Ho) * s.Wo) * s.H * s.W + at, compute_t<T>(go[e]));
+  }
+}
+
+// idx[e] = the plane position of tap off[e] of window e, -1 where it lies in the padding.
+template <class I>
+__global__ void max_pool_offsets_to_indices(const I* off, PoolShape s, int64_t* idx,
+                                            DeviceErrorSink sink) {
+  const int64_t total = s.planes * s.Ho * s.Wo, taps = int64_t(s.kh) * s.kw;
+  EMBER_GRID_STRIDE(e, total) {
+    const int64_t tap = int64_t(off[e]);
+    if (tap < 0 || tap >= taps) {
+      sink.report(tap);
+      continue;
+    }
+    idx[e] = tap_position(s, int(e / s.Wo % s.Ho), int(e % s.Wo), tap);
   }
 }
 
@@ -457,16 +503,86 @@ void launch_pool(const char* op, const Tensor& t, int64_t total,
   check_launch(op, operands);
 }
 
+// Window offsets are uint8, int32 or int64 (max_pool2d_offsets_dtype).
+template <class Fn> void dispatch_offsets(DType t, const char* op, Fn&& fn) {
+  switch (t) {
+    case DType::UInt8:
+      return fn(uint8_t{});
+    case DType::Int32:
+      return fn(int32_t{});
+    case DType::Int64:
+      return fn(int64_t{});
+    default:
+      throw DTypeError(op, std::string("window offsets must be uint8, int32 or int64, got ") +
+                               dtype_name(t));
+  }
+}
+
 void max_pool2d(const Tensor& x, Tensor& out, Tensor& indices, const Pool2dParams& p) {
   const char* op = "max_pool2d";
   const PoolShape s = pool_shape(x.shape(), out.shape(), p, op);
   DeviceGuard guard(x.device());
   dispatch_floating(x.dtype(), op, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    launch_pool(op, x, out.numel(), {&x, &out}, [&](unsigned blocks, cudaStream_t st) {
-      max_pool_forward<T>
-          <<<blocks, 256, 0, st>>>(x.data<T>(), s, out.data<T>(), indices.data<int64_t>());
+    dispatch_offsets(indices.dtype(), op, [&](auto index) {
+      using I = decltype(index);
+      launch_pool(op, x, out.numel(), {&x, &out}, [&](unsigned blocks, cudaStream_t st) {
+        max_pool_forward<T, I><<<blocks, 256, 0, st>>>(x.data<T>(), s, p.window_offsets,
+                                                       out.data<T>(), indices.data<I>());
+      });
     });
+  });
+}
+
+// The CPU's IndexError for offsets outside the window, naming the first bad value, at the next
+// synchronising point.
+DeviceErrorSink arm_offsets_error(const char* op, Device device, const Pool2dParams& p) {
+  const int64_t taps = p.kernel_h * p.kernel_w;
+  const DeferredError error{DeferredError::Kind::Index, op, "offsets hold ",
+                            ", outside [0, kernel_h * kernel_w) = [0, " + std::to_string(taps) +
+                                ") for a " + std::to_string(p.kernel_h) + " x " +
+                                std::to_string(p.kernel_w) +
+                                " window; pass the offsets max_pool2d_with_offsets returned"};
+  return arm_error(device, error, taps);
+}
+
+void max_pool2d_offsets_backward(const Tensor& go, const Tensor& offsets, Tensor& grad_x,
+                                 const Pool2dParams& p) {
+  const char* op = "max_pool2d_offsets_backward";
+  if (grad_x.numel() == 0) return;
+  const PoolShape s = pool_shape(grad_x.shape(), go.shape(), p, op);
+  DeviceGuard guard(grad_x.device());
+  EMBER_CUDA_CHECK(cudaMemsetAsync(grad_x.data_ptr(), 0, size_t(grad_x.nbytes()),
+                                   stream(grad_x.device())),
+                   op);
+  const DeviceErrorSink sink = arm_offsets_error(op, grad_x.device(), p);
+  dispatch_floating(go.dtype(), op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    dispatch_offsets(offsets.dtype(), op, [&](auto index) {
+      using I = decltype(index);
+      launch_pool(op, go, go.numel(), {&go, &offsets, &grad_x},
+                  [&](unsigned blocks, cudaStream_t st) {
+                    max_pool_offsets_backward<T, I><<<blocks, 256, 0, st>>>(go.data<T>(),
+                                                                            offsets.data<I>(), s,
+                                                                            grad_x.data<T>(), sink);
+                  });
+    });
+  });
+}
+
+void max_pool2d_offsets_to_indices(const Tensor& offsets, Tensor& indices, int64_t H, int64_t W,
+                                   const Pool2dParams& p) {
+  const char* op = "max_pool2d_offsets_to_indices";
+  const PoolShape s = pool_shape({offsets.size(0), offsets.size(1), H, W}, offsets.shape(), p, op);
+  DeviceGuard guard(offsets.device());
+  const DeviceErrorSink sink = arm_offsets_error(op, offsets.device(), p);
+  dispatch_offsets(offsets.dtype(), op, [&](auto index) {
+    using I = decltype(index);
+    launch_pool(op, offsets, offsets.numel(), {&offsets, &indices},
+                [&](unsigned blocks, cudaStream_t st) {
+                  max_pool_offsets_to_indices<I>
+                      <<<blocks, 256, 0, st>>>(offsets.data<I>(), s, indices.data<int64_t>(), sink);
+                });
   });
 }
 
@@ -553,6 +669,8 @@ void register_conv_pool(KernelTable& table) {
   table.conv2d_backward_bias_kernel = &conv2d_backward_bias;
   table.max_pool2d_kernel = &max_pool2d;
   table.max_pool2d_backward_kernel = &max_pool2d_backward;
+  table.max_pool2d_offsets_backward_kernel = &max_pool2d_offsets_backward;
+  table.max_pool2d_offsets_to_indices_kernel = &max_pool2d_offsets_to_indices;
   table.avg_pool2d_kernel = &avg_pool2d;
   table.avg_pool2d_backward_kernel = &avg_pool2d_backward;
   table.adaptive_avg_pool2d_kernel = &adaptive_avg_pool2d;

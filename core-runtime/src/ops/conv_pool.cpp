@@ -91,6 +91,15 @@ Pool2dParams pool_params(Size2 kernel, Size2 stride, Size2 padding, Size2 dilati
 
 // ---- shape rules (conv_pool.h) ----
 
+DType max_pool2d_offsets_dtype(Size2 kernel_size) {
+  // Offsets run to kernel_h * kernel_w - 1 (the sizes are checked >= 1 by the ops; a product
+  // past int64 is no window any input could hold).
+  const double taps = double(kernel_size.h) * double(kernel_size.w);
+  if (taps <= 256) return DType::UInt8;
+  if (taps <= 2147483648.0) return DType::Int32;
+  return DType::Int64;
+}
+
 Conv2dShape conv2d_shape(const char* op, const std::string& who, const Shape& x,
                          const Shape& weight, Size2 stride, const Padding2& padding, Size2 dilation,
                          int64_t groups) {
@@ -203,6 +212,21 @@ void check_max_pool2d_backward_shapes(const char* op, const std::string& who, co
     throw ShapeError(op, who + "; " + grad_name +
                              " and indices must both be [N, C, Ho, Wo] with N, C from "
                              "input_shape");
+}
+
+void check_max_pool2d_offsets(const char* op, const std::string& who, const Shape& offsets,
+                              DType offsets_dtype, const Shape& input_shape, Size2 kernel_size,
+                              Size2 stride, Size2 padding, Size2 dilation, bool ceil_mode) {
+  const Shape expected =
+      pool2d_shape(op, who, input_shape, kernel_size, stride, padding, dilation, ceil_mode);
+  if (offsets != expected)
+    throw ShapeError(op, who + "; offsets must be " + shape_str(expected) +
+                             ", max_pool2d's output shape for these arguments");
+  const DType want = max_pool2d_offsets_dtype(kernel_size);
+  if (offsets_dtype != want)
+    throw DTypeError(op, who + "; offsets must be " + dtype_name(want) + " for a " +
+                             str(kernel_size.h) + " x " + str(kernel_size.w) +
+                             " window, as max_pool2d_with_offsets returns them");
 }
 
 void check_adaptive_avg_pool2d_backward_shapes(const char* op, const std::string& who,
@@ -504,6 +528,55 @@ const Tensor& adaptive_avg_pool2d_backward_out(const Tensor& out, const Tensor& 
                                                const Shape& input_shape) {
   adaptive_avg_pool2d_backward_into(grad_out, input_shape, &out);
   return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Max pooling's window offsets (conv_pool.h): the forward, its backward and the int64 indices.
+MaxPoolOffsets max_pool2d_with_offsets(const Tensor& x, Size2 kernel_size, Size2 stride,
+                                       Size2 padding, Size2 dilation, bool ceil_mode) {
+  const char* op = "max_pool2d_with_offsets";
+  check_tensors(op, {{"x", x}});
+  const Shape shape = pool2d_shape(op, operands({{"x", x}}), x.shape(), kernel_size, stride,
+                                   padding, dilation, ceil_mode);
+  Pool2dParams params = pool_params(kernel_size, stride, padding, dilation);
+  params.window_offsets = true;
+  MaxPoolOffsets r{Tensor::empty(shape, x.dtype(), x.device(), op),
+                   Tensor::empty(shape, max_pool2d_offsets_dtype(kernel_size), x.device(), op)};
+  max_pool2d_kernel(x.device())(x.contiguous(), r.values, r.offsets, params);
+  return r;
+}
+
+Tensor max_pool2d_offsets_backward(const Tensor& grad_out, const Tensor& offsets,
+                                   const Shape& input_shape, Size2 kernel_size, Size2 stride,
+                                   Size2 padding, Size2 dilation, bool ceil_mode) {
+  const char* op = "max_pool2d_offsets_backward";
+  check_same_device(op, {{"grad_out", grad_out}, {"offsets", offsets}});
+  check_floating(op, {{"grad_out", grad_out}});
+  const std::string who = with_shape(operands({{"grad_out", grad_out}, {"offsets", offsets}}),
+                                     "input_shape", input_shape);
+  check_max_pool2d_offsets(op, who, offsets.shape(), offsets.dtype(), input_shape, kernel_size,
+                           stride, padding, dilation, ceil_mode);
+  check_grad_shape(op, who, "grad_out", grad_out.shape(), offsets.shape());
+  Tensor grad_x = Tensor::empty(input_shape, grad_out.dtype(), grad_out.device(), op);
+  max_pool2d_offsets_backward_kernel(
+      grad_out.device())(grad_out.contiguous(), offsets.contiguous(), grad_x,
+                         pool_params(kernel_size, stride, padding, dilation));
+  return grad_x;
+}
+
+Tensor max_pool2d_offsets_to_indices(const Tensor& offsets, const Shape& input_shape,
+                                     Size2 kernel_size, Size2 stride, Size2 padding, Size2 dilation,
+                                     bool ceil_mode) {
+  const char* op = "max_pool2d_offsets_to_indices";
+  check_defined(op, {{"offsets", offsets}});
+  const std::string who = with_shape(operands({{"offsets", offsets}}), "input_shape", input_shape);
+  check_max_pool2d_offsets(op, who, offsets.shape(), offsets.dtype(), input_shape, kernel_size,
+                           stride, padding, dilation, ceil_mode);
+  Tensor indices = Tensor::empty(offsets.shape(), DType::Int64, offsets.device(), op);
+  max_pool2d_offsets_to_indices_kernel(
+      offsets.device())(offsets.contiguous(), indices, input_shape[2], input_shape[3],
+                        pool_params(kernel_size, stride, padding, dilation));
+  return indices;
 }
 
 }  // namespace ember

@@ -2,7 +2,8 @@
 // are listed in kernels.def (internal header).
 //
 // Every kernel receives contiguous NCHW tensors of one floating dtype (float16, bfloat16,
-// float32, float64; indices are int64) on one device, with output tensors already allocated at
+// float32, float64; max pooling's indices are int64, its window offsets
+// uint8, int32 or int64) on one device, with output tensors already allocated at
 // their final shapes. Each kernel overwrites its outputs entirely (zeroing them itself where it
 // accumulates). Sizes the kernel needs (N, C, H, W, Ho, Wo, O, kh, kw) come from the shapes.
 #pragma once
@@ -33,6 +34,9 @@ struct Pool2dParams {
   int64_t pad_h = 0, pad_w = 0;
   int64_t dilation_h = 1, dilation_w = 1;  // max pooling only; avg pooling uses 1
   bool count_include_pad = true;           // avg pooling only, see avg_pool2d in conv_pool.h
+  // max pooling only: the forward records each max's offset in its window (conv_pool.h's
+  // max_pool2d_with_offsets) instead of its int64 index in the plane.
+  bool window_offsets = false;
 };
 
 }  // namespace ember

@@ -84,6 +84,33 @@ MaxPoolResult max_pool2d(const Tensor& x, Size2 kernel_size, Size2 stride = {}, 
 // grad_out element added at the input position its index names.
 Tensor max_pool2d_backward(const Tensor& grad_out, const Tensor& indices, const Shape& input_shape);
 
+// Max pooling's compact form, the one a gradient rule saves (autodiff-engine's max_pool2d): each
+// max recorded as its offset in its window, i * kernel_w + j for window tap (i, j) (row-major, so
+// ties and NaN pick as max_pool2d does), in the narrowest dtype of uint8, int32, int64 that holds
+// kernel_h * kernel_w - 1 (max_pool2d_offsets_dtype). With a window of up to 256 elements (every
+// usual pooling) that is one byte per output instead of int64 indices' eight: on a CNN the
+// indices were twice the size of the float32 map they index. A window with no input element
+// (possible with dilation) records 0, a tap in the padding, which routes no gradient, as -1 does
+// in the int64 form. The geometry arguments are max_pool2d's, given again to every function here.
+struct MaxPoolOffsets {
+  Tensor values;   // [N, C, Ho, Wo], x's dtype
+  Tensor offsets;  // [N, C, Ho, Wo], max_pool2d_offsets_dtype(kernel_size)
+};
+DType max_pool2d_offsets_dtype(Size2 kernel_size);
+// max_pool2d's values, with offsets in place of indices.
+MaxPoolOffsets max_pool2d_with_offsets(const Tensor& x, Size2 kernel_size, Size2 stride = {},
+                                       Size2 padding = 0, Size2 dilation = 1,
+                                       bool ceil_mode = false);
+// max_pool2d_backward from offsets: grad_out and offsets [N, C, Ho, Wo] -> [N, C, H, W] =
+// input_shape. An offset outside [0, kernel_h * kernel_w) is an IndexError.
+Tensor max_pool2d_offsets_backward(const Tensor& grad_out, const Tensor& offsets,
+                                   const Shape& input_shape, Size2 kernel_size, Size2 stride = {},
+                                   Size2 padding = 0, Size2 dilation = 1, bool ceil_mode = false);
+// The int64 indices max_pool2d returns, from offsets (-1 for a window with no input element).
+Tensor max_pool2d_offsets_to_indices(const Tensor& offsets, const Shape& input_shape,
+                                     Size2 kernel_size, Size2 stride = {}, Size2 padding = 0,
+                                     Size2 dilation = 1, bool ceil_mode = false);
+
 // Window mean. count_include_pad divides by the window size including padding (the window is
 // still clipped at the padded border when ceil_mode makes it overhang); otherwise by the number of
 // input elements it covers.
@@ -177,6 +204,11 @@ void check_grad_shape(const char* op, const std::string& who, const char* grad_n
 void check_max_pool2d_backward_shapes(const char* op, const std::string& who, const char* grad_name,
                                       const Shape& grad, const Shape& indices,
                                       const Shape& input_shape);
+// Window offsets of shape `offsets` and dtype offsets_dtype for pooling input_shape with these
+// arguments: exactly pool2d_shape's output, of max_pool2d_offsets_dtype(kernel_size).
+void check_max_pool2d_offsets(const char* op, const std::string& who, const Shape& offsets,
+                              DType offsets_dtype, const Shape& input_shape, Size2 kernel_size,
+                              Size2 stride, Size2 padding, Size2 dilation, bool ceil_mode);
 // adaptive_avg_pool2d_backward's grad [N, C, Ho, Wo] against input_shape [N, C, H, W]: N, C
 // agree and every spatial size is >= 1.
 void check_adaptive_avg_pool2d_backward_shapes(const char* op, const std::string& who,

@@ -6,16 +6,18 @@ from ember.nn.module import Module
 
 
 class MaxPool2d(Module):
-    """Window maxima of [N, C, H, W] (or unbatched [C, H, W]); stride defaults to kernel_size."""
+    """Window maxima of [N, C, H, W] (or unbatched [C, H, W]); stride defaults to kernel_size.
+    With return_indices, (values, int64 indices into each H * W plane), as PyTorch's."""
 
-    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False,
+                 ceil_mode=False):
         super().__init__()
         self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
-        self.dilation, self.ceil_mode = dilation, ceil_mode
+        self.dilation, self.return_indices, self.ceil_mode = dilation, return_indices, ceil_mode
 
     def forward(self, x):
         return functional.max_pool2d(x, self.kernel_size, self.stride, self.padding,
-                                     self.dilation, self.ceil_mode)
+                                     self.dilation, self.ceil_mode, self.return_indices)
 
     def extra_repr(self):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"

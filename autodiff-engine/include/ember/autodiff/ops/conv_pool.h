@@ -47,25 +47,64 @@ template <class V> if_handle<V> conv2d_backward_bias(const V& grad) {
   return apply1<V>(EMBER_OP("conv2d_backward_bias"), {grad});
 }
 
-// x [N, C, H, W] -> (values [N, C, Ho, Wo], int64 indices into each H*W plane). stride {}:
-// kernel_size. Op "max_pool2d", attributes kernel_size, stride, padding, dilation, ceil_mode.
+inline Attrs max_pool_attrs(Size2 kernel_size, Size2 stride, Size2 padding, Size2 dilation,
+                            bool ceil_mode) {
+  if (!stride.given()) stride = kernel_size;
+  return {{"kernel_size", pair_attr(kernel_size)},
+          {"stride", pair_attr(stride)},
+          {"padding", pair_attr(padding)},
+          {"dilation", pair_attr(dilation)},
+          {"ceil_mode", int64_t(ceil_mode)}};
+}
+
+// Op "max_pool2d": x [N, C, H, W] -> (values [N, C, Ho, Wo], window offsets [N, C, Ho, Wo]),
+// attributes kernel_size, stride, padding, dilation, ceil_mode. The offsets are core-runtime's
+// compact form (max_pool2d_with_offsets: uint8 for windows up to 256 elements), which is what
+// the gradient rule saves; the int64 indices PyTorch returns are made from them only when asked
+// for (op "max_pool2d_indices"), so a model that never asks keeps one byte per output.
+template <class V>
+std::pair<V, V> max_pool2d_with_offsets(const V& x, Size2 kernel_size, Size2 stride = {},
+                                        Size2 padding = 0, Size2 dilation = 1,
+                                        bool ceil_mode = false) {
+  auto out = apply(EMBER_OP("max_pool2d"), std::vector<V>{x},
+                   max_pool_attrs(kernel_size, stride, padding, dilation, ceil_mode));
+  return {out[0], out[1]};
+}
+// offsets [N, C, Ho, Wo] -> int64 indices into each H*W plane of input_shape (-1 for a window
+// with no input element); max_pool2d's attributes and input_shape. Not differentiable.
+template <class V>
+if_handle<V> max_pool2d_offsets_to_indices(const V& offsets, const Shape& input_shape,
+                                           Size2 kernel_size, Size2 stride = {}, Size2 padding = 0,
+                                           Size2 dilation = 1, bool ceil_mode = false) {
+  Attrs attrs = max_pool_attrs(kernel_size, stride, padding, dilation, ceil_mode);
+  attrs.set("input_shape", input_shape);
+  return apply1<V>(EMBER_OP("max_pool2d_indices"), {offsets}, std::move(attrs));
+}
+// grad, offsets [N, C, Ho, Wo] -> [N, C, H, W] = input_shape; max_pool2d's attributes.
+template <class V>
+if_handle<V> max_pool2d_offsets_backward(const V& grad, const V& offsets, const Shape& input_shape,
+                                         Size2 kernel_size, Size2 stride = {}, Size2 padding = 0,
+                                         Size2 dilation = 1, bool ceil_mode = false) {
+  Attrs attrs = max_pool_attrs(kernel_size, stride, padding, dilation, ceil_mode);
+  attrs.set("input_shape", input_shape);
+  return apply1<V>(EMBER_OP("max_pool2d_offsets_backward"), {grad, offsets}, std::move(attrs));
+}
+// x [N, C, H, W] -> (values [N, C, Ho, Wo], int64 indices into each H*W plane), as PyTorch's
+// max_pool2d(return_indices=True). stride {}: kernel_size.
 template <class V>
 std::pair<V, V> max_pool2d_with_indices(const V& x, Size2 kernel_size, Size2 stride = {},
                                         Size2 padding = 0, Size2 dilation = 1,
                                         bool ceil_mode = false) {
-  if (!stride.given()) stride = kernel_size;
-  auto out = apply(EMBER_OP("max_pool2d"), std::vector<V>{x},
-                   {{"kernel_size", pair_attr(kernel_size)},
-                    {"stride", pair_attr(stride)},
-                    {"padding", pair_attr(padding)},
-                    {"dilation", pair_attr(dilation)},
-                    {"ceil_mode", int64_t(ceil_mode)}});
-  return {out[0], out[1]};
+  const Shape input_shape = x.shape();  // a copy: adding nodes may move a graph's values
+  auto [values, offsets] =
+      max_pool2d_with_offsets(x, kernel_size, stride, padding, dilation, ceil_mode);
+  return {values, max_pool2d_offsets_to_indices(offsets, input_shape, kernel_size, stride, padding,
+                                                dilation, ceil_mode)};
 }
 template <class V>
 if_handle<V> max_pool2d(const V& x, Size2 kernel_size, Size2 stride = {}, Size2 padding = 0,
                         Size2 dilation = 1, bool ceil_mode = false) {
-  return max_pool2d_with_indices(x, kernel_size, stride, padding, dilation, ceil_mode).first;
+  return max_pool2d_with_offsets(x, kernel_size, stride, padding, dilation, ceil_mode).first;
 }
 // grad, indices [N, C, Ho, Wo] -> [N, C, H, W] = input_shape
 template <class V>
