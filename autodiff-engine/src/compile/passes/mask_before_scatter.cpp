@@ -1,13 +1,15 @@
 // mask_before_scatter.cpp — relu's mask applied before max-pool's backward scatter, on the pooled
 // values, instead of after it on the full-size activation (passes.h).
 //
-// In a CNN block `y = relu(...); (pooled, idx) = max_pool2d(y)` the backward pass computes
-//   dy = relu_backward(max_pool2d_backward(g, idx), y)              g, pooled: [N, C, H/2, W/2]
+// In a CNN block `y = relu(...); (pooled, at) = max_pool2d(y)` (at: each max's offset in its
+// window) the backward pass computes
+//   dy = relu_backward(max_pool2d_offsets_backward(g, at), y)      g, pooled: [N, C, H/2, W/2]
 // which keeps the full-size y alive from the forward pass into the backward only to read its
-// signs. Max-pool's backward adds g[j] into position idx[j] (zeros elsewhere), and pooled[j] is
-// y[idx[j]] itself, so masking g with the pooled values first gives the same numbers, bit for
-// bit: where y > 0 every sum is kept as it was, elsewhere it is +0 either way:
-//   dy = max_pool2d_backward(relu_backward(g, pooled), idx)
+// signs. Max-pool's backward adds g[j] into the position at[j] names (zeros elsewhere), and
+// pooled[j] is y at that position itself, so masking g with the pooled values first gives the
+// same numbers, bit for bit: where y > 0 every sum is kept as it was, elsewhere it is +0 either
+// way:
+//   dy = max_pool2d_offsets_backward(relu_backward(g, pooled), at)
 // y is then dead after the forward max-pool (a full-size activation fewer in the step's peak)
 // and the mask reads a quarter of the elements (a 2x2 pool).
 #include <unordered_map>
@@ -21,7 +23,7 @@ namespace ember::autodiff::compile {
 namespace {
 
 struct Swap {
-  int32_t scatter;  // max_pool2d_backward(g, idx)
+  int32_t scatter;  // max_pool2d_offsets_backward(g, at)
   int32_t mask;     // relu_backward(scatter's output, y)
   ValueId pooled;   // max_pool2d(y)'s values
 };
@@ -64,7 +66,7 @@ Program mask_before_scatter(const Program& program, Explain& explain) {
     if (mask.op->name != "relu_backward" || mask.inputs.size() != 2) continue;
     const ValueId scattered = mask.inputs[0], y = mask.inputs[1];
     const int32_t s = producer[size_t(scattered)];
-    if (s < 0 || g.node(s).op->name != "max_pool2d_backward") continue;
+    if (s < 0 || g.node(s).op->name != "max_pool2d_offsets_backward") continue;
     if (readers[size_t(scattered)] != 1 || outlives[size_t(buffer[size_t(scattered)])]) continue;
     const ValueId idx = g.node(s).inputs[1];
     const int32_t pool = producer[size_t(idx)];
@@ -77,7 +79,8 @@ Program mask_before_scatter(const Program& program, Explain& explain) {
     const Swap swap{s, k, pooled};
     at_scatter[s] = swap;
     at_mask[k] = swap;
-    explain.add(pass, g.value_name(mask.outputs[0]) + " = relu_backward(max_pool2d_backward(" +
+    explain.add(pass, g.value_name(mask.outputs[0]) +
+                          " = relu_backward(max_pool2d_offsets_backward(" +
                           g.value_name(g.node(s).inputs[0]) + ", " + g.value_name(idx) + "), " +
                           g.value_name(y) + ") masks " + g.value_name(g.node(s).inputs[0]) +
                           " with the pooled " + g.value_name(pooled) + " before the scatter: " +

@@ -49,9 +49,10 @@ Program hoist_in_place_writes(const Program& program, Explain& explain);
 // Explain: every group with its ops and shapes, and why each node beside a group stayed out.
 Program fuse_elementwise(const Program& program, Explain& explain);
 
-// Rewrites relu_backward(max_pool2d_backward(g, idx), y), where (pooled, idx) = max_pool2d(y), as
-// max_pool2d_backward(relu_backward(g, pooled), idx): the same numbers bit for bit (pooled[j] is
-// y[idx[j]]), and the full-size activation y is no longer kept for the backward pass.
+// Rewrites relu_backward(max_pool2d_offsets_backward(g, at), y), where (pooled, at) =
+// max_pool2d(y), as max_pool2d_offsets_backward(relu_backward(g, pooled), at): the same numbers
+// bit for bit (pooled[j] is y where at[j] points), and the full-size activation y is no longer
+// kept for the backward pass.
 Program mask_before_scatter(const Program& program, Explain& explain);
 
 // Lets a node write its (first) output over an input's buffer when that input is read for the
