@@ -12,26 +12,10 @@
 #include "ember/autodiff/compile/compile.h"
 #include "ember/autodiff/optim.h"
 #include "ember/jit.h"
+#include "scoped_env.h"
 
 namespace ember::autodiff::compile::test {
 namespace {
-
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) setenv(name, value->c_str(), 1);
-    else unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_) setenv(name_, old_->c_str(), 1);
-    else unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 // A program of a fusible chain between two matmuls: x @ w, then * 2, + b (broadcast over
 // rows), gelu, masked by m, tanh; the result @ w again, summed.

@@ -12,6 +12,7 @@
 #include "ember/autodiff/compile/codegen.h"
 #include "ember/jit.h"
 #include "random_group.h"
+#include "scoped_env.h"
 
 namespace ember::test {
 namespace {
@@ -21,29 +22,6 @@ using autodiff::compile::render;
 using autodiff::compile::run_fused;
 using autodiff::compile::run_unfused;
 using autodiff::compile::Target;
-
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) {
-      setenv(name, value->c_str(), 1);
-    } else {
-      unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      setenv(name_, old_->c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 // Both as float64 (every dtype converts exactly except int64 beyond 2^53, which these values
 // never reach); NaN equals NaN, and a zero's sign counts in the exact comparison.

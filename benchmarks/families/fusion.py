@@ -100,6 +100,20 @@ def ln_gelu_fused(ember, x, w, b):
     return call
 
 
+def timed_in_turn(ctx: Context, r, mine, others: dict) -> list[Measurement]:
+    """Ember's call against each of `others` (name -> call), measured in turn `ctx.rounds`
+    times: one time row per reference."""
+    ours, theirs = [], {name: [] for name in others}
+    for _ in range(ctx.rounds):
+        ours.append(time_calls(mine, r.sync, ctx.timer))
+        for name, call in others.items():
+            theirs[name].append(time_calls(call, r.sync, ctx.timer))
+    ember = over_rounds(ours)
+    return [Measurement("time", "ms", "lower", ember.median_ms, ember.spread, name,
+                        over_rounds(t).median_ms, over_rounds(t).spread)
+            for name, t in theirs.items()]
+
+
 @dataclass
 class FusionCase:
     """Ember's fused call against Ember eager, torch eager and (chain8) a copy, timed in turn."""
@@ -143,15 +157,7 @@ class FusionCase:
         torch = next((ref for ref in ctx.references if ref.name == "torch"), None)
         mine, others = self.calls(r, torch)
         mine()  # compiled (and checked) before it is timed
-        ours, theirs = [], {name: [] for name in others}
-        for _ in range(ctx.rounds):
-            ours.append(time_calls(mine, r.sync, ctx.timer))
-            for name, call in others.items():
-                theirs[name].append(time_calls(call, r.sync, ctx.timer))
-        ember = over_rounds(ours)
-        return [Measurement("time", "ms", "lower", ember.median_ms, ember.spread, name,
-                            over_rounds(t).median_ms, over_rounds(t).spread)
-                for name, t in theirs.items()]
+        return timed_in_turn(ctx, r, mine, others)
 
 
 @dataclass
@@ -302,15 +308,7 @@ class CompiledCase:
         for call in [mine, *others.values()]:
             for _ in range(3):  # trace (twice: optimizer state is made by the first) and warm up
                 call()
-        ours, theirs = [], {name: [] for name in others}
-        for _ in range(ctx.rounds):
-            ours.append(time_calls(mine, r.sync, ctx.timer))
-            for name, call in others.items():
-                theirs[name].append(time_calls(call, r.sync, ctx.timer))
-        ember = over_rounds(ours)
-        return [Measurement("time", "ms", "lower", ember.median_ms, ember.spread, name,
-                            over_rounds(t).median_ms, over_rounds(t).spread)
-                for name, t in theirs.items()]
+        return timed_in_turn(ctx, r, mine, others)
 
 
 @dataclass
