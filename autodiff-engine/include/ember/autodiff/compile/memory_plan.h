@@ -10,7 +10,8 @@
 //
 // Placement is offline best fit, tried in three orders (decreasing size, decreasing bytes x
 // steps, increasing start; the lowest peak is kept): each buffer takes the smallest gap, between
-// the buffers already placed whose intervals meet its own, that holds it (else the top of them). Every offset and size is a multiple of kAlignment. The plan reports
+// the buffers already placed whose intervals meet its own, that holds it (else the top of them).
+// Every offset and size is a multiple of kAlignment. The plan reports
 //   planned peak  the arena's size;
 //   naive peak    the sum of every buffer (no reuse at all);
 //   lower bound   the most bytes live at one time: no placement can need less.
