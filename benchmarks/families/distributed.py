@@ -10,7 +10,11 @@ digits CNN's data-parallel epoch at one and two processes.
                (python -m ember.distributed.run) with --nproc-per-node 1 and 2, one thread
                each (OMP_NUM_THREADS=1), batch 32 per process: the fastest of its epochs, and
                the scaling efficiency of two processes, t1 / (2 * t2) (1 = perfect: two
-               processes take half the time of one over the same epoch).
+               processes take half the time of one over the same epoch). Reference: the same
+               epoch in PyTorch (torch.nn.parallel.DistributedDataParallel, Gloo, the same
+               network, split, sampler seed, batch, SGD and thread count; the worker at the end
+               of this file), whose efficiency on the same machine says what two processes on
+               its cores can reach.
 
 Targets on a 2-core CPU (issue 26): all-reduce bandwidth >= 0.9x torch's Gloo at every size;
 efficiency >= 0.8. The cases launch their own processes; on a machine shared with other work,
@@ -32,7 +36,8 @@ if __name__ == "__main__":  # run as the worker below: harness/ is beside famili
 from harness.case import Context, Measurement, Skipped  # noqa: E402
 
 HERE = Path(__file__).resolve()
-EXAMPLE = HERE.parents[2] / "examples-and-tutorials" / "python" / "train_digits_ddp.py"
+EXAMPLES = HERE.parents[2] / "examples-and-tutorials" / "python"
+EXAMPLE = EXAMPLES / "train_digits_ddp.py"
 SIZES = [4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20]
 WORLD = 2
 _cache = {}
@@ -112,6 +117,7 @@ class EpochCase:
     epochs: int = field(default=3)
 
     def epoch_seconds(self, world):
+        """Ember's fastest epoch after the first (train_digits_ddp.py under the launcher)."""
         key = f"epoch{world}"
         if key not in _cache:
             with tempfile.TemporaryDirectory() as tmp:
@@ -121,16 +127,36 @@ class EpochCase:
             _cache[key] = min(history["seconds"][1:] or history["seconds"])
         return _cache[key]
 
+    def torch_epoch_seconds(self, world):
+        """PyTorch's fastest epoch after the first, or None without PyTorch."""
+        key = f"torch_epoch{world}"
+        if key not in _cache:
+            try:
+                import torch  # noqa: F401
+            except ImportError:
+                return None
+            out = launch([str(HERE), "torch-epoch", str(self.epochs), str(self.params["batch"])],
+                         world, timeout=900)
+            _cache[key] = min(json.loads(out)[1:])
+        return _cache[key]
+
     def measure(self, ctx: Context) -> list[Measurement]:
         if not EXAMPLE.exists():
             raise Skipped(f"{EXAMPLE} is not here")
         world = self.params["processes"]
-        seconds = self.epoch_seconds(world)
-        out = [Measurement("epoch", "s", "lower", seconds)]
+        seconds, theirs = self.epoch_seconds(world), self.torch_epoch_seconds(world)
+        out = [Measurement("epoch", "s", "lower", seconds, reference="torch" if theirs else "",
+                           reference_value=theirs)]
         if world > 1:
             one = self.epoch_seconds(1)
-            out.append(Measurement("scaling_efficiency", "x", "higher", one / (world * seconds),
+            efficiency = one / (world * seconds)
+            out.append(Measurement("scaling_efficiency", "x", "higher", efficiency,
                                    reference="1 process", reference_value=1.0))
+            if theirs:
+                torch_one = self.torch_epoch_seconds(1)
+                out.append(Measurement("scaling_efficiency", "x", "higher", efficiency,
+                                       reference="torch", reference_value=torch_one /
+                                       (world * theirs)))
         return out
 
 
@@ -200,5 +226,45 @@ def _worker():
         print(json.dumps(results))
 
 
+# ---- PyTorch's data-parallel epoch (python distributed.py torch-epoch EPOCHS BATCH): the
+# reference of ddp_epoch, the example's loop written with torch's DDP
+
+def _torch_epoch(epochs, batch):
+    import torch
+    import torch.distributed as tdist
+    from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+    sys.path.insert(0, str(EXAMPLES))
+    import digits
+
+    from families.training import small_cnn
+
+    torch.set_num_threads(1)
+    tdist.init_process_group("gloo")
+    x_train, y_train, _, _ = digits.load_digits_split(size=28, seed=0)
+    train_set = TensorDataset(torch.from_numpy(x_train), torch.from_numpy(y_train))
+    sampler = DistributedSampler(train_set, shuffle=True, seed=0)
+    loader = DataLoader(train_set, batch_size=batch, sampler=sampler)
+    torch.manual_seed(0)
+    model = torch.nn.parallel.DistributedDataParallel(small_cnn(torch.nn))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.03, momentum=0.9, weight_decay=5e-4)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    seconds = []
+    for epoch in range(epochs):
+        sampler.set_epoch(epoch)
+        start = time.perf_counter()
+        for x, y in loader:
+            optimizer.zero_grad()
+            loss_fn(model(x), y).backward()
+            optimizer.step()
+        tdist.barrier()  # the epoch ends when the slowest rank's does
+        seconds.append(time.perf_counter() - start)
+    tdist.destroy_process_group()
+    if int(os.environ["RANK"]) == 0:
+        print(json.dumps(seconds))
+
+
 if __name__ == "__main__" and sys.argv[1:] == ["worker"]:
     _worker()
+if __name__ == "__main__" and sys.argv[1:2] == ["torch-epoch"]:
+    _torch_epoch(int(sys.argv[2]), int(sys.argv[3]))
