@@ -11,7 +11,7 @@
 
 #include "attention_reference.h"
 #include "ember/ops/attention.h"
-#include "ops/attention_kernels.h"  // kAttentionCpuTileQ, kAttentionCpuTileK
+#include "ops/attention_kernels.h"  // kAttentionCpuTileQ, kAttentionCpuTileK, kAttentionCpuPanel
 #include "test_util.h"
 
 namespace ember {
@@ -66,6 +66,16 @@ TEST_P(Attention, MatchesTheFormulaAroundTheTileBoundaries) {
   for (int64_t L : {int64_t(1), tq - 1, tq, tq + 1, 2 * tq + 3})
     for (int64_t S : {int64_t(1), tk - 1, tk + 1, 2 * tk + 5})
       check(device(), 1, 2, L, S, 8, 5, DType::Float64, Tensor(), {}, false, std::nullopt, 1e-10);
+}
+
+// Lengths around the CPU kernel's panels (keys per forward GEMM, queries per backward GEMM), causal
+// and not, with L != S so that a panel ends inside the other length.
+TEST_P(Attention, MatchesTheFormulaAroundThePanelBoundaries) {
+  const int64_t pn = kAttentionCpuPanel;
+  for (auto [L, S] :
+       {std::pair<int64_t, int64_t>{pn - 1, pn + 1}, {pn + 1, pn - 1}, {pn + 3, pn + 3}})
+    for (bool causal : {false, true})
+      check(device(), 1, 2, L, S, 8, 5, DType::Float64, Tensor(), {}, causal, std::nullopt, 1e-10);
 }
 
 TEST_P(Attention, CausalWithMoreOrFewerKeysThanQueries) {
