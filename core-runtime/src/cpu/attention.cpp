@@ -38,6 +38,7 @@
 #include "cpu/blas.h"
 #include "cpu/isa_begin.h"
 #include "cpu/parallel.h"
+#include "cpu/reduce_loops.h"  // reduce_run
 #include "cpu/vector_exp.h"
 
 namespace ember::cpu::EMBER_CPU_ISA {
@@ -111,34 +112,26 @@ void apply_dropout(const AttentionParams& p, int64_t h, int64_t i, int64_t j0, i
   for (int64_t c = 0; c < n; ++c) s[c] *= attention_keep(p, h, i, j0 + c) ? keep_scale : C(0);
 }
 
-// The max and the sum of s[0, n), each in kLanes interleaved partial results: one running max
-// or sum is a chain of dependent operations that the compiler may not reorder (and so not
-// vectorise) without -ffast-math, and that chain, scalar, was a quarter of the forward's time.
-// kLanes floats fill one AVX-512 register; the narrower instruction sets take two or four.
-constexpr int kLanes = 16;
-
+// The max and the sum of s[0, n) through the reduction engine's lanes (cpu/reduce_loops.h): one
+// running max or sum is a chain of dependent operations that the compiler may not reorder (and
+// so not vectorise) without -ffast-math; the scalar max chain was a quarter of the forward's time.
+template <class C> struct MaxOf {
+  using acc_t = C;
+  C init() const { return -std::numeric_limits<C>::infinity(); }
+  C step(C a, C x, int64_t) const { return x > a ? x : a; }
+  C combine(C a, C b) const { return b > a ? b : a; }
+};
+template <class C> struct SumOf {
+  using acc_t = C;
+  C init() const { return C(0); }
+  C step(C a, C x, int64_t) const { return a + x; }
+  C combine(C a, C b) const { return a + b; }
+};
 template <class C> C row_max(const C* s, int64_t n) {
-  constexpr C kNegInf = -std::numeric_limits<C>::infinity();
-  C part[kLanes];
-  std::fill(part, part + kLanes, kNegInf);
-  int64_t c = 0;
-  for (; c + kLanes <= n; c += kLanes)
-    for (int u = 0; u < kLanes; ++u) part[u] = s[c + u] > part[u] ? s[c + u] : part[u];
-  C m = kNegInf;
-  for (; c < n; ++c) m = s[c] > m ? s[c] : m;
-  for (C x : part) m = x > m ? x : m;
-  return m;
+  return reduce_run<true>(s, 1, n, 0, MaxOf<C>{});
 }
-
 template <class C> C row_sum(const C* s, int64_t n) {
-  C part[kLanes] = {};
-  int64_t c = 0;
-  for (; c + kLanes <= n; c += kLanes)
-    for (int u = 0; u < kLanes; ++u) part[u] += s[c + u];
-  C total = 0;
-  for (; c < n; ++c) total += s[c];
-  for (C x : part) total += x;
-  return total;
+  return reduce_run<true>(s, 1, n, 0, SumOf<C>{});
 }
 
 // The keys query tile [i0, i0 + rows) can see: all S, or under the causal rule keys j < i0 + rows.
