@@ -150,12 +150,15 @@ template <class T> struct ForwardTask {
   MaskReader<T, C> mask;
 
   // Query rows [i0, i0 + rows) of head h.
-  void run(int64_t h, int64_t i0, int64_t rows) const {
+  // s: the score block, kept by the caller across its tiles: at up to kTileQ x kPanel (256 KB of
+  // float) a fresh allocation per tile came from mmap, and its page faults and zeroing showed.
+  void run(int64_t h, int64_t i0, int64_t rows, std::vector<C>& s) const {
     const int64_t E = p.E, Ev = p.Ev;
     const int64_t kend = key_end(p, i0, rows);
     const int64_t width = std::min(kPanel, kend);  // the score block's row stride
     std::vector<C> qbuf, kbuf, vbuf;
-    std::vector<C> s(size_t(rows * width)), acc(size_t(rows * Ev), C(0));
+    if (s.size() < size_t(rows * width)) s.resize(size_t(rows * width));  // GEMM writes it whole
+    std::vector<C> acc(size_t(rows * Ev), C(0));
     std::vector<C> m(size_t(rows), -std::numeric_limits<C>::infinity()), l(size_t(rows), C(0));
     const C* Q = rows_as(q + h * p.L * E, i0, rows, E, qbuf);
     for (int64_t j0 = 0; j0 < kend; j0 += kPanel) {
@@ -215,9 +218,10 @@ void attention_typed(const Tensor& q, const Tensor& k, const Tensor& v, const At
   const int64_t cost =
       cost::gemm(kTileQ, p.S, p.E + p.Ev) + kTileQ * p.S * cost::kTranscendental + 1;
   parallel_for(p.heads * tiles, cost, [&](int64_t begin, int64_t end) {
+    std::vector<C> scores;
     for (int64_t t = begin; t < end; ++t) {
       const int64_t h = t / tiles, i0 = (t % tiles) * kTileQ;
-      task.run(h, i0, std::min(kTileQ, p.L - i0));
+      task.run(h, i0, std::min(kTileQ, p.L - i0), scores);
     }
   });
 }
