@@ -11,7 +11,7 @@
 
 #include "attention_reference.h"
 #include "ember/ops/attention.h"
-#include "ops/attention_kernels.h"  // kAttentionCpuTileQ, kAttentionCpuTileK
+#include "ops/attention_kernels.h"  // kAttentionCpuTileQ, kAttentionCpuTileK, kAttentionCpuPanel
 #include "test_util.h"
 
 namespace ember {
@@ -66,6 +66,31 @@ TEST_P(Attention, MatchesTheFormulaAroundTheTileBoundaries) {
   for (int64_t L : {int64_t(1), tq - 1, tq, tq + 1, 2 * tq + 3})
     for (int64_t S : {int64_t(1), tk - 1, tk + 1, 2 * tk + 5})
       check(device(), 1, 2, L, S, 8, 5, DType::Float64, Tensor(), {}, false, std::nullopt, 1e-10);
+}
+
+// Lengths around the CPU kernel's panels (keys per forward GEMM, queries per backward GEMM), causal
+// and not, with L != S so that a panel ends inside the other length.
+TEST_P(Attention, MatchesTheFormulaAroundThePanelBoundaries) {
+  const int64_t pn = kAttentionCpuPanel;
+  for (auto [L, S] :
+       {std::pair<int64_t, int64_t>{pn - 1, pn + 1}, {pn + 1, pn - 1}, {pn + 3, pn + 3}})
+    for (bool causal : {false, true})
+      check(device(), 1, 2, L, S, 8, 5, DType::Float64, Tensor(), {}, causal, std::nullopt, 1e-10);
+  // float32 (the BLAS and exp paths the benchmarks take), and a bool mask that masks a whole row,
+  // keys on both sides of the panel boundary, and (in the mask: the op takes a mask or the causal
+  // rule) every key after its query.
+  check(device(), 1, 1, pn + 5, pn + 5, 16, 16, DType::Float32, Tensor(), {}, true, std::nullopt,
+        2e-5);
+  const int64_t L = pn + 5, S = pn + 5;
+  std::vector<double> m(size_t(L * S), 1.0);
+  for (int64_t j = 0; j < S; ++j) m[size_t(3 * S + j)] = 0;
+  for (int64_t i = 0; i < L; ++i)
+    for (int64_t j = 0; j < S; ++j)
+      if (j > i || j == 1 || j == pn - 1 || j == pn || j == pn + 2) m[size_t(i * S + j)] = 0;
+  const Tensor mask = Tensor::from_vector(m, {L, S}).to(device(), DType::Bool);
+  std::vector<double> bias;
+  for (double x : m) bias.push_back(x != 0 ? 0.0 : -kInf);
+  check(device(), 1, 1, L, S, 8, 5, DType::Float64, mask, bias, false, std::nullopt, 1e-10);
 }
 
 TEST_P(Attention, CausalWithMoreOrFewerKeysThanQueries) {

@@ -1,17 +1,24 @@
 // attention.cpp — CPU kernels of scaled dot-product attention: flash attention's algorithm (Dao et
 // al., 2022) with BLAS for the tile products.
 //
-// Forward, per head and tile of kTileQ query rows: walk the keys in tiles of kTileK, and per row
-// keep the running max m of its scores, the running sum l of exp(score - m) and the running output
-// acc = sum exp(score - m) v. A new tile with a larger max rescales l and acc by exp(m_old - m_new)
-// (the online softmax), so the [L, S] scores are never held: only one [kTileQ, kTileK] tile of
-// them. At the end out = acc / l and logsumexp = m + log(l).
+// Forward, per head and tile of kTileQ query rows: walk the keys in panels of up to kPanel, and
+// per row keep the running max m of its scores, the running sum l of exp(score - m) and the
+// running output acc = sum exp(score - m) v. A new panel with a larger max rescales l and acc by
+// exp(m_old - m_new) (the online softmax), so the [L, S] scores are never held: only one
+// [kTileQ, kPanel] block of them. At the end out = acc / l and logsumexp = m + log(l).
 //
-// Backward, per head: D = rowsum(dO * O); then per tile of keys, over the tiles of queries, the
-// probabilities recomputed from logsumexp (P = exp(score - lse)), and
+// Backward, per head: D = rowsum(dO * O); then per tile of kTileK keys, over panels of up to
+// kPanel queries, the probabilities recomputed from logsumexp (P = exp(score - lse)), and
 //   dV_j += (P Z)^T dO_i,   dS = P (dO_i V_j^T Z - D_i),   dQ_i += scale dS K_j,
 //   dK_j += scale dS^T Q_i        (Z: the dropout's keep factors, 1 without dropout)
-// with dK_j, dV_j accumulated over the query tiles and written once.
+// with dK_j, dV_j accumulated over the query panels and written once.
+//
+// Why panels: OpenBLAS packs both operands on every call, so a 64 x 64 x 64 product spends a
+// large share of its time packing. One GEMM per (tile, panel) instead of per pair of 64-tiles
+// packs the tile's small operand once for the whole panel, and under the causal rule computes
+// no more of the masked diagonal than 64-tiles do (a panel stops where the tile's keys end, or
+// starts where its queries begin). kPanel caps the panel so that the extra memory stays a few
+// [kTileQ, kPanel] blocks per thread whatever the length.
 //
 // Float16 and bfloat16 tiles are converted to float32 blocks as they are read; every product and
 // softmax runs in the compute type (float32, or float64 for float64 inputs). Work is spread over
@@ -31,6 +38,7 @@
 #include "cpu/blas.h"
 #include "cpu/isa_begin.h"
 #include "cpu/parallel.h"
+#include "cpu/reduce_loops.h"  // reduce_run
 #include "cpu/vector_exp.h"
 
 namespace ember::cpu::EMBER_CPU_ISA {
@@ -38,6 +46,7 @@ namespace {
 
 constexpr int64_t kTileQ = kAttentionCpuTileQ;
 constexpr int64_t kTileK = kAttentionCpuTileK;
+constexpr int64_t kPanel = kAttentionCpuPanel;
 
 // Rows [r0, r0 + n) of a contiguous [rows, cols] matrix of T, in the compute type C: the
 // matrix's own memory when T is C, else a converted copy in buf.
@@ -103,10 +112,26 @@ void apply_dropout(const AttentionParams& p, int64_t h, int64_t i, int64_t j0, i
   for (int64_t c = 0; c < n; ++c) s[c] *= attention_keep(p, h, i, j0 + c) ? keep_scale : C(0);
 }
 
+// The max and the sum of s[0, n) through the reduction engine's lanes (cpu/reduce_loops.h): one
+// running max or sum is a chain of dependent operations that the compiler may not reorder (and
+// so not vectorise) without -ffast-math; the scalar max chain was a quarter of the forward's time.
+template <class C> struct MaxOf {
+  using acc_t = C;
+  C init() const { return -std::numeric_limits<C>::infinity(); }
+  C step(C a, C x, int64_t) const { return x > a ? x : a; }
+  C combine(C a, C b) const { return b > a ? b : a; }
+};
+template <class C> struct SumOf {
+  using acc_t = C;
+  C init() const { return C(0); }
+  C step(C a, C x, int64_t) const { return a + x; }
+  C combine(C a, C b) const { return a + b; }
+};
 template <class C> C row_max(const C* s, int64_t n) {
-  C m = -std::numeric_limits<C>::infinity();
-  for (int64_t c = 0; c < n; ++c) m = s[c] > m ? s[c] : m;
-  return m;
+  return reduce_run<true>(s, 1, n, 0, MaxOf<C>{});
+}
+template <class C> C row_sum(const C* s, int64_t n) {
+  return reduce_run<true>(s, 1, n, 0, SumOf<C>{});
 }
 
 // The keys query tile [i0, i0 + rows) can see: all S, or under the causal rule keys j < i0 + rows.
@@ -125,40 +150,45 @@ template <class T> struct ForwardTask {
   MaskReader<T, C> mask;
 
   // Query rows [i0, i0 + rows) of head h.
-  void run(int64_t h, int64_t i0, int64_t rows) const {
+  // s: the score block, kept by the caller across its tiles: at up to kTileQ x kPanel (256 KB of
+  // float) a fresh allocation per tile came from mmap, and its page faults and zeroing showed.
+  void run(int64_t h, int64_t i0, int64_t rows, std::vector<C>& s) const {
     const int64_t E = p.E, Ev = p.Ev;
+    const int64_t kend = key_end(p, i0, rows);
+    const int64_t width = std::min(kPanel, kend);  // the score block's row stride
     std::vector<C> qbuf, kbuf, vbuf;
-    std::vector<C> s(size_t(kTileQ * kTileK)), acc(size_t(rows * Ev), C(0));
+    if (s.size() < size_t(rows * width)) s.resize(size_t(rows * width));  // GEMM writes it whole
+    std::vector<C> acc(size_t(rows * Ev), C(0));
     std::vector<C> m(size_t(rows), -std::numeric_limits<C>::infinity()), l(size_t(rows), C(0));
     const C* Q = rows_as(q + h * p.L * E, i0, rows, E, qbuf);
-    const int64_t kend = key_end(p, i0, rows);
-    for (int64_t j0 = 0; j0 < kend; j0 += kTileK) {
-      const int64_t cols = std::min(kTileK, kend - j0);
+    for (int64_t j0 = 0; j0 < kend; j0 += kPanel) {
+      const int64_t cols = std::min(kPanel, kend - j0);
       const C* K = rows_as(k + h * p.S * E, j0, cols, E, kbuf);
       const C* V = rows_as(v + h * p.S * Ev, j0, cols, Ev, vbuf);
-      // s[r, c] = q_r . k_c  [rows, cols], row stride kTileK
-      gemm_one_thread<C>(false, true, rows, cols, E, Q, E, K, E, C(0), s.data(), kTileK);
+      // s[r, c] = q_r . k_c  [rows, cols], row stride width
+      gemm_one_thread<C>(false, true, rows, cols, E, Q, E, K, E, C(0), s.data(), width);
       for (int64_t r = 0; r < rows; ++r) {
-        C* sr = s.data() + r * kTileK;
+        C* sr = s.data() + r * width;
         const int64_t i = i0 + r;
         finish_scores(p, mask, h, i, j0, cols, sr);
-        const C m_new = std::max(m[size_t(r)], row_max(sr, cols));
+        // Under the causal rule keys past i are -inf (exp 0): the max, exp and sum stop at i.
+        const int64_t live = p.causal ? std::min(cols, std::max<int64_t>(i + 1 - j0, 0)) : cols;
+        const C m_new = std::max(m[size_t(r)], row_max(sr, live));
         if (m_new == -std::numeric_limits<C>::infinity()) {  // every key so far masked
           std::fill(sr, sr + cols, C(0));
           continue;
         }
-        const C alpha = exp_c(m[size_t(r)] - m_new);  // 0 on the row's first unmasked tile
-        C sum = 0;
-        for (int64_t c = 0; c < cols; ++c) sr[c] = exp_c(sr[c] - m_new);
-        for (int64_t c = 0; c < cols; ++c) sum += sr[c];
-        l[size_t(r)] = l[size_t(r)] * alpha + sum;
+        const C alpha = exp_c(m[size_t(r)] - m_new);  // 0 on the row's first unmasked panel
+        for (int64_t c = 0; c < live; ++c) sr[c] = exp_c(sr[c] - m_new);
+        std::fill(sr + live, sr + cols, C(0));
+        l[size_t(r)] = l[size_t(r)] * alpha + row_sum(sr, live);
         m[size_t(r)] = m_new;
         C* ar = acc.data() + r * Ev;
         for (int64_t c = 0; c < Ev; ++c) ar[c] *= alpha;
         if (p.dropout_p > 0) apply_dropout(p, h, i, j0, cols, sr);
       }
       // acc += P V  [rows, Ev]
-      gemm_one_thread<C>(false, false, rows, Ev, cols, s.data(), kTileK, V, Ev, C(1), acc.data(),
+      gemm_one_thread<C>(false, false, rows, Ev, cols, s.data(), width, V, Ev, C(1), acc.data(),
                          Ev);
     }
     for (int64_t r = 0; r < rows; ++r) {
@@ -188,9 +218,10 @@ void attention_typed(const Tensor& q, const Tensor& k, const Tensor& v, const At
   const int64_t cost =
       cost::gemm(kTileQ, p.S, p.E + p.Ev) + kTileQ * p.S * cost::kTranscendental + 1;
   parallel_for(p.heads * tiles, cost, [&](int64_t begin, int64_t end) {
+    std::vector<C> scores;
     for (int64_t t = begin; t < end; ++t) {
       const int64_t h = t / tiles, i0 = (t % tiles) * kTileQ;
-      task.run(h, i0, std::min(kTileQ, p.L - i0));
+      task.run(h, i0, std::min(kTileQ, p.L - i0), scores);
     }
   });
 }
@@ -226,8 +257,9 @@ template <class T> struct BackwardTask {
       D[size_t(i)] = d;
     }
     std::vector<C> qbuf, dobuf, kbuf, vbuf;
-    std::vector<C> P(size_t(kTileQ * kTileK)), PZ(size_t(kTileQ * kTileK));
-    std::vector<C> dS(size_t(kTileQ * kTileK));
+    const int64_t panel = std::min(kPanel, L);
+    std::vector<C> P(size_t(panel * kTileK)), dS(size_t(panel * kTileK));
+    std::vector<C> PZ(p.dropout_p > 0 ? size_t(panel * kTileK) : 0);
     std::vector<C> dk_acc(size_t(kTileK * E)), dv_acc(size_t(kTileK * Ev));
     const C scale = C(p.scale);
     for (int64_t j0 = 0; j0 < S; j0 += kTileK) {
@@ -237,9 +269,9 @@ template <class T> struct BackwardTask {
       std::fill(dk_acc.begin(), dk_acc.end(), C(0));
       std::fill(dv_acc.begin(), dv_acc.end(), C(0));
       // Under the causal rule, query i sees key j0 only from i = j0 on.
-      const int64_t first = p.causal ? (j0 / kTileQ) * kTileQ : 0;
-      for (int64_t i0 = first; i0 < L; i0 += kTileQ) {
-        const int64_t rows = std::min(kTileQ, L - i0);
+      const int64_t first = p.causal ? std::min(j0, L) : 0;
+      for (int64_t i0 = first; i0 < L; i0 += kPanel) {
+        const int64_t rows = std::min(kPanel, L - i0);
         const C* Q = rows_as(qh, i0, rows, E, qbuf);
         const C* dO = rows_as(doh, i0, rows, Ev, dobuf);
         gemm_one_thread<C>(false, true, rows, cols, E, Q, E, K, E, C(0), P.data(), kTileK);
@@ -251,13 +283,15 @@ template <class T> struct BackwardTask {
           if (lr == -std::numeric_limits<C>::infinity()) std::fill(pr, pr + cols, C(0));
           else
             for (int64_t c = 0; c < cols; ++c) pr[c] = exp_c(pr[c] - lr);
-          C* zr = PZ.data() + r * kTileK;
-          std::copy(pr, pr + cols, zr);
-          if (p.dropout_p > 0) apply_dropout(p, h, i, j0, cols, zr);
+          if (p.dropout_p > 0) {
+            C* zr = PZ.data() + r * kTileK;
+            std::copy(pr, pr + cols, zr);
+            apply_dropout(p, h, i, j0, cols, zr);
+          }
         }
-        // dV_j += (P Z)^T dO_i  [cols, Ev]
-        gemm_one_thread<C>(true, false, cols, Ev, rows, PZ.data(), kTileK, dO, Ev, C(1),
-                           dv_acc.data(), Ev);
+        // dV_j += (P Z)^T dO_i  [cols, Ev]  (P itself without dropout)
+        gemm_one_thread<C>(true, false, cols, Ev, rows, p.dropout_p > 0 ? PZ.data() : P.data(),
+                           kTileK, dO, Ev, C(1), dv_acc.data(), Ev);
         // dS = dO_i V_j^T  [rows, cols], then P (dS Z - D) scale
         gemm_one_thread<C>(false, true, rows, cols, Ev, dO, Ev, V, Ev, C(0), dS.data(), kTileK);
         for (int64_t r = 0; r < rows; ++r) {

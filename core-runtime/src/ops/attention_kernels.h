@@ -42,6 +42,9 @@ struct AttentionParams {
 // can aim at the tile boundaries.
 constexpr int64_t kAttentionCpuTileQ = 64;
 constexpr int64_t kAttentionCpuTileK = 64;
+// The most keys one query tile's GEMMs take at once in the forward, and the most queries one key
+// tile's take in the backward: larger panels amortise BLAS's packing of the tile's operand.
+constexpr int64_t kAttentionCpuPanel = 512;
 
 // Whether the dropout keeps probability (b, i, j): a 32-bit draw u of element
 // n = (b * L + i) * S + j of the stream (word n % 4 of block n / 4), kept when u / 2^32 >= p.
