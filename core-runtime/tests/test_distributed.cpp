@@ -10,6 +10,7 @@
 #include <future>
 #include <thread>
 
+#include "distributed_ranks.h"
 #include "ember/distributed.h"
 #include "ember/tcp_store.h"
 #include "test_util.h"
@@ -110,37 +111,7 @@ TEST(TCPStore, AForeignServerIsRecognised) {
   EXPECT_NE(msg.find("not an Ember rendezvous store"), std::string::npos) << msg;
 }
 
-// Runs body(group) on `world` threads as ranks; returns what each threw ("" when nothing).
-// sizes: the world size each rank is started with (default: all `world`).
-std::vector<std::string> run_ranks(int world, const std::function<void(ProcessGroup&)>& body,
-                                   std::vector<int> sizes = {}, Milliseconds timeout = kTimeout) {
-  if (sizes.empty()) sizes.assign(size_t(world), world);
-  auto server = std::make_shared<TCPStore>("127.0.0.1", 0, true, timeout);
-  std::vector<std::string> errors(static_cast<size_t>(world));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < world; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        auto store = r == 0
-                         ? server
-                         : std::make_shared<TCPStore>("127.0.0.1", server->port(), false, timeout);
-        auto group = distributed::new_process_group("gloo", store, r, sizes[size_t(r)], timeout);
-        body(*group);
-      } catch (const std::exception& e) {
-        errors[size_t(r)] = e.what();
-      }
-    });
-  for (auto& t : threads) t.join();
-  return errors;
-}
-
-class Gloo : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!distributed::backend_available("gloo"))
-      GTEST_SKIP() << "this build has no gloo backend (Gloo was not found at build time)";
-  }
-};
+class Gloo : public GlooTest {};
 
 TEST_F(Gloo, CollectivesOfThreeRanksOnOddSizes) {
   constexpr int kWorld = 3;

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "distributed/collective_queue.h"
+#include "distributed_ranks.h"
 #include "ember/distributed.h"
 #include "ember/tcp_store.h"
 
@@ -78,34 +79,7 @@ bool wait_until_asleep(const std::string& name) {
   }
 }
 
-// Runs body(group) on `world` threads as ranks; returns what each threw ("" when nothing).
-std::vector<std::string> run_ranks(int world, const std::function<void(ProcessGroup&)>& body) {
-  auto server = std::make_shared<TCPStore>("127.0.0.1", 0, true, kTimeout);
-  std::vector<std::string> errors(static_cast<size_t>(world));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < world; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        auto store = r == 0
-                         ? server
-                         : std::make_shared<TCPStore>("127.0.0.1", server->port(), false, kTimeout);
-        auto group = distributed::new_process_group("gloo", store, r, world, kTimeout);
-        body(*group);
-      } catch (const std::exception& e) {
-        errors[size_t(r)] = e.what();
-      }
-    });
-  for (auto& t : threads) t.join();
-  return errors;
-}
-
-class GlooThreads : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!distributed::backend_available("gloo"))
-      GTEST_SKIP() << "this build has no gloo backend (Gloo was not found at build time)";
-  }
-};
+class GlooThreads : public GlooTest {};
 
 // Gloo's device thread spins on a connection lock that a preempted caller holds; as SCHED_BATCH
 // it does not preempt the caller on waking (gloo_group.cpp says how). The rank's own thread, which
