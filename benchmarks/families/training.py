@@ -138,15 +138,15 @@ def gpt_block_trainer(r, p):
 PEAK_TRAINERS = {"cnn_peak_memory": cnn_trainer, "gpt_block_peak_memory": gpt_block_trainer}
 
 
-def ember_step_peak(r, make) -> int:
-    """Ember's peak bytes over one training step, after two (the first allocates the optimizer's
-    state and builds the backward graph), above the bytes in use before make() -> (model,
-    optimizer, step, inputs) ran: the allocator's own statistics."""
+def ember_step_peak(r, make, warmup=2) -> int:
+    """Ember's peak bytes over one training step, after `warmup` (the first allocates the
+    optimizer's state and builds the backward graph), above the bytes in use before make() ->
+    (model, optimizer, step, inputs) ran: the allocator's own statistics."""
     em = r.xp
     r.sync()
     before = em.memory_allocated(r.device)
     _, _, step, inputs = make()
-    for _ in range(2):
+    for _ in range(warmup):
         step(*inputs)
     r.sync()
     em.reset_peak_memory_stats(r.device)
@@ -204,6 +204,19 @@ def cpu_profiled_peak(torch, fn) -> int:
     return peak
 
 
+def peak_rows(ctx: Context, ours, theirs) -> list[Measurement]:
+    """The peak_bytes row of a step: ours(r) on Ember's side, theirs(r) on PyTorch's where it is
+    a reference of the run."""
+    gc.collect()  # the previous cases' tensors, freed now rather than during this one
+    value = ours(python_side(ctx))
+    torch = next((r for r in ctx.references if r.name == "torch"), None)
+    reference = theirs(torch) if torch is not None else None
+    return [Measurement("peak_bytes", "B", "lower", float(value),
+                        reference="torch" if torch is not None else "",
+                        reference_value=reference and float(reference),
+                        reference_spread=0.0 if torch is not None else None)]
+
+
 @dataclass
 class PeakMemoryCase:
     op: str
@@ -213,14 +226,8 @@ class PeakMemoryCase:
     deterministic = True  # allocator figures: the same every run
 
     def measure(self, ctx: Context) -> list[Measurement]:
-        gc.collect()  # the previous cases' tensors, freed now rather than during this one
-        ours = ember_peak(python_side(ctx), self.params, self.op)
-        torch = next((r for r in ctx.references if r.name == "torch"), None)
-        theirs = torch_peak(torch, self.params, self.op) if torch is not None else None
-        return [Measurement("peak_bytes", "B", "lower", float(ours),
-                            reference="torch" if torch is not None else "",
-                            reference_value=theirs and float(theirs),
-                            reference_spread=0.0 if torch is not None else None)]
+        return peak_rows(ctx, lambda r: ember_peak(r, self.params, self.op),
+                         lambda r: torch_peak(r, self.params, self.op))
 
 
 # ---- each layer's ops alone, at the network's shapes ----

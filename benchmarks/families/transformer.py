@@ -22,13 +22,12 @@ masked_fill, softmax; the CSV's params say which: attention=fused or attention=p
                       the tolerance"""
 
 import functools
-import gc
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from families.training import torch_step_peak
+from families.training import ember_step_peak, peak_rows, torch_step_peak
 from harness.case import Context, KernelCase, Measurement, python_side
 
 LAYERS, CHANNELS, HEADS, BLOCK, BATCH, VOCAB = 4, 256, 4, 256, 8, 256
@@ -143,17 +142,7 @@ def gpt2_small_step(r, p):
 # ---- peak memory of one step ----
 
 def ember_peak(r, p) -> int:
-    em = r.xp
-    r.sync()
-    before = em.memory_allocated(r.device)
-    step, (x, y) = trainer(r, p["autocast"])[2], tokens(r)
-    for _ in range(2):  # the first step makes AdamW's buffers and builds the backward graph
-        step(x, y)
-    r.sync()
-    em.reset_peak_memory_stats(r.device)
-    step(x, y)
-    r.sync()
-    return em.max_memory_allocated(r.device) - before
+    return ember_step_peak(r, lambda: (*trainer(r, p["autocast"]), tokens(r)))
 
 
 def torch_peak(r, p) -> int:
@@ -169,14 +158,8 @@ class PeakMemoryCase:
     deterministic = True
 
     def measure(self, ctx: Context) -> list[Measurement]:
-        gc.collect()
-        ours = ember_peak(python_side(ctx), self.params)
-        torch = next((r for r in ctx.references if r.name == "torch"), None)
-        theirs = torch_peak(torch, self.params) if torch is not None else None
-        return [Measurement("peak_bytes", "B", "lower", float(ours),
-                            reference="torch" if torch is not None else "",
-                            reference_value=theirs and float(theirs),
-                            reference_spread=0.0 if torch is not None else None)]
+        return peak_rows(ctx, lambda r: ember_peak(r, self.params),
+                         lambda r: torch_peak(r, self.params))
 
 
 # ---- bfloat16 autocast losses, Ember beside PyTorch ----
