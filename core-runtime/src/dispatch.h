@@ -1,5 +1,6 @@
-// dispatch.h — the dtype dispatchers (dispatch_all, _numeric, _floating, _index): each maps a
-// runtime DType to a C++ type, so that a kernel is written once as a template (internal header):
+// dispatch.h — the dtype dispatchers (dispatch_all, _numeric, _floating, _index,
+// _window_offsets): each maps a runtime DType to a C++ type, so that a kernel is written once as
+// a template (internal header):
 //   dispatch_floating(t.dtype(), "gelu", [&](auto tag) { using T = typename decltype(tag)::type;
 //   ... });
 // Dispatch on the device is the kernel table's (kernels.h): `add_kernel(device)(args...)`.
@@ -80,6 +81,18 @@ template <class F> decltype(auto) dispatch_index(DType dtype, const char* op, F&
   }
   throw DTypeError(op, std::string("indices are ") + dtype_name(dtype) +
                            "; expected int64 (or int32). Cast first, e.g. idx.to(DType::Int64)");
+}
+// Max-pool's window offsets (max_pool2d_offsets_dtype): uint8, int32 or int64.
+template <class F> decltype(auto) dispatch_window_offsets(DType dtype, const char* op, F&& fn) {
+  switch (dtype) {
+    EMBER_DTYPE_CASE(UInt8, uint8_t)
+    EMBER_DTYPE_CASE(Int32, int32_t)
+    EMBER_DTYPE_CASE(Int64, int64_t)
+    default:
+      break;
+  }
+  throw DTypeError(op, std::string("window offsets must be uint8, int32 or int64, got ") +
+                           dtype_name(dtype));
 }
 #undef EMBER_DTYPE_CASE
 

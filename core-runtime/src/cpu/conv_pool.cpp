@@ -496,21 +496,6 @@ void max_pool_backward(const Tensor& grad_out, const Tensor& indices, Tensor& gr
                          std::to_string(d.W) + "; pass the indices max_pool2d returned");
 }
 
-// Window offsets are uint8, int32 or int64 (max_pool2d_offsets_dtype).
-template <class Fn> void dispatch_offsets(DType t, const char* op, Fn&& fn) {
-  switch (t) {
-    case DType::UInt8:
-      return fn(uint8_t{});
-    case DType::Int32:
-      return fn(int32_t{});
-    case DType::Int64:
-      return fn(int64_t{});
-    default:
-      throw DTypeError(op, std::string("window offsets must be uint8, int32 or int64, got ") +
-                               dtype_name(t));
-  }
-}
-
 [[noreturn]] void throw_bad_offsets(const char* op, const Pool2dParams& p) {
   const int64_t taps = p.kernel_h * p.kernel_w;
   throw IndexError(op, "offsets hold values outside [0, kernel_h * kernel_w) = [0, " +
@@ -687,24 +672,26 @@ template <class T> void adaptive_avg_backward(const Tensor& grad_out, Tensor& gr
 // The pooling kernels run in every floating dtype (half types compute in float).
 void max_pool2d(const Tensor& x, Tensor& out, Tensor& indices, const Pool2dParams& p) {
   dispatch_floating(x.dtype(), "max_pool2d", [&](auto tag) {
-    dispatch_offsets(indices.dtype(), "max_pool2d", [&](auto index) {
-      max_pool_forward<typename decltype(tag)::type, decltype(index)>(x, out, indices, p);
+    dispatch_window_offsets(indices.dtype(), "max_pool2d", [&](auto offset_tag) {
+      max_pool_forward<typename decltype(tag)::type, typename decltype(offset_tag)::type>(x, out,
+                                                                                          indices,
+                                                                                          p);
     });
   });
 }
 void max_pool2d_offsets_backward(const Tensor& grad_out, const Tensor& offsets, Tensor& grad_x,
                                  const Pool2dParams& p) {
   dispatch_floating(grad_out.dtype(), "max_pool2d_offsets_backward", [&](auto tag) {
-    dispatch_offsets(offsets.dtype(), "max_pool2d_offsets_backward", [&](auto index) {
-      max_pool_offsets_backward<typename decltype(tag)::type, decltype(index)>(grad_out, offsets,
-                                                                               grad_x, p);
+    dispatch_window_offsets(offsets.dtype(), "max_pool2d_offsets_backward", [&](auto offset_tag) {
+      max_pool_offsets_backward<typename decltype(tag)::type, typename decltype(offset_tag)::type>(
+          grad_out, offsets, grad_x, p);
     });
   });
 }
 void max_pool2d_offsets_to_indices(const Tensor& offsets, Tensor& indices, int64_t H, int64_t W,
                                    const Pool2dParams& p) {
-  dispatch_offsets(offsets.dtype(), "max_pool2d_offsets_to_indices", [&](auto index) {
-    max_pool_offsets_to_indices<decltype(index)>(offsets, indices, H, W, p);
+  dispatch_window_offsets(offsets.dtype(), "max_pool2d_offsets_to_indices", [&](auto offset_tag) {
+    max_pool_offsets_to_indices<typename decltype(offset_tag)::type>(offsets, indices, H, W, p);
   });
 }
 void max_pool2d_backward(const Tensor& grad_out, const Tensor& indices, Tensor& grad_x) {

@@ -503,29 +503,14 @@ void launch_pool(const char* op, const Tensor& t, int64_t total,
   check_launch(op, operands);
 }
 
-// Window offsets are uint8, int32 or int64 (max_pool2d_offsets_dtype).
-template <class Fn> void dispatch_offsets(DType t, const char* op, Fn&& fn) {
-  switch (t) {
-    case DType::UInt8:
-      return fn(uint8_t{});
-    case DType::Int32:
-      return fn(int32_t{});
-    case DType::Int64:
-      return fn(int64_t{});
-    default:
-      throw DTypeError(op, std::string("window offsets must be uint8, int32 or int64, got ") +
-                               dtype_name(t));
-  }
-}
-
 void max_pool2d(const Tensor& x, Tensor& out, Tensor& indices, const Pool2dParams& p) {
   const char* op = "max_pool2d";
   const PoolShape s = pool_shape(x.shape(), out.shape(), p, op);
   DeviceGuard guard(x.device());
   dispatch_floating(x.dtype(), op, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    dispatch_offsets(indices.dtype(), op, [&](auto index) {
-      using I = decltype(index);
+    dispatch_window_offsets(indices.dtype(), op, [&](auto offset_tag) {
+      using I = typename decltype(offset_tag)::type;
       launch_pool(op, x, out.numel(), {&x, &out}, [&](unsigned blocks, cudaStream_t st) {
         max_pool_forward<T, I><<<blocks, 256, 0, st>>>(x.data<T>(), s, p.window_offsets,
                                                        out.data<T>(), indices.data<I>());
@@ -558,8 +543,8 @@ void max_pool2d_offsets_backward(const Tensor& go, const Tensor& offsets, Tensor
   const DeviceErrorSink sink = arm_offsets_error(op, grad_x.device(), p);
   dispatch_floating(go.dtype(), op, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    dispatch_offsets(offsets.dtype(), op, [&](auto index) {
-      using I = decltype(index);
+    dispatch_window_offsets(offsets.dtype(), op, [&](auto offset_tag) {
+      using I = typename decltype(offset_tag)::type;
       launch_pool(op, go, go.numel(), {&go, &offsets, &grad_x},
                   [&](unsigned blocks, cudaStream_t st) {
                     max_pool_offsets_backward<T, I><<<blocks, 256, 0, st>>>(go.data<T>(),
@@ -576,8 +561,8 @@ void max_pool2d_offsets_to_indices(const Tensor& offsets, Tensor& indices, int64
   const PoolShape s = pool_shape({offsets.size(0), offsets.size(1), H, W}, offsets.shape(), p, op);
   DeviceGuard guard(offsets.device());
   const DeviceErrorSink sink = arm_offsets_error(op, offsets.device(), p);
-  dispatch_offsets(offsets.dtype(), op, [&](auto index) {
-    using I = decltype(index);
+  dispatch_window_offsets(offsets.dtype(), op, [&](auto offset_tag) {
+    using I = typename decltype(offset_tag)::type;
     launch_pool(op, offsets, offsets.numel(), {&offsets, &indices},
                 [&](unsigned blocks, cudaStream_t st) {
                   max_pool_offsets_to_indices<I>
