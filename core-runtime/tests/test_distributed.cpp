@@ -166,7 +166,8 @@ TEST_F(Gloo, DifferentCollectivesAreReportedOnEveryRank) {
         if (g.rank() == 0) g.all_reduce(t);
         else g.broadcast(t, 0);
       },
-      {}, Milliseconds(1000));
+      // Long enough for the rendezvous and both ranks' reports on a loaded machine under ASan.
+      {}, Milliseconds(3000));
   EXPECT_NE(errors[0].find("rank 1 called broadcast(float32[5], root 0) as its collective #1"),
             std::string::npos)
       << errors[0];
@@ -176,7 +177,7 @@ TEST_F(Gloo, DifferentCollectivesAreReportedOnEveryRank) {
 
 TEST_F(Gloo, AMismatchedWorldSizeIsReported) {
   auto errors = run_ranks(
-      2, [](ProcessGroup&) {}, {2, 3}, Milliseconds(1000));
+      2, [](ProcessGroup&) {}, {2, 3}, Milliseconds(3000));
   EXPECT_NE(errors[0].find("world size 3"), std::string::npos) << errors[0];
   EXPECT_NE(errors[1].find("world size"), std::string::npos) << errors[1];
 }

@@ -276,6 +276,45 @@ void check_arrival(TCPStore& store, const std::string& prefix, int rank, int wor
   }
 }
 
+namespace {
+
+// Posts what this rank called as collective `seq`, then reads what the other ranks posted until
+// every one has or `deadline` passes. Returns "; rank R called X as its collective #seq" for each
+// rank whose call differs; `absent` gets the ranks that posted nothing.
+std::string calls_that_differ(TCPStore& store, const std::string& prefix, int rank, int world_size,
+                              int64_t seq, const std::string& call, Clock::time_point deadline,
+                              std::vector<int>& absent) {
+  const std::string key = prefix + "call/" + std::to_string(seq) + "/";
+  store.set(key + std::to_string(rank), std::vector<uint8_t>(call.begin(), call.end()));
+  std::vector<bool> seen(size_t(world_size), false);
+  seen[size_t(rank)] = true;
+  std::string differ;
+  for (;;) {
+    absent.clear();
+    for (int r = 0; r < world_size; ++r) {
+      if (seen[size_t(r)]) continue;
+      if (!store.check(key + std::to_string(r))) {
+        absent.push_back(r);
+        continue;
+      }
+      seen[size_t(r)] = true;
+      std::vector<uint8_t> theirs = store.get(key + std::to_string(r));
+      const std::string called(theirs.begin(), theirs.end());
+      if (called != call)
+        differ += "; rank " + std::to_string(r) + " called " + called + " as its collective #" +
+                  std::to_string(seq);
+    }
+    if (absent.empty() || Clock::now() >= deadline) return differ;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+const char* const kSameCollectives =
+    ". Every rank must call the same collectives in the same order with tensors of the same "
+    "shape and dtype";
+
+}  // namespace
+
 void throw_collective_timeout(TCPStore& store, const std::string& prefix, int rank, int world_size,
                               int64_t seq, const std::string& call, Milliseconds timeout,
                               const std::string& detail) {
@@ -283,34 +322,12 @@ void throw_collective_timeout(TCPStore& store, const std::string& prefix, int ra
   const std::string head = "collective #" + std::to_string(seq) + " on rank " +
                            std::to_string(rank) + ", " + call + ", did not complete within " +
                            std::to_string(timeout.count()) + " ms";
-  const std::string key = prefix + "call/" + std::to_string(seq) + "/";
   std::vector<int> absent;
   std::string differ;
   try {
-    const std::vector<uint8_t> mine(call.begin(), call.end());
-    store.set(key + std::to_string(rank), mine);
     // The other ranks time out at about the same moment; give them a little while to post.
     const auto deadline = Clock::now() + std::min<Milliseconds>(timeout, Milliseconds(3000));
-    std::vector<bool> seen(size_t(world_size), false);
-    seen[size_t(rank)] = true;
-    for (;;) {
-      absent.clear();
-      for (int r = 0; r < world_size; ++r) {
-        if (seen[size_t(r)]) continue;
-        if (!store.check(key + std::to_string(r))) {
-          absent.push_back(r);
-          continue;
-        }
-        seen[size_t(r)] = true;
-        std::vector<uint8_t> theirs = store.get(key + std::to_string(r));
-        const std::string called(theirs.begin(), theirs.end());
-        if (called != call)
-          differ += "; rank " + std::to_string(r) + " called " + called + " as its collective #" +
-                    std::to_string(seq);
-      }
-      if (absent.empty() || Clock::now() >= deadline) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    differ = calls_that_differ(store, prefix, rank, world_size, seq, call, deadline, absent);
   } catch (const DistributedError&) {
     // The store is gone with rank 0: say what is known.
     throw DistributedError(op, head +
@@ -318,14 +335,31 @@ void throw_collective_timeout(TCPStore& store, const std::string& prefix, int ra
                                    "ended (" +
                                    detail + ")");
   }
-  if (!differ.empty())
-    throw DistributedError(op, head + differ +
-                                   ". Every rank must call the same collectives in the same "
-                                   "order with tensors of the same shape and dtype");
+  if (!differ.empty()) throw DistributedError(op, head + differ + kSameCollectives);
   throw DistributedTimeoutError(
       op, head + ": rank(s) " + join_ranks(absent) + " did not take part (still busy, ended, or " +
               "called fewer collectives). Fix: call the same collectives on every rank, or " +
               "raise timeout= if a rank is only slow (" + detail + ")");
+}
+
+void throw_collective_broken(TCPStore& store, const std::string& prefix, int rank, int world_size,
+                             int64_t seq, const std::string& call, const std::string& detail) {
+  const std::string head = "collective #" + std::to_string(seq) + " on rank " +
+                           std::to_string(rank) + ", " + call + ", failed";
+  std::string differ;
+  try {
+    // A rank that timed out on a different call posted it before it ended: say so. No waiting:
+    // a rank that crashed posts nothing.
+    std::vector<int> absent;
+    differ = calls_that_differ(store, prefix, rank, world_size, seq, call, Clock::now(), absent);
+  } catch (const DistributedError&) {
+    // The store is gone with rank 0; the message below says another rank ended.
+  }
+  if (!differ.empty()) throw DistributedError("ProcessGroup", head + differ + kSameCollectives);
+  throw DistributedError("ProcessGroup", head +
+                                             ": a peer's connection broke, so another rank has "
+                                             "ended or crashed (" +
+                                             detail + ")");
 }
 
 }  // namespace ember::distributed

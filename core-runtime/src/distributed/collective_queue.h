@@ -97,4 +97,10 @@ void check_arrival(TCPStore& store, const std::string& prefix, int rank, int wor
                                            int world_size, int64_t seq, const std::string& call,
                                            Milliseconds timeout, const std::string& detail);
 
+// The error for collective number `seq` whose connection to a peer broke: a mismatch when another
+// rank posted a different call for it (it timed out and ended first), else "a rank ended".
+[[noreturn]] void throw_collective_broken(TCPStore& store, const std::string& prefix, int rank,
+                                          int world_size, int64_t seq, const std::string& call,
+                                          const std::string& detail);
+
 }  // namespace ember::distributed

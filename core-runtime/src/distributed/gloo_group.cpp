@@ -212,12 +212,7 @@ std::shared_ptr<Work> GlooProcessGroup::enqueue(const std::string& call, bool as
       const std::string what = e.what();
       if (what.find("imed out") != std::string::npos || what.find("timeout") != std::string::npos)
         throw_collective_timeout(*store_, prefix_, rank_, world_size_, seq, call, timeout_, what);
-      throw DistributedError("ProcessGroup",
-                             "collective #" + std::to_string(seq) + " on rank " +
-                                 std::to_string(rank_) + ", " + call +
-                                 ", failed: a peer's connection broke, so another rank has "
-                                 "ended or crashed (" +
-                                 what + ")");
+      throw_collective_broken(*store_, prefix_, rank_, world_size_, seq, call, what);
     } catch (const Error&) {
       throw;                             // ours (a copy's), already typed
     } catch (const std::exception& e) {  // gloo::Exception, and GLOO_ENFORCE's EnforceNotMet
