@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # A short GPU check of chosen parts, for when device time is scarce (ci/gpu-stack.sh runs all):
 # builds core-runtime (CUDA, sm_90, with its tests), autodiff-engine and the Python module, then
-# runs core-runtime's tests matching CORE_FILTER, autodiff-engine's whole suite, the pytest files
-# PYTESTS (paths under python-bindings/tests) and the benchmark families FAMILIES on CUDA.
-# Logs go to OUT_DIR/log, CSVs to OUT_DIR.
+# runs core-runtime's tests matching CORE_FILTER ('-' runs none), autodiff-engine's whole suite
+# (AUTODIFF=0 skips it), the pytest files PYTESTS (paths under python-bindings/tests), the
+# benchmark families FAMILIES on CUDA, and compute-sanitizer's memcheck, racecheck and synccheck
+# over core-runtime's tests matching SANITIZE_FILTER. A second call on a warm machine reuses the
+# builds (ninja finds nothing to do). Logs go to OUT_DIR/log, CSVs to OUT_DIR.
 #   usage: CORE_FILTER='*Cuda*' PYTESTS='test_amp.py' FAMILIES='attention' ci/gpu-focus.sh OUT_DIR
 set -u
 out=${1:?usage: ci/gpu-focus.sh OUT_DIR}
@@ -27,11 +29,15 @@ cmake --install "$root/.devbuild/autodiff" --prefix "$prefix" >/dev/null
 build python python-bindings -DPython_EXECUTABLE="$(command -v python3)" \
   -Dpybind11_DIR="$(python3 -m pybind11 --cmakedir)"
 echo "builds: $(($(date +%s) - start)) s; $(grep -h 'distributed backends' "$log"/core-configure.log)"
-"$root/.devbuild/core/tests/ember_core_tests" --gtest_filter="${CORE_FILTER:-*Cuda*}" \
-  >"$log/core-tests.log" 2>&1
-echo "core-runtime tests (${CORE_FILTER:-*Cuda*}): exit $? $(grep -hE '^\[  (PASSED|FAILED) ' "$log/core-tests.log" | tr '\n' ' ')"
-"$root/.devbuild/autodiff/tests/ember_autodiff_tests" >"$log/autodiff-tests.log" 2>&1
-echo "autodiff-engine tests: exit $? $(grep -hE '^\[  (PASSED|FAILED) ' "$log/autodiff-tests.log" | tr '\n' ' ')"
+core_tests=$root/.devbuild/core/tests/ember_core_tests
+if [[ "${CORE_FILTER:-}" != "-" ]]; then
+  "$core_tests" --gtest_filter="${CORE_FILTER:-*Cuda*}" >"$log/core-tests.log" 2>&1
+  echo "core-runtime tests (${CORE_FILTER:-*Cuda*}): exit $? $(grep -hE '^\[  (PASSED|FAILED) ' "$log/core-tests.log" | tr '\n' ' ')"
+fi
+if [[ "${AUTODIFF:-1}" != 0 ]]; then
+  "$root/.devbuild/autodiff/tests/ember_autodiff_tests" >"$log/autodiff-tests.log" 2>&1
+  echo "autodiff-engine tests: exit $? $(grep -hE '^\[  (PASSED|FAILED) ' "$log/autodiff-tests.log" | tr '\n' ' ')"
+fi
 pkg=$root/.devbuild/pkg
 rm -rf "$pkg" && mkdir -p "$pkg" && cp -r "$root/python-bindings/src/ember" "$pkg/" &&
   cp "$root"/.devbuild/python/_core*.so "$pkg/ember/"
@@ -47,5 +53,10 @@ for family in ${FAMILIES:-}; do
     >"$log/$family.log" 2>&1
   echo "family $family on cuda: exit $?"
   grep -E "ratio|FAILED" "$log/$family.log" | head -12
+done
+for tool in ${SANITIZE_FILTER:+memcheck racecheck synccheck}; do
+  compute-sanitizer --tool "$tool" --error-exitcode 9 "$core_tests" \
+    --gtest_filter="$SANITIZE_FILTER" >"$log/$tool.log" 2>&1
+  echo "$tool ($SANITIZE_FILTER): exit $? $(grep -hE 'ERROR SUMMARY' "$log/$tool.log" | tail -1) $(grep -hE '^\[  (PASSED|FAILED) ' "$log/$tool.log" | tr '\n' ' ')"
 done
 echo "total: $(($(date +%s) - start)) s"
