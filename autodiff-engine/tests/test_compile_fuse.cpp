@@ -212,6 +212,53 @@ TEST(FuseElementwise, AnInPlaceWriteInBetweenKeepsTheNodeOut) {
   }
 }
 
+// a = exp(x) is written in place (an update) after b = a * 2 reads it. Before the root of
+// tanh(b) + x, the fused node (standing at the root) would read the updated a: the group stops at
+// the update, and {exp, mul_scalar} is a group of its own ending before it (a read after it by
+// the update, so written too). After the root, a is a second output of one group and the update
+// writes over it later.
+TEST(FuseElementwise, AnInPlaceWriteOfAGroupValueBeforeTheRootSplitsTheGroup) {
+  for (bool update_before_root : {true, false}) {
+    Program p;
+    p.graph = std::make_unique<Graph>();
+    Graph& g = *p.graph;
+    Val x = g.input(f32({8}), "x");
+    Val a = exp(x);
+    Val b = a * 2.0;
+    Val updated;
+    if (update_before_root) updated = g.add(sgd_update_op(), {a, x}, {{"lr", 0.5}})[0];
+    Val c = tanh(b) + x;
+    if (!update_before_root) updated = g.add(sgd_update_op(), {a, x}, {{"lr", 0.5}})[0];
+    p.returned = {sum(c).id, sum(updated).id};
+    Explain e;
+    Program q = fuse_elementwise(p, e);
+    for (const char* op : {"exp", "mul_scalar", "tanh", "add"})
+      EXPECT_EQ(count_op(q, op), 0) << op << "\n" << e.str();
+    ASSERT_EQ(fused_nodes(q), update_before_root ? 2 : 1) << e.str();
+    EXPECT_NE(e.str().find("exp, mul_scalar" + std::string(update_before_root ? " (2 ops)" : "")),
+              std::string::npos)
+        << e.str();
+    EXPECT_NE(e.str().find("(2 outputs)"), std::string::npos) << e.str();
+    // The update stands between the two groups, or after the one.
+    std::vector<std::string> order;
+    for (int32_t k = 0; k < q.graph->num_nodes(); ++k)
+      if (q.graph->node(k).op->name == "fused" || q.graph->node(k).op->name == "test_sgd_update")
+        order.push_back(q.graph->node(k).op->name);
+    EXPECT_EQ(order, update_before_root
+                         ? std::vector<std::string>({"fused", "test_sgd_update", "fused"})
+                         : std::vector<std::string>({"fused", "test_sgd_update"}));
+    manual_seed(6);
+    const std::vector<Tensor> in = {randn({8})};
+    expect_same_step(p, q, in, {});
+    Explain pe;
+    const MemoryPlan plan = plan_memory(q, output_allocations(q), pe);
+    int64_t misses = 0;
+    const std::vector<Tensor> want = run_program(p, in, {});
+    const std::vector<Tensor> got = run_planned(q, plan, in, {}, &misses);
+    for (size_t i = 0; i < want.size(); ++i) expect_same(want[i], got[i]);
+  }
+}
+
 TEST(FuseElementwise, TheBackwardFusesAndTheMemoryPlanSeesFewerBuffers) {
   // relu(x w)^2 * 3 + 1, its gradient: mul_scalar, mul, relu_backward chains on both sides.
   Program p;
@@ -452,6 +499,8 @@ TEST(CompileFused, ManyStepsEqualEagerAndUnfusedBitForBit) {
   }
   EXPECT_EQ(fused_step.replays(), 10);
   ASSERT_GE(fused_step.fused_groups(), 2) << fused_step.explain();
+  // The forward's values the backward reads are outputs of the forward's group.
+  EXPECT_NE(fused_step.explain().find(" outputs)"), std::string::npos) << fused_step.explain();
   EXPECT_EQ(unfused_step.fused_groups(), 0);
   EXPECT_NE(fused_step.explain().find("== fusion ==\n  group 0:"), std::string::npos);
   EXPECT_NE(unfused_step.explain().find("off (CompileOptions::fuse)"), std::string::npos);

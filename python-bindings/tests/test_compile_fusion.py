@@ -1,7 +1,8 @@
 """ember.compile's fusion pass: the compiled CNN, MLP and GPT-style block of test_compile.py, and
 a model of long elementwise chains, with fusion on and off, equal the eager steps bit for bit
 over several steps (each fused kernel does the library's arithmetic in the library's order);
-explain() lists the groups and why their neighbours stayed out; source() shows a group's
+a group writes every value of it the backward reads (several outputs of one kernel); explain()
+lists the groups, their outputs and why their neighbours stayed out; source() shows a group's
 generated kernel; EMBER_FUSION=0 keeps the library's kernels, says why once, and changes no
 number."""
 
@@ -80,6 +81,22 @@ def test_explain_lists_groups_and_why_neighbours_stayed_out():
     assert "gelu" in section and "f32[8,32]" in section
     assert "matmul: its own tuned kernel" in section or "linear: its own tuned kernel" in section
     assert "ops fused into one kernel each" in section
+
+
+def test_forward_values_the_backward_reads_are_outputs_of_one_group():
+    model, opt = build_model("chains")
+    step = ember.compile(step_for(model, opt, "chains"))
+    x, y = data("chains", 1)[0]
+    step(x, y)
+    text = step.explain()
+    section = text[text.index("== fusion =="):]
+    forward = next(line for line in section.splitlines() if "group 0:" in line)
+    # scale, shift, gelu, sigmoid, gate, tanh, residual, clamp: one kernel, which also writes
+    # the values the backward reads (the gelu's input, the sigmoid, the tanh, ...).
+    assert "(8 ops)" in forward, section
+    outputs = int(forward.rsplit("(", 1)[1].split(" outputs)")[0])
+    assert outputs >= 3, forward
+    assert "more written by the group computing them" in section
 
 
 def test_source_shows_a_groups_kernel():
