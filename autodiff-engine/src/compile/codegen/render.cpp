@@ -175,6 +175,7 @@ std::string cpu_body(const FusionGroup& group, const codegen::Layout& layout) {
          "    const e_i64 first = i % " +
          num(inner.size) + ";\n" + split_index(outer, inputs, "i / " + num(inner.size), "    ") +
          "    const e_i64 n = e_min64(end - i, " + num(inner.size) + " - first);\n" + starts +
+         "    E_INDEPENDENT\n"
          "    for (e_i64 j = first; j < first + n; ++j) {\n" +
          element(group, Target::Cpu, "      ", at) + stores(group, "      ", run_start, "j") +
          "    }\n    i += n;\n  }\n";

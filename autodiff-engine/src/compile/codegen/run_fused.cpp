@@ -150,8 +150,7 @@ std::vector<Tensor> run_unfused_outputs(const FusionGroup& group,
         // No bound on either side leaves x as it is (the library's clamp asks for one).
         if (std::isinf(n.scalars[0]) && std::isinf(n.scalars[1]) && n.scalars[0] < n.scalars[1])
           values.push_back(arg(0));
-        else
-          values.push_back(clamp(arg(0), bound(n.scalars[0]), bound(n.scalars[1])));
+        else values.push_back(clamp(arg(0), bound(n.scalars[0]), bound(n.scalars[1])));
         break;
       default:
         values.push_back(fused_op_arity(n.op) == 1 ? unary(n.op, arg(0))
