@@ -1,8 +1,10 @@
 // test_compile_fuse.cpp — the fusion pass: chains of elementwise nodes become one fused node that
-// computes the same values bit for bit; one-op groups are left; values read outside a group end
-// it; an in-place write between a node and the group's end keeps the node out; the memory plan
-// sees fewer buffers; EMBER_FUSION=0 and a missing compiler leave the program unfused and say
-// why; a compiled step with fusion equals eager and the unfused compiled step over many steps.
+// computes the same values bit for bit; one-op groups are left; values read after a group are
+// more outputs of it, while a reader before the group's end (a cycle through an outside node) or
+// a value of another shape stops it; an in-place write between a node and the group's end keeps
+// the node out; the memory plan sees fewer buffers; EMBER_FUSION=0 and a missing compiler leave
+// the program unfused and say why; a compiled step with fusion equals eager and the unfused
+// compiled step over many steps.
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -75,14 +77,16 @@ TEST(FuseElementwise, GroupsOfOneOpAreLeft) {
   EXPECT_NE(e.str().find("1 elementwise ops left alone"), std::string::npos) << e.str();
 }
 
-TEST(FuseElementwise, AValueReadOutsideEndsTheGroup) {
+// a = exp(x) is read by the group and by a matmul after the group's root: the group takes it in
+// and writes it as a second output, in the same loop; the memory plan places both outputs.
+TEST(FuseElementwise, AValueReadAfterTheGroupBecomesASecondOutput) {
   Program p;
   p.graph = std::make_unique<Graph>();
   Graph& g = *p.graph;
   Val x = g.input(f32({4, 8}), "x");
   Val w = g.parameter(f32({8, 8}), "w");
   p.state.push_back({w.id, StateKind::Parameter, "w"});
-  Val a = exp(x);     // read by the matmul too: stays a value, ends the group
+  Val a = exp(x);     // read by the matmul too: written by the group as well
   Val b = a + 1.0;    // in the group
   Val c = mul(b, b);  // the group's root
   Val d = matmul(a, w);
@@ -90,11 +94,77 @@ TEST(FuseElementwise, AValueReadOutsideEndsTheGroup) {
   Explain e;
   Program q = fuse_elementwise(p, e);
   ASSERT_EQ(fused_nodes(q), 1) << e.str();
+  for (const char* op : {"exp", "add_scalar", "mul"}) EXPECT_EQ(count_op(q, op), 0) << op;
+  const std::string text = e.str();
+  EXPECT_NE(text.find("exp, add_scalar, mul (3 ops)"), std::string::npos) << text;
+  EXPECT_NE(text.find("(2 outputs)"), std::string::npos) << text;
+  EXPECT_NE(text.find("1 more written by the group computing them"), std::string::npos) << text;
+  for (int32_t k = 0; k < q.graph->num_nodes(); ++k)
+    if (q.graph->node(k).op->name == "fused") EXPECT_EQ(q.graph->node(k).outputs.size(), 2u);
+  manual_seed(1);
+  const std::vector<Tensor> in = {randn({4, 8})};
+  expect_same_step(p, q, in, random_state(p, 2));
+  // Replayed from the plan's arena: both outputs are planned requests of the fused node.
+  Explain pe;
+  const MemoryPlan plan = plan_memory(q, output_allocations(q), pe);
+  std::vector<Tensor> s1 = random_state(p, 2), s2 = copies(s1);
+  int64_t misses = 0;
+  const std::vector<Tensor> want = run_program(p, in, s1);
+  const std::vector<Tensor> got = run_planned(q, plan, in, s2, &misses);
+  for (size_t i = 0; i < want.size(); ++i) expect_same(want[i], got[i]);
+}
+
+// a = exp(x) is read by a matmul whose result the group reads: taking a in would need the matmul
+// inside the group (a cycle through an outside node), so a reader before the root stops it.
+TEST(FuseElementwise, AReaderBeforeTheRootStopsTheGroup) {
+  Program p;
+  p.graph = std::make_unique<Graph>();
+  Graph& g = *p.graph;
+  Val x = g.input(f32({4, 8}), "x");
+  Val w = g.parameter(f32({8, 8}), "w");
+  p.state.push_back({w.id, StateKind::Parameter, "w"});
+  Val a = exp(x);
+  Val d = matmul(a, w);     // reads a, read by the group
+  Val c = mul(a + 1.0, d);  // a + 1 joins; a cannot
+  Val r = relu(c);
+  p.returned = {sum(r).id};
+  Explain e;
+  Program q = fuse_elementwise(p, e);
+  ASSERT_EQ(fused_nodes(q), 1) << e.str();
   EXPECT_EQ(count_op(q, "exp"), 1);
+  EXPECT_EQ(count_op(q, "matmul"), 1);
   EXPECT_EQ(count_op(q, "add_scalar"), 0);
-  EXPECT_NE(e.str().find("read outside the group (by matmul)"), std::string::npos) << e.str();
+  EXPECT_NE(e.str().find("%" + std::to_string(a.id) +
+                         " = exp: its value is read outside the group before the group's end "
+                         "(by matmul)"),
+            std::string::npos)
+      << e.str();
   manual_seed(1);
   expect_same_step(p, q, {randn({4, 8})}, random_state(p, 2));
+}
+
+// s = exp(row) has the row's shape, not the group's: a kernel over [4, 8] cannot write it, so
+// a reader of s outside the group stops it (without one it joins, broadcast inside the kernel).
+TEST(FuseElementwise, AValueOfAnotherShapeReadOutsideStopsTheGroup) {
+  for (bool read_outside : {true, false}) {
+    Program p;
+    p.graph = std::make_unique<Graph>();
+    Graph& g = *p.graph;
+    Val x = g.input(f32({4, 8}), "x");
+    Val row = g.input(f32({8}), "row");
+    Val s = exp(row);
+    Val y = tanh(mul(x, s));
+    p.returned = {sum(y).id};
+    if (read_outside) p.returned.push_back(sum(s).id);
+    Explain e;
+    Program q = fuse_elementwise(p, e);
+    ASSERT_EQ(fused_nodes(q), 1) << e.str();
+    EXPECT_EQ(count_op(q, "exp"), read_outside ? 1 : 0) << e.str();
+    if (read_outside)
+      EXPECT_NE(e.str().find("is f32[8], not of the group's shape"), std::string::npos) << e.str();
+    manual_seed(3);
+    expect_same_step(p, q, {randn({4, 8}), randn({8})}, {});
+  }
 }
 
 TEST(FuseElementwise, ReturnedValuesStayValues) {
@@ -139,6 +209,53 @@ TEST(FuseElementwise, AnInPlaceWriteInBetweenKeepsTheNodeOut) {
       EXPECT_NE(e.str().find("an in-place write to its input"), std::string::npos) << e.str();
     manual_seed(5);
     expect_same_step(p, q, {randn({8})}, random_state(p, 6));
+  }
+}
+
+// a = exp(x) is written in place (an update) after b = a * 2 reads it. Before the root of
+// tanh(b) + x, the fused node (standing at the root) would read the updated a: the group stops at
+// the update, and {exp, mul_scalar} is a group of its own ending before it (a read after it by
+// the update, so written too). After the root, a is a second output of one group and the update
+// writes over it later.
+TEST(FuseElementwise, AnInPlaceWriteOfAGroupValueBeforeTheRootSplitsTheGroup) {
+  for (bool update_before_root : {true, false}) {
+    Program p;
+    p.graph = std::make_unique<Graph>();
+    Graph& g = *p.graph;
+    Val x = g.input(f32({8}), "x");
+    Val a = exp(x);
+    Val b = a * 2.0;
+    Val updated;
+    if (update_before_root) updated = g.add(sgd_update_op(), {a, x}, {{"lr", 0.5}})[0];
+    Val c = tanh(b) + x;
+    if (!update_before_root) updated = g.add(sgd_update_op(), {a, x}, {{"lr", 0.5}})[0];
+    p.returned = {sum(c).id, sum(updated).id};
+    Explain e;
+    Program q = fuse_elementwise(p, e);
+    for (const char* op : {"exp", "mul_scalar", "tanh", "add"})
+      EXPECT_EQ(count_op(q, op), 0) << op << "\n" << e.str();
+    ASSERT_EQ(fused_nodes(q), update_before_root ? 2 : 1) << e.str();
+    EXPECT_NE(e.str().find("exp, mul_scalar" + std::string(update_before_root ? " (2 ops)" : "")),
+              std::string::npos)
+        << e.str();
+    EXPECT_NE(e.str().find("(2 outputs)"), std::string::npos) << e.str();
+    // The update stands between the two groups, or after the one.
+    std::vector<std::string> order;
+    for (int32_t k = 0; k < q.graph->num_nodes(); ++k)
+      if (q.graph->node(k).op->name == "fused" || q.graph->node(k).op->name == "test_sgd_update")
+        order.push_back(q.graph->node(k).op->name);
+    EXPECT_EQ(order, update_before_root
+                         ? std::vector<std::string>({"fused", "test_sgd_update", "fused"})
+                         : std::vector<std::string>({"fused", "test_sgd_update"}));
+    manual_seed(6);
+    const std::vector<Tensor> in = {randn({8})};
+    expect_same_step(p, q, in, {});
+    Explain pe;
+    const MemoryPlan plan = plan_memory(q, output_allocations(q), pe);
+    int64_t misses = 0;
+    const std::vector<Tensor> want = run_program(p, in, {});
+    const std::vector<Tensor> got = run_planned(q, plan, in, {}, &misses);
+    for (size_t i = 0; i < want.size(); ++i) expect_same(want[i], got[i]);
   }
 }
 
@@ -198,7 +315,9 @@ TEST(FuseElementwise, ExpandedTransposedAndHalfPrecisionOperands) {
   Explain e;
   Program q = dead_code_elimination(fuse_elementwise(p, e), e);
   EXPECT_EQ(count_op(q, "expand"), 0) << e.str();
-  EXPECT_EQ(count_op(q, "fused"), 3) << e.str();
+  // y (read by the matmul after u) is a second output of u's group; z's group is the other.
+  EXPECT_EQ(count_op(q, "fused"), 2) << e.str();
+  EXPECT_NE(e.str().find("(2 outputs)"), std::string::npos) << e.str();
   EXPECT_NE(e.str().find("(b) f32[16]"), std::string::npos) << e.str();
   manual_seed(12);
   const std::vector<Tensor> in = {randn({8, 16}), randn({16, 8}), randn({16}),
@@ -216,14 +335,15 @@ TEST(FuseElementwise, ExpandedTransposedAndHalfPrecisionOperands) {
 }
 
 // Random programs: DAGs of elementwise ops over broadcasting operands, some values returned or
-// read by a matmul, a parameter updated in place in the middle (nodes before it read the old
-// values, after it the new). Fused, each equals the unfused program bit for bit, also replayed
-// from its memory plan's arena.
+// read by a matmul (whose result, through a second one, may feed the elementwise ops again), a
+// parameter updated in place in the middle (nodes before it read the old values, after it the
+// new). Fused, each equals the unfused program bit for bit, also replayed from its memory plan's
+// arena.
 TEST(FuseElementwise, RandomProgramsEqualUnfusedBitForBit) {
   std::mt19937 rng(2026);
   auto pick = [&](size_t n) { return size_t(rng() % n); };
-  int fused_total = 0, kept_out_by_updates = 0;
-  for (int trial = 0; trial < 12; ++trial) {
+  int fused_total = 0, bounded_by_updates = 0, several_outputs = 0, stopped_by_readers = 0;
+  for (int trial = 0; trial < 30; ++trial) {
     Program p;
     p.graph = std::make_unique<Graph>();
     Graph& g = *p.graph;
@@ -277,6 +397,10 @@ TEST(FuseElementwise, RandomProgramsEqualUnfusedBitForBit) {
       if (pick(4) == 0) returned.push_back(y);
       if (pick(5) == 0 && y.shape() == Shape{4, 8})
         returned.push_back(matmul(y, transpose(w, 0, 1)));
+      // A path out of the elementwise ops and back in (through two matmuls): a group must not
+      // take in both ends, or the fused node would need the matmuls' result before computing it.
+      if (pick(4) == 0 && y.shape() == Shape{4, 8})
+        pool.push_back(matmul(matmul(y, transpose(w, 0, 1)), w));
     }
     if (!updated.defined()) updated = g.add(sgd_update_op(), {w, pool[0]}, {{"lr", 0.25}})[0];
     p.state[0].final_value = updated.id;
@@ -285,7 +409,18 @@ TEST(FuseElementwise, RandomProgramsEqualUnfusedBitForBit) {
     Explain e;
     Program q = dead_code_elimination(fuse_elementwise(dead_code_elimination(p, e), e), e);
     fused_total += count_op(q, "fused");
-    kept_out_by_updates += e.str().find("an in-place write to its input") != std::string::npos;
+    // The update in the middle: a node stayed out of a group for it, or fused nodes stand on
+    // both sides of it (a node reading w before it in a group of its own, not in a later one).
+    bool fused_before = false, fused_after = false;
+    for (int32_t k = 0, seen_update = 0; k < q.graph->num_nodes(); ++k) {
+      const std::string& op = q.graph->node(k).op->name;
+      seen_update += op == "test_sgd_update";
+      if (op == "fused") (seen_update ? fused_after : fused_before) = true;
+    }
+    bounded_by_updates += e.str().find("an in-place write to its input") != std::string::npos ||
+                          (fused_before && fused_after);
+    several_outputs += e.str().find(" outputs)") != std::string::npos;
+    stopped_by_readers += e.str().find("before the group's end (by matmul)") != std::string::npos;
     manual_seed(uint64_t(trial));
     const std::vector<Tensor> in = {randn({4, 8}), randn({8}), randn({4, 1})};
     const std::vector<Tensor> state = random_state(p, uint64_t(100 + trial));
@@ -300,8 +435,10 @@ TEST(FuseElementwise, RandomProgramsEqualUnfusedBitForBit) {
     for (size_t i = 0; i < want.size(); ++i) expect_same(want[i], got[i]);
     expect_same(s1[0], s2[0]);
   }
-  EXPECT_GE(fused_total, 12);         // the programs do fuse
-  EXPECT_GE(kept_out_by_updates, 1);  // and the update in the middle bounds some groups
+  EXPECT_GE(fused_total, 12);        // the programs do fuse
+  EXPECT_GE(bounded_by_updates, 1);  // and the update in the middle bounds some groups
+  EXPECT_GE(several_outputs, 2);     // values read after a group are written by it
+  EXPECT_GE(stopped_by_readers, 1);  // and a path back into a group through a matmul stops it
 }
 
 TEST(FuseElementwise, DisabledLeavesTheProgramAndSaysWhy) {
@@ -378,6 +515,8 @@ TEST(CompileFused, ManyStepsEqualEagerAndUnfusedBitForBit) {
   }
   EXPECT_EQ(fused_step.replays(), 10);
   ASSERT_GE(fused_step.fused_groups(), 2) << fused_step.explain();
+  // The forward's values the backward reads are outputs of the forward's group.
+  EXPECT_NE(fused_step.explain().find(" outputs)"), std::string::npos) << fused_step.explain();
   EXPECT_EQ(unfused_step.fused_groups(), 0);
   EXPECT_NE(fused_step.explain().find("== fusion ==\n  group 0:"), std::string::npos);
   EXPECT_NE(unfused_step.explain().find("off (CompileOptions::fuse)"), std::string::npos);

@@ -119,6 +119,35 @@ TEST_F(FusedKernelTest, RandomTranscendentalChainsEqualUnfusedBitForBit) {
   }
 }
 
+// A group writing several of its values (as the fusion pass makes one for values read outside
+// it): every output equals the unfused op's value, broadcast to the group's shape, bit for bit.
+TEST_F(FusedKernelTest, SeveralOutputsEqualUnfusedBitForBit) {
+  int several = 0;
+  for (uint32_t seed = 400; seed < 430; ++seed) {
+    GroupMaker maker(seed);
+    RandomGroup r =
+        maker.make(seed % 2 ? OpSet::Exact : OpSet::Transcendental, maker.uniform(2, 8));
+    const auto& nodes = r.group.nodes();
+    const int last = int(nodes.size()) - 1;
+    r.group.output(last);
+    for (int k = 0; k < last; ++k)
+      if (nodes[size_t(k)].op != FusedOp::Input && nodes[size_t(k)].op != FusedOp::Constant &&
+          maker.coin())
+        r.group.output(k);
+    several += r.group.outputs().size() > 1;
+    const FusedRun run = run_fused(r.group, r.inputs);
+    ASSERT_TRUE(run.fused) << run.reason;
+    const std::vector<Tensor> want = autodiff::compile::run_unfused_outputs(r.group, r.inputs);
+    ASSERT_EQ(run.outs.size(), r.group.outputs().size());
+    ASSERT_EQ(want.size(), run.outs.size());
+    for (size_t o = 0; o < want.size(); ++o)
+      expect_equal_bits(run.outs[o], want[o],
+                        "seed " + std::to_string(seed) + ", output " + std::to_string(o) + "\n" +
+                            describe(r.group, run));
+  }
+  EXPECT_GE(several, 10);
+}
+
 TEST_F(FusedKernelTest, RandomChainsEndingInAReduction) {
   const std::vector<FusedReduction> reductions{FusedReduction::Sum, FusedReduction::Mean,
                                                FusedReduction::Max};
@@ -233,6 +262,58 @@ TEST(FusionGroup, BuilderErrorsNameTheOpAndTheFix) {
   EXPECT_THROW(ints.reduce(FusedReduction::Sum, 1), DTypeError);
 }
 
+TEST(FusionGroup, OutputsAreComputedValuesNamedOnce) {
+  autodiff::compile::FusionGroup g({2, 3});
+  const int x = g.input({2, 3}, {3, 1}, DType::Float32);
+  const int c = g.constant(2.0, DType::Float32);
+  const int y = g.binary(FusedOp::Mul, x, c);
+  const int z = g.binary(FusedOp::Gt, y, x);
+  EXPECT_EQ(g.outputs(), std::vector<int>{z});  // the last node unless named
+  EXPECT_THROW(g.output(x), ValueError);
+  EXPECT_THROW(g.output(c), ValueError);
+  EXPECT_THROW(g.output(9), IndexError);
+  g.output(z);
+  g.output(y);
+  EXPECT_THROW(g.output(y), ValueError);
+  EXPECT_EQ(g.outputs(), (std::vector<int>{z, y}));
+  EXPECT_EQ(g.out_dtype(), DType::Bool);
+  EXPECT_EQ(g.output_dtype(1), DType::Float32);
+  EXPECT_THROW(g.output_dtype(2), IndexError);
+  EXPECT_NE(g.str().find("writes %3 %2"), std::string::npos) << g.str();
+  // A reducing group writes its reduction alone.
+  autodiff::compile::FusionGroup r({4});
+  const int e = r.unary(FusedOp::Exp, r.input({4}, {1}, DType::Float32));
+  r.unary(FusedOp::Neg, e);
+  r.output(e);
+  EXPECT_THROW(r.reduce(FusedReduction::Sum, 1), ValueError);
+  autodiff::compile::FusionGroup s({4});
+  s.unary(FusedOp::Exp, s.input({4}, {1}, DType::Float32));
+  s.reduce(FusedReduction::Sum, 1);
+  EXPECT_THROW(s.output(1), ValueError);
+}
+
+// Each output gets its own pointer after the others and before the inputs, on both targets.
+TEST(FusionGroup, SeveralOutputsRenderOneStoreEach) {
+  autodiff::compile::FusionGroup g({8, 16});
+  const int x = g.input({8, 16}, {16, 1}, DType::Float32);
+  const int b = g.input({16}, {1}, DType::Float32);
+  const int h = g.binary(FusedOp::Add, x, b);
+  const int y = g.unary(FusedOp::Gelu, h);
+  g.output(y);
+  g.output(h);
+  const std::string cpu = render(g, Target::Cpu).source;
+  EXPECT_NE(cpu.find("float* __restrict__ out1 = (float*)data[1]"), std::string::npos) << cpu;
+  EXPECT_NE(cpu.find("in0 = (const float*)data[2]"), std::string::npos) << cpu;
+  EXPECT_NE(cpu.find("o1[j] = v2"), std::string::npos) << cpu;
+  // The stores alias nothing: said to the compiler, which then vectorises without checking
+  // every pair of pointers (it gives up past ten pairs).
+  EXPECT_NE(cpu.find("E_INDEPENDENT\n    for (e_i64 j"), std::string::npos) << cpu;
+  const std::string cuda = render(g, Target::Cuda).source;
+  EXPECT_NE(cuda.find("out[item] = v3"), std::string::npos) << cuda;
+  EXPECT_NE(cuda.find("out1[item] = v2"), std::string::npos) << cuda;
+  EXPECT_NE(cuda.find("in1 = (const float*)p.data[3]"), std::string::npos) << cuda;
+}
+
 TEST(FusionGroup, InputsMustMatchTheGroup) {
   autodiff::compile::FusionGroup g({2, 3});
   g.unary(FusedOp::Neg, g.input({2, 3}, {3, 1}, DType::Float32));
@@ -274,6 +355,16 @@ TEST(FusionNvrtc, GeneratedKernelsCompileForSm80AndSm90) {
     if (seed % 3 == 0 && !r.group.shape().empty() && is_floating(r.group.out_dtype()))
       r.group.reduce(FusedReduction::Mean, 1);
     sources.push_back(render(r.group, Target::Cuda).source);
+  }
+  {  // several outputs of different dtypes
+    autodiff::compile::FusionGroup g({6, 5});
+    const int x = g.input({6, 5}, {5, 1}, DType::Float32);
+    const int h = g.unary(FusedOp::Tanh, x);
+    const int m = g.binary(FusedOp::Gt, h, x);
+    g.output(g.cast(h, DType::BFloat16));
+    g.output(m);
+    g.output(h);
+    sources.push_back(render(g, Target::Cuda).source);
   }
   for (DType t : all_dtypes()) {  // every dtype loaded, converted and stored
     autodiff::compile::FusionGroup g({5, 3});

@@ -1,10 +1,12 @@
-"""ember.compile's fusion pass: the compiled CNN, MLP and GPT-style block of test_compile.py, and
-a model of long elementwise chains, with fusion on and off, equal the eager steps bit for bit
-over several steps (each fused kernel does the library's arithmetic in the library's order);
-explain() lists the groups and why their neighbours stayed out; source() shows a group's
-generated kernel; EMBER_FUSION=0 keeps the library's kernels, says why once, and changes no
-number."""
+"""ember.compile's fusion pass: the compiled CNN, MLP and GPT-style block of test_compile.py (also
+with GPT-2's GELU written out as elementwise ops), and a model of long elementwise chains, with
+fusion on and off, equal the eager steps bit for bit over several steps (each fused kernel does
+the library's arithmetic in the library's order); a group writes every value of it the backward
+reads (several outputs of one kernel); explain() lists the groups, their outputs and why their
+neighbours stayed out; source() shows a group's generated kernel; EMBER_FUSION=0 keeps the
+library's kernels, says why once, and changes no number."""
 
+import math
 import os
 import subprocess
 import sys
@@ -31,7 +33,20 @@ class Chains(nn.Module):
         return self.outer(r.clamp(-3.0, 3.0))
 
 
+class WrittenOutGelu(nn.Module):
+    """GPT-2's GELU written as elementwise ops: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+    The backward reads several of its intermediate values again."""
+
+    def forward(self, x):
+        inner = (x + 0.044715 * (x * x * x)) * math.sqrt(2.0 / math.pi)
+        return 0.5 * x * (1.0 + inner.tanh())
+
+
 def build_model(kind, seed=0):
+    if kind == "gpt2":  # the GPT-style block with GPT-2's written-out GELU
+        model, opt = build("gpt", seed)
+        model.act = WrittenOutGelu()
+        return model, opt
     if kind != "chains":
         return build(kind, seed)
     ember.manual_seed(seed)
@@ -41,16 +56,16 @@ def build_model(kind, seed=0):
 
 def data(kind, n):
     if kind != "chains":
-        return batches(kind, n)
+        return batches("gpt" if kind == "gpt2" else kind, n)
     ember.manual_seed(99)
     return [(ember.randn(8, 12), ember.randint(0, 5, (8,))) for _ in range(n)]
 
 
 def step_for(model, opt, kind):
-    return make_step(model, opt, "mlp" if kind == "chains" else kind)
+    return make_step(model, opt, {"chains": "mlp", "gpt2": "gpt"}.get(kind, kind))
 
 
-@pytest.mark.parametrize("kind", ["cnn", "mlp", "gpt", "chains"])
+@pytest.mark.parametrize("kind", ["cnn", "mlp", "gpt", "gpt2", "chains"])
 def test_fused_and_unfused_steps_equal_eager_bit_for_bit(kind):
     runs = [build_model(kind) for _ in range(3)]
     eager = step_for(*runs[0], kind)
@@ -64,8 +79,10 @@ def test_fused_and_unfused_steps_equal_eager_bit_for_bit(kind):
     assert_same_training_state(*runs[0], *runs[2])
     assert unfused.fused_groups == 0
     assert "off (CompileOptions::fuse)" in unfused.explain()
-    if kind in ("gpt", "chains"):  # the CNN's and MLP's elementwise ops stand alone
+    if kind in ("gpt", "gpt2", "chains"):  # the CNN's and MLP's elementwise ops stand alone
         assert fused.fused_groups >= 2, fused.explain()
+    if kind in ("gpt2", "chains"):  # forward values the backward reads: one group writes them
+        assert " outputs)" in fused.explain(), fused.explain()
 
 
 def test_explain_lists_groups_and_why_neighbours_stayed_out():
@@ -80,6 +97,22 @@ def test_explain_lists_groups_and_why_neighbours_stayed_out():
     assert "gelu" in section and "f32[8,32]" in section
     assert "matmul: its own tuned kernel" in section or "linear: its own tuned kernel" in section
     assert "ops fused into one kernel each" in section
+
+
+def test_forward_values_the_backward_reads_are_outputs_of_one_group():
+    model, opt = build_model("chains")
+    step = ember.compile(step_for(model, opt, "chains"))
+    x, y = data("chains", 1)[0]
+    step(x, y)
+    text = step.explain()
+    section = text[text.index("== fusion =="):]
+    forward = next(line for line in section.splitlines() if "group 0:" in line)
+    # scale, shift, gelu, sigmoid, gate, tanh, residual, clamp: one kernel, which also writes
+    # the values the backward reads (the gelu's input, the sigmoid, the tanh, ...).
+    assert "(8 ops)" in forward, section
+    outputs = int(forward.rsplit("(", 1)[1].split(" outputs)")[0])
+    assert outputs >= 3, forward
+    assert "more written by the group computing them" in section
 
 
 def test_source_shows_a_groups_kernel():

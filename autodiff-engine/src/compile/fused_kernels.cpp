@@ -41,20 +41,24 @@ std::vector<TensorType> infer_fused(const std::vector<TensorType>& in, const Att
                                     ", the group was built for " +
                                     shape_str(k.group.inputs()[i].shape));
   const Device device = in.empty() ? Device() : in[0].device;
-  return {TensorType{k.group.out_shape(), k.group.out_dtype(), device}};
+  std::vector<TensorType> out = {TensorType{k.group.out_shape(), k.group.out_dtype(), device}};
+  for (size_t o = 1; o < k.group.outputs().size(); ++o)
+    out.push_back(TensorType{k.group.shape(), k.group.output_dtype(o), device});
+  return out;
 }
 
 std::vector<Tensor> run_fused_node(const std::vector<Tensor>& in, const Attrs& attrs) {
   const FusedKernel& k = fused_kernel(attrs.i("kernel"));
   const FusionGroup& g = k.group;
   const Device device = in.empty() ? Device() : in[0].device();
-  jit::CudaPointers pointers{};
-  std::vector<Tensor> copied;  // inputs of another layout, copied (rare: views the graph made)
+  const size_t outputs = g.outputs().size();
+  jit::CudaPointers pointers{};  // the outputs, then the inputs (codegen/render.cpp)
+  std::vector<Tensor> copied;    // inputs of another layout, copied (rare: views the graph made)
   copied.reserve(in.size());
   for (size_t i = 0; i < in.size(); ++i) {
     const Tensor* t = &in[i];
     if (!laid_out_as(*t, g.inputs()[i])) {
-      // Outside the plan's slots: the plan placed one request, the output's.
+      // Outside the plan's slots: the plan placed one request per output.
       std::unique_ptr<PlacedAllocations> unplaced;
       if (PlacedAllocations* placed = detail::current_placement())
         unplaced =
@@ -62,19 +66,21 @@ std::vector<Tensor> run_fused_node(const std::vector<Tensor>& in, const Attrs& a
       copied.push_back(t->contiguous());
       t = &copied.back();
     }
-    pointers.data[i + 1] = static_cast<char*>(t->data_ptr());
+    pointers.data[outputs + i] = static_cast<char*>(t->data_ptr());
   }
-  Tensor out = empty(g.out_shape(), g.out_dtype(), device);
-  pointers.data[0] = static_cast<char*>(out.data_ptr());
-  if (k.rendered.items > 0 && out.numel() > 0) {
+  // The outputs in order: the memory plan's requests of this node, one per output.
+  std::vector<Tensor> outs;
+  for (size_t o = 0; o < outputs; ++o) {
+    outs.push_back(empty(o == 0 ? g.out_shape() : g.shape(), g.output_dtype(o), device));
+    pointers.data[o] = static_cast<char*>(outs.back().data_ptr());
+  }
+  if (k.rendered.items > 0 && outs[0].numel() > 0) {
     if (k.target == Target::Cpu) {
       k.cpu->run(pointers.data, k.rendered.items, k.rendered.cost_per_item);
     } else {
       jit::launch_cuda(k.cuda_image, k.rendered.entry, device.index, pointers, k.rendered.items);
     }
   }
-  std::vector<Tensor> outs;
-  outs.push_back(std::move(out));
   return outs;
 }
 

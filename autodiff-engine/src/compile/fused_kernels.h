@@ -33,10 +33,11 @@ int64_t add_fused_kernel(std::shared_ptr<const FusedKernel> kernel);
 // The kernel of number `id`; ValueError naming "fused" for a number the table does not hold.
 const FusedKernel& fused_kernel(int64_t id);
 
-// The op of a fused node: inputs are the group's inputs (FusionGroup::inputs, in order), the one
-// output its result; attribute "kernel" is the kernel's number. An input laid out otherwise than
-// the kernel was built for (contiguous: its strides are built into the source) is copied first,
-// outside the memory plan's slots; the output is the node's one allocation.
+// The op of a fused node: inputs are the group's inputs (FusionGroup::inputs, in order), the
+// outputs the values the group writes (FusionGroup::outputs, in order); attribute "kernel" is the
+// kernel's number. An input laid out otherwise than the kernel was built for (contiguous: its
+// strides are built into the source) is copied first, outside the memory plan's slots; the
+// outputs are the node's allocations, in order.
 const OpDef& fused_op();
 
 }  // namespace ember::autodiff::compile

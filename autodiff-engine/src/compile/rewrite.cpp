@@ -66,6 +66,11 @@ void Rewriter::copy_gradient_marks(ValueId from, ValueId to) {
 
 void Rewriter::replace(int32_t k, const OpDef& op, const std::vector<ValueId>& inputs,
                        Attrs attrs) {
+  replace(k, op, inputs, std::move(attrs), from_.graph->node(k).outputs);
+}
+
+void Rewriter::replace(int32_t k, const OpDef& op, const std::vector<ValueId>& inputs, Attrs attrs,
+                       const std::vector<ValueId>& stands_for) {
   const Node& node = from_.graph->node(k);
   ValueId before = node.outputs.empty() ? 0 : node.outputs[0];
   for (ValueId in : inputs) before = std::max(before, in + 1);
@@ -78,7 +83,11 @@ void Rewriter::replace(int32_t k, const OpDef& op, const std::vector<ValueId>& i
     mapped.push_back(map_[size_t(in)]);
   }
   node_map_[size_t(k)] = to_.graph->num_nodes();
-  stand_in(k, add_new(op, mapped, attrs, k, /*source=*/-1));
+  const std::vector<ValueId> now = add_new(op, mapped, attrs, k, /*source=*/-1);
+  for (size_t o = 0; o < stands_for.size() && o < now.size(); ++o) {
+    map_[size_t(stands_for[o])] = now[o];
+    copy_gradient_marks(stands_for[o], now[o]);
+  }
 }
 
 std::vector<ValueId> Rewriter::copy_again(int32_t k) { return add(k); }

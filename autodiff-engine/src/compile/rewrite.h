@@ -32,6 +32,10 @@ class Rewriter {
   // (its source_node is -1, so the memory plan gives it its outputs' allocations); k's outputs
   // read as the new node's outputs.
   void replace(int32_t k, const OpDef& op, const std::vector<ValueId>& inputs, Attrs attrs);
+  // The same, with the new node's output o standing in for old value stands_for[o] (a fused
+  // group's node writes values of several old nodes; those nodes are dropped before it).
+  void replace(int32_t k, const OpDef& op, const std::vector<ValueId>& inputs, Attrs attrs,
+               const std::vector<ValueId>& stands_for);
   // Drops node k: its outputs read as `replacement` (old ids; -1: must never be read again).
   void drop(int32_t k, const std::vector<ValueId>& replacement);
   // Old value `old_value` (whose node was dropped) reads as a new constant holding `tensor`.

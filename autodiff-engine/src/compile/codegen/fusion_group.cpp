@@ -245,6 +245,10 @@ void FusionGroup::reduce(FusedReduction reduction, int dims, bool keepdim) {
   if (reduction_ != FusedReduction::None)
     throw ValueError(where_from(op), "the group already ends in a reduction; a group has one");
   if (reduction == FusedReduction::None) return;
+  if (outputs_.size() > 1 || (outputs_.size() == 1 && outputs_[0] + 1 != int(nodes_.size())))
+    throw ValueError(where_from(op),
+                     "the group writes other values than its last node's; a "
+                     "reducing group writes its last node's reduction alone");
   if (dims < 1 || dims > int(shape_.size()))
     throw IndexError(where_from(op), "cannot reduce the innermost " + std::to_string(dims) +
                                          " dims of shape " + shape_str(shape_) +
@@ -263,9 +267,34 @@ void FusionGroup::reduce(FusedReduction reduction, int dims, bool keepdim) {
   keepdim_ = keepdim;
 }
 
-DType FusionGroup::out_dtype() const {
+void FusionGroup::output(int index) {
+  const FusedNode& n = node(index, "output");
+  if (n.op == FusedOp::Input || n.op == FusedOp::Constant)
+    throw ValueError(where_from("output"), "%" + std::to_string(index) + " is an " +
+                                               fused_op_name(n.op) +
+                                               ", not a value the group computes");
+  if (reduction_ != FusedReduction::None)
+    throw ValueError(where_from("output"), "the group ends in a reduction, which it writes alone");
+  for (int o : outputs_)
+    if (o == index)
+      throw ValueError(where_from("output"), "%" + std::to_string(index) + " is written already");
+  outputs_.push_back(index);
+}
+
+std::vector<int> FusionGroup::outputs() const {
+  if (!outputs_.empty()) return outputs_;
   if (nodes_.empty()) throw ValueError("fusion group", "the group has no nodes");
-  return nodes_.back().dtype;
+  return {int(nodes_.size()) - 1};
+}
+
+DType FusionGroup::out_dtype() const { return output_dtype(0); }
+
+DType FusionGroup::output_dtype(size_t k) const {
+  const std::vector<int> outs = outputs();
+  if (k >= outs.size())
+    throw IndexError("fusion group", "output " + std::to_string(k) + " of a group writing " +
+                                         std::to_string(outs.size()));
+  return nodes_[size_t(outs[k])].dtype;
 }
 
 Shape FusionGroup::out_shape() const {
@@ -290,6 +319,11 @@ std::string FusionGroup::str() const {
     for (size_t a = 0; a < n.args.size(); ++a) text << (a ? ", %" : "%") << n.args[a];
     if (n.op == FusedOp::Clamp) text << ", " << n.scalars[0] << ", " << n.scalars[1];
     text << ")\n";
+  }
+  if (!outputs_.empty()) {
+    text << "writes";
+    for (int o : outputs_) text << " %" << o;
+    text << "\n";
   }
   if (reduction_ != FusedReduction::None)
     text << fused_reduction_name(reduction_) << " over the innermost " << reduced_dims_ << " dims"

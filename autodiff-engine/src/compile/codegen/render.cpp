@@ -58,16 +58,38 @@ std::string split_index(const std::vector<LoopDim>& dims, size_t inputs, const s
   return text;
 }
 
+// Output k's name in the source: "out", "out1", "out2", ... (one output reads as before).
+std::string out_name(size_t k) { return k == 0 ? "out" : "out" + std::to_string(k); }
+
+// The kernel's pointers: data[0..K) the K outputs, data[K + i] input i.
 std::string pointers(const FusionGroup& group, const std::string& data) {
-  // The output is a fresh tensor: no input aliases it, which lets the loops vectorise unchecked.
-  std::string text = "  " + std::string(codegen::storage_type(group.out_dtype())) +
-                     "* __restrict__ out = (" + codegen::storage_type(group.out_dtype()) + "*)" +
-                     data + "[0];\n";
+  // The outputs are fresh tensors: no input or other output aliases one, which lets the loops
+  // vectorise unchecked.
+  const size_t outputs = group.outputs().size();
+  std::string text;
+  for (size_t k = 0; k < outputs; ++k) {
+    const std::string type = codegen::storage_type(group.output_dtype(k));
+    text += "  " + type + "* __restrict__ " + out_name(k) + " = (" + type + "*)" + data + "[" +
+            std::to_string(k) + "];\n";
+  }
   for (size_t i = 0; i < group.inputs().size(); ++i) {
     const char* type = codegen::storage_type(group.inputs()[i].dtype);
     text += "  const " + std::string(type) + "* in" + std::to_string(i) + " = (const " + type +
-            "*)" + data + "[" + std::to_string(i + 1) + "];\n";
+            "*)" + data + "[" + std::to_string(outputs + i) + "];\n";
   }
+  return text;
+}
+
+// The stores of every output at `position` (an index expression into the outputs), given the
+// name of output k's pointer.
+template <class Name>
+std::string stores(const FusionGroup& group, const std::string& indent, Name name,
+                   const std::string& position) {
+  std::string text;
+  const std::vector<int> outs = group.outputs();
+  for (size_t k = 0; k < outs.size(); ++k)
+    text += indent + name(k) + "[" + position +
+            "] = " + codegen::store(group.output_dtype(k), "v" + std::to_string(outs[k])) + ";\n";
   return text;
 }
 
@@ -144,18 +166,19 @@ std::string cpu_body(const FusionGroup& group, const codegen::Layout& layout) {
   const LoopDim& inner = layout.kept.back();
   const std::vector<LoopDim> outer(layout.kept.begin(), layout.kept.end() - 1);
   auto at = [&](size_t i) { return base(i) + " + j * " + num(inner.steps[1 + i]); };
+  auto run_start = [](size_t k) { return "o" + std::string(k ? std::to_string(k) : ""); };
+  std::string starts;
+  for (size_t k = 0; k < group.outputs().size(); ++k)
+    starts += "    " + std::string(codegen::storage_type(group.output_dtype(k))) + "* " +
+              run_start(k) + " = " + out_name(k) + " + (i - first);\n";
   return "  for (e_i64 i = begin; i < end;) {\n"
          "    const e_i64 first = i % " +
          num(inner.size) + ";\n" + split_index(outer, inputs, "i / " + num(inner.size), "    ") +
-         "    const e_i64 n = e_min64(end - i, " + num(inner.size) +
-         " - first);\n"
-         "    " +
-         codegen::storage_type(group.out_dtype()) +
-         "* o = out + (i - first);\n"
+         "    const e_i64 n = e_min64(end - i, " + num(inner.size) + " - first);\n" + starts +
+         "    E_INDEPENDENT\n"
          "    for (e_i64 j = first; j < first + n; ++j) {\n" +
-         element(group, Target::Cpu, "      ", at) +
-         "      o[j] = " + codegen::store(group.out_dtype(), result(group)) +
-         ";\n    }\n    i += n;\n  }\n";
+         element(group, Target::Cpu, "      ", at) + stores(group, "      ", run_start, "j") +
+         "    }\n    i += n;\n  }\n";
 }
 
 std::string cuda_body(const FusionGroup& group, const codegen::Layout& layout) {
@@ -168,7 +191,7 @@ std::string cuda_body(const FusionGroup& group, const codegen::Layout& layout) {
     text += reduced_row(group, Target::Cuda, layout, "    ");
   } else {
     text += element(group, Target::Cuda, "    ", [](size_t i) { return base(i); }) +
-            "    out[item] = " + codegen::store(group.out_dtype(), result(group)) + ";\n";
+            stores(group, "    ", out_name, "item");
   }
   return text + "  }\n";
 }
@@ -177,13 +200,14 @@ std::string cuda_body(const FusionGroup& group, const codegen::Layout& layout) {
 
 RenderedKernel render(const FusionGroup& group, Target target) {
   if (group.nodes().empty()) throw ValueError("fusion group: render", "the group has no nodes");
-  if (group.inputs().size() + 1 > size_t(jit::CudaPointers::kMax))
-    throw NotSupportedError("fusion group: render",
-                            std::to_string(group.inputs().size()) +
-                                " inputs; a fused kernel "
-                                "takes at most " +
-                                std::to_string(jit::CudaPointers::kMax - 1) +
-                                ", so split the group");
+  const size_t pointers_used = group.inputs().size() + group.outputs().size();
+  if (pointers_used > size_t(jit::CudaPointers::kMax))
+    throw NotSupportedError("fusion group: render", std::to_string(group.inputs().size()) +
+                                                        " inputs and " +
+                                                        std::to_string(group.outputs().size()) +
+                                                        " outputs; a fused kernel takes at most " +
+                                                        std::to_string(jit::CudaPointers::kMax) +
+                                                        " pointers in all, so split the group");
   const codegen::Layout layout = codegen::plan_layout(group);
   RenderedKernel kernel;
   kernel.entry = "ember_fused";

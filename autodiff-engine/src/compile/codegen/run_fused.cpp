@@ -126,7 +126,8 @@ std::optional<double> bound(double value) {
 
 }  // namespace
 
-Tensor run_unfused(const FusionGroup& group, const std::vector<Tensor>& inputs) {
+std::vector<Tensor> run_unfused_outputs(const FusionGroup& group,
+                                        const std::vector<Tensor>& inputs) {
   check_inputs(group, inputs, "run_unfused");
   const Device device = inputs.empty() ? Device() : inputs[0].device();
   std::vector<Tensor> values;
@@ -146,30 +147,36 @@ Tensor run_unfused(const FusionGroup& group, const std::vector<Tensor>& inputs) 
         values.push_back(where(arg(0), arg(1), arg(2)));
         break;
       case FusedOp::Clamp:
-        values.push_back(clamp(arg(0), bound(n.scalars[0]), bound(n.scalars[1])));
+        // No bound on either side leaves x as it is (the library's clamp asks for one).
+        if (std::isinf(n.scalars[0]) && std::isinf(n.scalars[1]) && n.scalars[0] < n.scalars[1])
+          values.push_back(arg(0));
+        else values.push_back(clamp(arg(0), bound(n.scalars[0]), bound(n.scalars[1])));
         break;
       default:
         values.push_back(fused_op_arity(n.op) == 1 ? unary(n.op, arg(0))
                                                    : binary(n.op, arg(0), arg(1)));
     }
   }
-  Tensor result = values.back().expand(group.shape());
-  if (group.reduction() != FusedReduction::None) {
-    std::vector<int64_t> dims;
-    for (int d = 0; d < group.reduced_dims(); ++d) dims.push_back(-1 - d);
-    switch (group.reduction()) {
-      case FusedReduction::Sum:
-        result = sum(result, dims, group.keepdim());
-        break;
-      case FusedReduction::Mean:
-        result = mean(result, dims, group.keepdim());
-        break;
-      default:
-        result = amax(result, dims, group.keepdim());
-        break;
-    }
+  if (group.reduction() == FusedReduction::None) {
+    std::vector<Tensor> outs;
+    for (int o : group.outputs()) outs.push_back(values[size_t(o)].expand(group.shape()).clone());
+    return outs;
   }
-  return result.clone();
+  const Tensor full = values.back().expand(group.shape());
+  std::vector<int64_t> dims;
+  for (int d = 0; d < group.reduced_dims(); ++d) dims.push_back(-1 - d);
+  switch (group.reduction()) {
+    case FusedReduction::Sum:
+      return {sum(full, dims, group.keepdim()).clone()};
+    case FusedReduction::Mean:
+      return {mean(full, dims, group.keepdim()).clone()};
+    default:
+      return {amax(full, dims, group.keepdim()).clone()};
+  }
+}
+
+Tensor run_unfused(const FusionGroup& group, const std::vector<Tensor>& inputs) {
+  return run_unfused_outputs(group, inputs)[0];
 }
 
 FusedRun run_fused(const FusionGroup& group, const std::vector<Tensor>& inputs) {
@@ -178,7 +185,8 @@ FusedRun run_fused(const FusionGroup& group, const std::vector<Tensor>& inputs) 
   FusedRun run;
   auto fall_back = [&](const std::string& reason) {
     jit::warn_fallback_once("a fused kernel", reason);
-    run.out = run_unfused(group, inputs);
+    run.outs = run_unfused_outputs(group, inputs);
+    run.out = run.outs[0];
     run.fused = false;
     run.reason = reason;
     return run;
@@ -186,14 +194,19 @@ FusedRun run_fused(const FusionGroup& group, const std::vector<Tensor>& inputs) 
   if (!jit::enabled()) return fall_back("EMBER_FUSION=0 turns fused kernels off");
   const Target target = device.is_cuda() ? Target::Cuda : Target::Cpu;
   const RenderedKernel kernel = render(group, target);
-  run.out = empty(group.out_shape(), group.out_dtype(), device);
+  const size_t outputs = group.outputs().size();
+  for (size_t k = 0; k < outputs; ++k)
+    run.outs.push_back(
+        empty(k == 0 ? group.out_shape() : group.shape(), group.output_dtype(k), device));
+  run.out = run.outs[0];
   run.fused = true;
   if (kernel.items == 0 || run.out.numel() == 0) return run;
 
-  jit::CudaPointers pointers{};
-  pointers.data[0] = static_cast<char*>(run.out.data_ptr());
+  jit::CudaPointers pointers{};  // the outputs, then the inputs (render.cpp)
+  for (size_t k = 0; k < outputs; ++k)
+    pointers.data[k] = static_cast<char*>(run.outs[k].data_ptr());
   for (size_t i = 0; i < inputs.size(); ++i)
-    pointers.data[i + 1] = static_cast<char*>(inputs[i].data_ptr());
+    pointers.data[outputs + i] = static_cast<char*>(inputs[i].data_ptr());
   if (target == Target::Cpu) {
     const jit::CpuCompile compiled = jit::compile_cpu(kernel.source, kernel.entry);
     if (compiled.status != jit::Status::Ok) return fall_back(compiled.reason);

@@ -1,16 +1,20 @@
 // fuse_elementwise.cpp — the fusion pass (passes.h): chains and small DAGs of elementwise nodes
 // become one node of op "fused" that runs one generated kernel (codegen.h), reading the group's
-// inputs and writing its one output once instead of every intermediate value once each.
+// inputs once and writing only the values read outside the group, instead of every intermediate
+// value once each.
 //
-// Groups grow backwards from their root (the node whose value leaves the group), taking in the
-// node computing one of the group's inputs when that value is read by the group alone (values read
-// outside stay outputs: a kernel has one, so such a value ends the group), is not what the step
-// returns or leaves in state, and the node is one whose op has a fused formula that computes what
-// the library's kernel computes, bit for bit (fusion_group.h). The fused node runs where the root
-// ran, so its inputs are read later than the nodes it replaces read them: a node is taken in only
-// when no in-place node in between writes the buffer of one of its inputs (program.h's rule).
-// In-place, view and random nodes are never fused, nor matmul, convolutions, normalisations,
-// reductions and the like: they have their own kernels.
+// Groups grow backwards from their root (the last node, in program order), taking in the node
+// computing one of the group's inputs when its op has a fused formula that computes what the
+// library's kernel computes, bit for bit (fusion_group.h), and its value is not what the step
+// returns or leaves in state. A value also read outside the group becomes one more output of the
+// kernel (written in the same loop), provided it has the group's shape and every such reader
+// comes after the root: the fused node runs where the root ran, so a reader before it would read
+// a value not computed yet. That rule also keeps a group convex: a path from a member through an
+// outside node back into the group starts with an outside reader before the root, so no cycle
+// can form through outside nodes. The fused node reads its inputs later than the nodes it
+// replaces read them: a node is taken in only when no in-place node in between writes the buffer
+// of one of its inputs (program.h's rule). In-place, view and random nodes are never fused, nor
+// matmul, convolutions, normalisations, reductions and the like: they have their own kernels.
 #include <algorithm>
 #include <limits>
 #include <map>
@@ -181,8 +185,9 @@ bool broadcasts_to(const Shape& shape, const Shape& to) {
 }
 
 struct Group {
-  std::vector<int32_t> nodes;   // in program order; the last is the root
-  std::vector<ValueId> inputs;  // the values read from outside, in the group's input order
+  std::vector<int32_t> nodes;    // in program order; the last is the root
+  std::vector<ValueId> inputs;   // the values read from outside, in the group's input order
+  std::vector<ValueId> outputs;  // the values it writes: the root's, then those read outside
   std::shared_ptr<FusedKernel> kernel;
 };
 
@@ -266,11 +271,18 @@ Program fuse_elementwise(const Program& program, Explain& explain) {
           } else if (!broadcasts_to(g.value(v).type.shape, shape)) {
             why = "its shape " + g.value(v).type.str() + " does not broadcast to the group's";
           } else {
-            for (int32_t r : readers[size_t(v)])
-              if (!members.count(r)) {
-                why = "its value is read outside the group (by " + g.node(r).op->name + ")";
-                break;
-              }
+            // Read outside too: the kernel writes it as well, when every such reader runs after
+            // the fused node (which stands where the root stood) and it has the group's shape.
+            for (int32_t r : readers[size_t(v)]) {
+              if (members.count(r)) continue;
+              if (r < root)
+                why = "its value is read outside the group before the group's end (by " +
+                      g.node(r).op->name + ")";
+              else if (g.value(v).type.shape != shape)
+                why = "its value, read outside the group (by " + g.node(r).op->name + "), is " +
+                      g.value(v).type.str() + ", not of the group's shape";
+              if (!why.empty()) break;
+            }
             for (ValueId in : g.node(p).inputs)
               if (why.empty() && written_between(in, p, root))
                 why = "an in-place write to its input " + g.value_name(in) +
@@ -336,6 +348,19 @@ Program fuse_elementwise(const Program& program, Explain& explain) {
         node_of[node.outputs[0]] = add_formula(fg, g, node, arg);
         kernel->ops.push_back(node.op->name);
       }
+      // The root's value first, then each member's that is read outside, in program order.
+      group.outputs = {g.node(root).outputs[0]};
+      for (int32_t k : group.nodes) {
+        const ValueId v = g.node(k).outputs[0];
+        if (k == root) continue;
+        for (int32_t r : readers[size_t(v)])
+          if (group_of[size_t(r)] != group_of[size_t(root)]) {
+            group.outputs.push_back(v);
+            break;
+          }
+      }
+      if (group.outputs.size() > 1)
+        for (ValueId v : group.outputs) fg.output(node_of.at(v));
       if (fg.out_shape() != shape || fg.out_dtype() != g.value(g.node(root).outputs[0]).type.dtype)
         throw Error("fuse_elementwise", "the group's result is " + shape_str(fg.out_shape()) +
                                             ", its root's " + shape_str(shape));
@@ -345,6 +370,7 @@ Program fuse_elementwise(const Program& program, Explain& explain) {
                   "left unfused: " + g.value_name(g.node(root).outputs[0]) + ": " + e.what());
       group.kernel = nullptr;
       group.inputs.clear();
+      group.outputs.clear();
       continue;
     }
     if (target == Target::Cpu) {
@@ -380,7 +406,7 @@ Program fuse_elementwise(const Program& program, Explain& explain) {
   // The new program: each group's nodes become one fused node where its root was.
   Rewriter rw(program);
   std::vector<int64_t> kernel_ids(groups.size(), -1);
-  int fused_groups = 0, fused_ops = 0;
+  int fused_groups = 0, fused_ops = 0, extra_outputs = 0;
   int64_t saved = 0;
   for (int32_t k = 0; k < n; ++k) {
     const int32_t gi = group_of[size_t(k)];
@@ -390,13 +416,15 @@ Program fuse_elementwise(const Program& program, Explain& explain) {
     }
     Group& group = groups[size_t(gi)];
     if (k != group.nodes.back()) {
-      const TensorType& t = g.value(g.node(k).outputs[0]).type;
-      saved += t.numel() * int64_t(itemsize(t.dtype));
+      // Its value is written by the fused node (when read outside) or never.
+      const ValueId v = g.node(k).outputs[0];
+      if (std::find(group.outputs.begin(), group.outputs.end(), v) == group.outputs.end())
+        saved += g.value(v).type.numel() * int64_t(itemsize(g.value(v).type.dtype));
       rw.drop(k, {-1});
       continue;
     }
     const int64_t id = add_fused_kernel(group.kernel);
-    rw.replace(k, fused_op(), group.inputs, Attrs{{"kernel", id}});
+    rw.replace(k, fused_op(), group.inputs, Attrs{{"kernel", id}}, group.outputs);
     std::ostringstream line;
     line << "group " << fused_groups << ": " << g.value_name(g.node(k).outputs[0]) << " "
          << shape_text(g.value(g.node(k).outputs[0]).type) << " = ";
@@ -406,17 +434,26 @@ Program fuse_elementwise(const Program& program, Explain& explain) {
     for (size_t i = 0; i < group.inputs.size(); ++i)
       line << (i ? ", " : "") << g.value_name(group.inputs[i]) << " "
            << shape_text(g.value(group.inputs[i]).type);
+    line << "; writes ";
+    for (size_t o = 0; o < group.outputs.size(); ++o)
+      line << (o ? ", " : "") << g.value_name(group.outputs[o]);
+    if (group.outputs.size() > 1) line << " (" << group.outputs.size() << " outputs)";
     explain.add(kPass, line.str());
     ++fused_groups;
     fused_ops += int(group.kernel->ops.size());
+    extra_outputs += int(group.outputs.size()) - 1;
   }
   for (const auto& [k, why] : left_out)
     if (group_of[size_t(k)] < 0 || !groups[size_t(group_of[size_t(k)])].kernel)
       explain.add(kPass, "left out: " + node_text(g, k) + ": " + why);
   explain.add(kPass, std::to_string(fused_groups) + " groups of " + std::to_string(fused_ops) +
                          " ops fused into one kernel each (" +
-                         std::to_string(fused_ops - fused_groups) + " intermediate values, " +
-                         bytes_text(saved) + ", never written); " + std::to_string(alone) +
+                         std::to_string(fused_ops - fused_groups - extra_outputs) +
+                         " intermediate values, " + bytes_text(saved) + ", never written; " +
+                         std::to_string(extra_outputs) +
+                         " more written by the group computing "
+                         "them, for readers outside); " +
+                         std::to_string(alone) +
                          " elementwise ops left alone (a group of one op is "
                          "not worth a kernel); " +
                          std::to_string(kernels_from_cache) + " kernels from the cache, " +

@@ -24,25 +24,29 @@ struct RenderedKernel {
   int64_t cost_per_item = 1;  // the work of one item, in cheap elementwise ops (cpu/parallel.h)
 };
 
-// Throws NotSupportedError for a group with more inputs than a kernel takes (31).
+// Throws NotSupportedError for a group with more inputs and outputs than a kernel takes (32).
 RenderedKernel render(const FusionGroup& group, Target target);
 
 // What run_fused did.
 struct FusedRun {
-  Tensor out;
-  bool fused = false;  // false: the group ran as unfused library ops
-  std::string reason;  // why it did not fuse (empty when fused)
+  Tensor out;                // the first output (FusionGroup::outputs())
+  std::vector<Tensor> outs;  // every output, in order (outs[0] is out)
+  bool fused = false;        // false: the group ran as unfused library ops
+  std::string reason;        // why it did not fuse (empty when fused)
   bool from_cache = false;
 };
 
 // Runs the group on `inputs` (one per FusionGroup::input, of those shapes, strides and dtypes,
 // on one device) as one generated kernel; when the kernel cannot be built (EMBER_FUSION=0, no
 // compiler, a failed compile), runs it unfused with the library's kernels, warns once on stderr
-// with the reason, and says so in the result. The output is a new contiguous tensor.
+// with the reason, and says so in the result. Each output is a new contiguous tensor.
 FusedRun run_fused(const FusionGroup& group, const std::vector<Tensor>& inputs);
 
 // The group evaluated op by op with the library's eager kernels (the fallback, and the reference
 // the fused kernel is tested against).
+// run_unfused gives the first output, run_unfused_outputs every one.
 Tensor run_unfused(const FusionGroup& group, const std::vector<Tensor>& inputs);
+std::vector<Tensor> run_unfused_outputs(const FusionGroup& group,
+                                        const std::vector<Tensor>& inputs);
 
 }  // namespace ember::autodiff::compile

@@ -7,6 +7,10 @@
 //   int y = g.unary(FusedOp::Gelu, g.binary(FusedOp::Add, x, b));
 //   g.reduce(FusedReduction::Sum, /*dims=*/1);                // -> [64]
 //
+// A group writes one value, its last node's, unless output() names the values it writes: then
+// the kernel stores each of them, in that order, in the same loop (the values a program reads
+// outside the group, computed once). A group that ends in a reduction writes that alone.
+//
 // Every node has a dtype, and its value is exactly what the library's eager kernel of that op
 // would produce in that dtype (float16/bfloat16 round after every op, as eager ones do), so that a
 // fused kernel's result equals the unfused chain's. Operands of a binary op share one dtype: a
@@ -103,6 +107,12 @@ class FusionGroup {
   int cast(int x, DType dtype);
   // Reduces the last node's value over the innermost `dims` dims of shape() (floating dtypes).
   void reduce(FusedReduction reduction, int dims, bool keepdim = false);
+  // Makes node `index`'s value (of shape()) one of the values the kernel writes, after those
+  // named before. ValueError for an input or constant, a node named twice, or a reducing group.
+  void output(int index);
+
+  // The nodes whose values the kernel writes, in order: those output() named, else the last.
+  std::vector<int> outputs() const;
 
   const Shape& shape() const { return shape_; }
   const std::vector<FusedInput>& inputs() const { return inputs_; }
@@ -110,9 +120,11 @@ class FusionGroup {
   FusedReduction reduction() const { return reduction_; }
   int reduced_dims() const { return reduced_dims_; }
   bool keepdim() const { return keepdim_; }
-  // The result: the last node, reduced when reduce() was called.
+  // The first output: the last node (or the first output() named), reduced when reduce() was
+  // called. Any other output is of shape() and its node's dtype.
   DType out_dtype() const;
   Shape out_shape() const;
+  DType output_dtype(size_t k) const;  // output k's dtype
 
   // One line per node, as explain() prints a group: "%3:f32 = add(%1, %2)".
   std::string str() const;
@@ -124,6 +136,7 @@ class FusionGroup {
   Shape shape_;
   std::vector<FusedInput> inputs_;
   std::vector<FusedNode> nodes_;
+  std::vector<int> outputs_;  // empty: the last node
   FusedReduction reduction_ = FusedReduction::None;
   int reduced_dims_ = 0;
   bool keepdim_ = false;
