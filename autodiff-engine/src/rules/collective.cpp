@@ -53,6 +53,11 @@ int64_t group_id(const std::shared_ptr<distributed::ProcessGroup>& group) {
   return int64_t(groups.size()) - 1;
 }
 
+void broadcast(const std::shared_ptr<distributed::ProcessGroup>& group, const Tensor& tensor,
+               int64_t root) {
+  run_op(op_def("broadcast_"), {tensor}, {{"group", group_id(group)}, {"root", root}});
+}
+
 void finish(const Tensor& flat) { take("all_reduce_wait", flat, /*keep=*/true)->wait(); }
 
 }  // namespace collective
@@ -173,13 +178,21 @@ Tensors all_reduce_wait_run(const Tensors& in, const Attrs& a) {
   return out;
 }
 
+// (tensor) -> tensor with root's values, in place (synchronous: the next op reads it).
+Tensors broadcast_run(const Tensors& in, const Attrs& a) {
+  collective::group_of("broadcast_", a.i("group"))->broadcast(in[0], int(a.i("root")));
+  return {in[0]};
+}
+
 }  // namespace
 
 std::vector<OpDef> collective_ops() {
   OpDef start{"all_reduce_start", all_reduce_start_infer, all_reduce_start_run};
   OpDef wait{"all_reduce_wait", all_reduce_wait_infer, all_reduce_wait_run};
-  start.collective = wait.collective = true;
-  return {start, wait};
+  OpDef broadcast{"broadcast_", infer::same_as_first, broadcast_run};
+  broadcast.in_place = true;
+  start.collective = wait.collective = broadcast.collective = true;
+  return {start, wait, broadcast};
 }
 
 }  // namespace ember::autodiff

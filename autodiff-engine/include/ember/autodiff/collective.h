@@ -7,6 +7,9 @@
 //                                        and starts its all-reduce (average), asynchronously
 //   means... = all_reduce_wait(flat)     waits for it and hands back each parameter's average
 //
+// (and broadcast_(buffer), in place: DistributedDataParallel's copy of rank 0's buffers before
+// each forward).
+//
 // Between the two the rest of backward runs: the communication overlaps it. Both are
 // OpDef::collective, so compiler passes keep them, in their order, and `flat` (read by the wait)
 // stays alive until the wait.
@@ -26,6 +29,11 @@ enum Part : int64_t { kNone = 0, kGrad = 1, kBefore = 2, kBoth = 3 };
 // The number that names `group` in the ops' attributes (which hold numbers, not objects). The
 // table holds it weakly: a replay after the group is destroyed is a ValueError.
 int64_t group_id(const std::shared_ptr<distributed::ProcessGroup>& group);
+
+// Broadcasts `tensor` (a model's buffer) from `root` to every rank in place, as an op: while a
+// step is traced, a node of op broadcast_ (in place, collective), which a replay repeats.
+void broadcast(const std::shared_ptr<distributed::ProcessGroup>& group, const Tensor& tensor,
+               int64_t root);
 
 // Blocks until the all-reduce that all_reduce_start started on `flat` has finished (its error is
 // thrown here); all_reduce_wait still finds it. For the tracer, which must see `flat`'s final

@@ -71,7 +71,8 @@ class DistributedDataParallel(Module):
         if self.broadcast_buffers and self.training and self.process_group.world_size > 1:
             with no_grad():
                 for b in self.module.buffers():
-                    self.process_group.broadcast(b, 0)
+                    # An op, so that a compiled step (ember.compile) replays it.
+                    _core.distributed._broadcast_buffer(self.process_group, b, 0)
         return self.module(*args, **kwargs)
 
     @contextlib.contextmanager
