@@ -148,9 +148,10 @@ def ddp(out, rank, world):
     np.savez(os.path.join(out, f"rank{rank}.npz"), **state)
 
 
-def compiled_step(model, opt, ddp, micro_batches):
+def compiled_step(model, opt, ddp, micro_batches, head=None):
     """One training step as ember.compile would have it: the micro-batches but the last under
-    ddp.no_sync() (gradient accumulation), then the update."""
+    ddp.no_sync() (gradient accumulation), then the update. head: a layer whose output joins the
+    loss (on the ranks that pass one)."""
     loss_fn = nn.CrossEntropyLoss()
 
     def step(*xy):
@@ -158,7 +159,10 @@ def compiled_step(model, opt, ddp, micro_batches):
         n = len(xy) // 2
         total = sum(int(xy[n + k].shape[0]) for k in range(n))
         for k in range(n):
-            loss = loss_fn(model(xy[k]), xy[n + k]) * (int(xy[n + k].shape[0]) / total)
+            logits = model(xy[k])
+            loss = loss_fn(logits, xy[n + k]) * (int(xy[n + k].shape[0]) / total)
+            if head is not None:
+                loss = loss + 0.01 * head(logits).sum()
             if ddp is not None and k < n - 1:
                 with ddp.no_sync():
                     loss.backward()
@@ -172,15 +176,18 @@ def compiled_step(model, opt, ddp, micro_batches):
 
 def ddp_compiled(out, rank, world):
     """The ddp scenario's training with the step compiled (or eager, EMBER_TEST_EAGER=1, the
-    same code): 10 steps, the first traced, the others replayed."""
+    same code): 10 steps, the first traced, the others replayed. EMBER_TEST_PARTIAL=1: the
+    unused head joins the loss on rank 1 only (a gradient on one rank, none on the other)."""
     accumulate = os.environ.get("EMBER_TEST_ACCUMULATE") == "1"
+    partial = os.environ.get("EMBER_TEST_PARTIAL") == "1"
     eager = os.environ.get("EMBER_TEST_EAGER") == "1"
     x, y = digits_batches(10, 32)
     model = make_model(ember.float64)
     wrapped = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.02,
                                                   first_bucket_cap_mb=0.005)
     opt = ember.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    step = compiled_step(wrapped, opt, wrapped, 2 if accumulate else 1)
+    head = model.unused if partial and rank == 1 else None
+    step = compiled_step(wrapped, opt, wrapped, 2 if accumulate else 1, head)
     run = step.__wrapped__ if eager else step
     per_rank = 32 // world
     for s in range(x.shape[0]):

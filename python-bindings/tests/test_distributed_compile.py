@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from test_distributed import launch, single_process_reference
 
+import ember
 import ember.distributed as dist
 
 pytestmark = pytest.mark.skipif(not dist.is_gloo_available(),
@@ -46,3 +47,21 @@ def test_compiled_ddp_equals_eager_ddp_and_one_process(tmp_path, accumulate):
         assert bool(got["unused_grad_is_none"]) and unused_none
     for name in want:  # the two ranks agree exactly
         np.testing.assert_array_equal(compiled[0][name], compiled[1][name])
+
+
+def test_a_parameter_with_a_gradient_on_one_rank_only_is_averaged_on_both(tmp_path):
+    # The unused head joins the loss on rank 1 alone: rank 0 sends zeros for it, and both ranks
+    # get the average (half rank 1's gradient), as eager DDP gives.
+    env = {"EMBER_TEST_PARTIAL": "1"}
+    compiled = run(tmp_path, "compiled", env)
+    eager = run(tmp_path, "eager", dict(env, EMBER_TEST_EAGER="1"))
+    for r in range(2):
+        assert not bool(compiled[r]["unused_grad_is_none"])
+        assert (int(compiled[r]["traces"]), int(compiled[r]["replays"])) == (2, 8)
+        for name in eager[r]:  # every parameter and buffer, and unused_grad_is_none
+            np.testing.assert_array_equal(compiled[r][name], eager[r][name], err_msg=name)
+    np.testing.assert_array_equal(compiled[0]["unused.weight"], compiled[1]["unused.weight"])
+    # The head did train: SGD moved it away from where both ranks started.
+    start = __import__("distributed_worker").make_model(ember.float64).unused.weight
+    start = start.detach().numpy()
+    assert np.abs(compiled[0]["unused.weight"] - start).max() > 1e-4
