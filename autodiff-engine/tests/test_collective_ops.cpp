@@ -173,9 +173,9 @@ TEST_F(CollectiveOps, CompiledStepWithAReducerReplaysItsAllReduces) {
     EXPECT_EQ(waits.size(), 3u);
     const std::string explain = step.explain();
     EXPECT_NE(explain.find("== data parallel =="), std::string::npos) << explain;
-    EXPECT_NE(explain.find("bucket 0: 1 parameters (1 with a gradient here)"), std::string::npos)
+    EXPECT_NE(explain.find("bucket 0: 1 parameter(s) (1 with a gradient here)"), std::string::npos)
         << explain;
-    EXPECT_NE(explain.find("bucket 2: 1 parameters (0 with a gradient here)"), std::string::npos)
+    EXPECT_NE(explain.find("bucket 2: 1 parameter(s) (0 with a gradient here)"), std::string::npos)
         << explain;
 
     // A call under no_sync does not replay the plan with all-reduces: it traces its own.

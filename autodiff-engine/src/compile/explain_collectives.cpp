@@ -33,7 +33,7 @@ void explain_collectives(const Program& program, Explain& explain) {
         k > 0 ? "after node " + std::to_string(k - 1) + " (" + g.node(k - 1).op->name + ")"
               : "first";
     explain.add(section, "bucket " + std::to_string(start.attrs.i("bucket")) + ": " +
-                             std::to_string(parts.size()) + " parameters (" +
+                             std::to_string(parts.size()) + " parameter(s) (" +
                              std::to_string(with_grad) + " with a gradient here), " +
                              bytes_text(type.numel() * int64_t(itemsize(type.dtype))) +
                              "; all_reduce_start at node " + std::to_string(k) + ", " + after +
