@@ -14,7 +14,9 @@ digits CNN's data-parallel epoch at one and two processes.
                epoch in PyTorch (torch.nn.parallel.DistributedDataParallel, Gloo, the same
                network, split, sampler seed, batch, SGD and thread count; the worker at the end
                of this file), whose efficiency on the same machine says what two processes on
-               its cores can reach.
+               its cores can reach. step=compiled: the same epoch with each step an
+               ember.compile'd step (--compile: traced once, replayed, the all-reduces nodes
+               of its graph); its efficiency is against the compiled step at one process.
 
 Targets on a 2-core CPU (issue 26): all-reduce bandwidth >= 0.9x torch's Gloo at every size;
 efficiency >= 0.8. The cases launch their own processes; on a machine shared with other work,
@@ -117,12 +119,14 @@ class EpochCase:
     epochs: int = field(default=3)
 
     def epoch_seconds(self, world):
-        """Ember's fastest epoch after the first (train_digits_ddp.py under the launcher)."""
-        key = f"epoch{world}"
+        """Ember's fastest epoch after the first (train_digits_ddp.py under the launcher),
+        with compiled steps for step=compiled."""
+        compiled = self.params.get("step") == "compiled"
+        key = f"epoch{world}{'-compiled' if compiled else ''}"
         if key not in _cache:
             with tempfile.TemporaryDirectory() as tmp:
-                launch([str(EXAMPLE), "--epochs", str(self.epochs), "--out", tmp], world,
-                       timeout=900)
+                launch([str(EXAMPLE), "--epochs", str(self.epochs), "--out", tmp,
+                        *(["--compile"] if compiled else [])], world, timeout=900)
                 history = json.loads((Path(tmp) / "metrics.json").read_text())["history"]
             _cache[key] = min(history["seconds"][1:] or history["seconds"])
         return _cache[key]
@@ -168,6 +172,8 @@ def cases(device):
                                         "load": load}) for n in SIZES]
     out += [EpochCase("ddp_epoch", {"processes": w, "threads": 1, "batch": 32, "load": load})
             for w in (1, 2)]
+    out += [EpochCase("ddp_epoch", {"processes": w, "threads": 1, "batch": 32, "step": "compiled",
+                                    "load": load}) for w in (1, 2)]
     return out
 
 

@@ -13,6 +13,8 @@ def test_cases_on_the_cpu_only():
     assert ops == ["all_reduce", "ddp_epoch"]
     assert {c.params["processes"] for c in distributed.cases("cpu") if c.op == "ddp_epoch"} == \
         {1, 2}
+    compiled = [c for c in distributed.cases("cpu") if c.params.get("step") == "compiled"]
+    assert {c.params["processes"] for c in compiled} == {1, 2}
     assert distributed.cases("cuda") == []
 
 

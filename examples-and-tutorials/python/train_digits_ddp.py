@@ -8,6 +8,8 @@ Each process trains the same model on its share of every epoch (DistributedSampl
 all copies stay identical. Rank 0 evaluates and writes --out/metrics.json (the epochs' loss,
 seconds and images per second, the test accuracy). On CUDA each process uses the GPU of its
 LOCAL_RANK through NCCL; on the CPU, Gloo. The launcher sets OMP_NUM_THREADS=1: one thread each.
+--compile runs each step as one ember.compile'd step: traced once, then replayed, the gradients'
+all-reduces nodes of its graph (step.explain() lists the buckets).
 """
 
 import argparse
@@ -36,6 +38,8 @@ def parse_args():
     p.add_argument("--timeout", type=float, default=300, help="seconds before a rank that "
                    "does not answer is an error (300)")
     p.add_argument("--out", default="out/train_digits_ddp", help="rank 0's metrics.json")
+    p.add_argument("--compile", action="store_true",
+                   help="run each training step as an ember.compile'd step")
     p.add_argument("--min-accuracy", type=float, default=0.0,
                    help="exit with status 1 if the final test accuracy is below this (0..1)")
     return p.parse_args()
@@ -62,6 +66,15 @@ def main():
         print(f"{world} process(es), backend {backend}, {len(train_set)} training images, "
               f"{len(sampler)} per process per epoch, batch {args.batch_size} per process")
 
+    def train_step(x, y):
+        optimizer.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    step = ember.compile(train_step) if args.compile else train_step
+
     history = {"train_loss": [], "seconds": [], "images_per_s": []}
     for epoch in range(args.epochs):
         sampler.set_epoch(epoch)
@@ -69,10 +82,7 @@ def main():
         start = time.perf_counter()
         total, count = ember.zeros(2, dtype=ember.float64, device=device), 0
         for x, y in loader:
-            optimizer.zero_grad()
-            loss = loss_fn(model(x), y)
-            loss.backward()
-            optimizer.step()
+            loss = step(x, y)
             with ember.no_grad():
                 total += ember.stack([loss.detach().to(ember.float64) * len(y),
                                       ember.tensor(float(len(y)), dtype=ember.float64,

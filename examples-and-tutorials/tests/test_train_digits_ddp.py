@@ -1,5 +1,6 @@
-"""train_digits_ddp.py under the launcher with two processes on 127.0.0.1: it trains, the ranks
-agree, and a failing rank stops the launcher with its exit code."""
+"""train_digits_ddp.py under the launcher with two processes on 127.0.0.1: it trains (eagerly and
+with compiled steps), the ranks agree, and a failing rank stops the launcher with its exit
+code."""
 
 import json
 import subprocess
@@ -20,9 +21,10 @@ def launch(*args, timeout=240):
                           text=True, timeout=timeout)
 
 
-def test_two_processes_train_the_digits_cnn(tmp_path):
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_two_processes_train_the_digits_cnn(tmp_path, compiled):
     done = launch(PYTHON / "train_digits_ddp.py", "--epochs", 2, "--out", tmp_path,
-                  "--timeout", 120)
+                  "--timeout", 120, *(["--compile"] if compiled else []))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "2 process(es), backend gloo" in done.stdout
     metrics = json.loads((tmp_path / "metrics.json").read_text())

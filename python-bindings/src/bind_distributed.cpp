@@ -3,6 +3,8 @@
 // module-level habits (init_process_group, all_reduce(tensor), ReduceOp.SUM, ...).
 //
 // Every call that may wait for other processes releases the GIL.
+#include <ember/autodiff/collective.h>
+#include <ember/autodiff/compile/trace.h>
 #include <ember/autodiff/reducer.h>
 #include <ember/distributed.h>
 #include <ember/tcp_store.h>
@@ -173,6 +175,17 @@ void bind_distributed(py::module_& parent) {
       py::arg("backend"), py::arg("store"), py::arg("rank"), py::arg("world_size"),
       py::arg("timeout"), Release());
   m.def("backend_available", &dist::backend_available, py::arg("backend"));
+  // A buffer's broadcast as an op, which a compiled step records and replays (a plain
+  // ProcessGroup.broadcast is a write the tracer cannot see).
+  m.def(
+      "_broadcast_buffer",
+      [](std::shared_ptr<dist::ProcessGroup> group, py::handle t, int64_t root) {
+        if (!is_tensor(t)) not_a_tensor("DistributedDataParallel", t);
+        const Variable v = tensor_of(t);
+        autodiff::compile::see_variable(v);  // a buffer met first here: state of the step
+        autodiff::collective::broadcast(group, v.data(), root);
+      },
+      py::arg("group"), py::arg("tensor"), py::arg("root") = 0);
 
   py::class_<autodiff::Reducer>(m, "Reducer",
                                 "Averages gradients over the group in buckets, overlapped with "

@@ -148,6 +148,64 @@ def ddp(out, rank, world):
     np.savez(os.path.join(out, f"rank{rank}.npz"), **state)
 
 
+def compiled_step(model, opt, ddp, micro_batches, head=None):
+    """One training step as ember.compile would have it: the micro-batches but the last under
+    ddp.no_sync() (gradient accumulation), then the update. head: a layer whose output joins the
+    loss (on the ranks that pass one)."""
+    loss_fn = nn.CrossEntropyLoss()
+
+    def step(*xy):
+        opt.zero_grad()
+        n = len(xy) // 2
+        total = sum(int(xy[n + k].shape[0]) for k in range(n))
+        for k in range(n):
+            logits = model(xy[k])
+            loss = loss_fn(logits, xy[n + k]) * (int(xy[n + k].shape[0]) / total)
+            if head is not None:
+                loss = loss + 0.01 * head(logits).sum()
+            if ddp is not None and k < n - 1:
+                with ddp.no_sync():
+                    loss.backward()
+            else:
+                loss.backward()
+        opt.step()
+        return loss
+
+    return ember.compile(step)
+
+
+def ddp_compiled(out, rank, world):
+    """The ddp scenario's training with the step compiled (or eager, EMBER_TEST_EAGER=1, the
+    same code): 10 steps, the first traced, the others replayed. EMBER_TEST_PARTIAL=1: the
+    unused head joins the loss on rank 1 only (a gradient on one rank, none on the other)."""
+    accumulate = os.environ.get("EMBER_TEST_ACCUMULATE") == "1"
+    partial = os.environ.get("EMBER_TEST_PARTIAL") == "1"
+    eager = os.environ.get("EMBER_TEST_EAGER") == "1"
+    x, y = digits_batches(10, 32)
+    model = make_model(ember.float64)
+    wrapped = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.02,
+                                                  first_bucket_cap_mb=0.005)
+    opt = ember.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    head = model.unused if partial and rank == 1 else None
+    step = compiled_step(wrapped, opt, wrapped, 2 if accumulate else 1, head)
+    run = step.__wrapped__ if eager else step
+    per_rank = 32 // world
+    for s in range(x.shape[0]):
+        idx = np.array_split(np.arange(rank * per_rank, (rank + 1) * per_rank),
+                             2 if accumulate else 1)
+        xs = [ember.tensor(x[s][i], dtype=ember.float64) for i in idx]
+        ys = [ember.tensor(y[s][i]) for i in idx]
+        run(*xs, *ys)
+    state = {k: v.to(ember.float64).numpy() for k, v in model.state_dict().items()}
+    state["unused_grad_is_none"] = np.array(model.unused.weight.grad is None)
+    state["buckets"] = np.array(len(wrapped.bucket_layout()))
+    if not eager:
+        state["traces"] = np.array(step.traces)
+        state["replays"] = np.array(step.replays)
+        state["explain"] = np.array(step.explain())
+    np.savez(os.path.join(out, f"rank{rank}.npz"), **state)
+
+
 def overlap(out, rank, world):
     """A backward with several small buckets: the log of when each started."""
     x, y = digits_batches(1, 16)
@@ -193,7 +251,8 @@ def failure(out, rank, world):
         dist.all_reduce(t)
 
 
-SCENARIOS = {"collectives": collectives, "ddp": ddp, "overlap": overlap, "failure": failure}
+SCENARIOS = {"collectives": collectives, "ddp": ddp, "ddp_compiled": ddp_compiled,
+             "overlap": overlap, "failure": failure}
 
 
 def main():

@@ -114,10 +114,16 @@ Plan::Plan(TracedStep traced, CallGuards guards, const CompileOptions& options,
     program_ = std::move(p);
     explain_.add("passes", "off (CompileOptions::optimize): the traced graph replays as it is");
   }
+  explain_collectives(program_, explain_);
   replay_ = std::make_unique<Replay>(program_, options.optimize ? &plan : nullptr, std::move(arena),
                                      explain_);
   const bool on_gpu = replay_->arena_bytes() > 0 && replay_->device().is_cuda();
-  if (on_gpu && options.cuda_graph) {
+  if (on_gpu && options.cuda_graph && has_collectives(program_)) {
+    // The all-reduces run on the process group's own stream and threads, outside any capture.
+    explain_.add("replay", "on " + replay_->device().str() +
+                               ": not captured as a CUDA graph (the step all-reduces over a "
+                               "process group): the flat list");
+  } else if (on_gpu && options.cuda_graph) {
     std::vector<ValueId> hyper;
     for (size_t i = 0; i < bindings_.size(); ++i)
       if (bindings_[i].hyper) hyper.push_back(program_.state[i].value);

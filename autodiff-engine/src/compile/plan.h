@@ -45,6 +45,11 @@ struct CallGuards {
 };
 CallGuards read_call_guards(const std::vector<Variable>& inputs, const CompileOptions& options);
 
+// Whether the program has collective nodes (a data-parallel step's all-reduces), and explain()'s
+// section on them (explain_collectives.cpp).
+bool has_collectives(const Program& program);
+void explain_collectives(const Program& program, Explain& explain);
+
 class Plan {
  public:
   // Runs the passes (options.optimize) and the memory plan over the traced step.

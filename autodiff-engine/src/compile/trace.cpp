@@ -69,6 +69,9 @@ void see_grad(const std::shared_ptr<VariableImpl>& p) {
 void grad_written(const std::shared_ptr<VariableImpl>& p, const Tensor& grad) {
   if (active_tracer) active_tracer->grad_written(p, grad);
 }
+void written_by_collective(const Tensor& t) {
+  if (active_tracer) active_tracer->written_by_collective(t);
+}
 std::string name_of(const VariableImpl* p) {
   return active_tracer ? active_tracer->name_of(p) : "param";
 }
@@ -251,6 +254,12 @@ std::string Tracer::name_of(const VariableImpl* p) {
   const std::string name = (p->requires_grad ? "param " : "buffer ") + std::to_string(unnamed_++);
   names_[p] = name;
   return name;
+}
+
+void Tracer::written_by_collective(const Tensor& t) {
+  auto it = entries_.find(key_of(t));
+  if (it != entries_.end() && it->second.storage.lock() == t.storage())
+    it->second.version = t.version();
 }
 
 // ---- gradients: a slot per parameter, written by copy_ nodes ----

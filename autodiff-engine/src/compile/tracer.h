@@ -79,6 +79,7 @@ class Tracer {
   void see_grad(const std::shared_ptr<VariableImpl>& p);
   void grad_written(const std::shared_ptr<VariableImpl>& p, const Tensor& grad);
   std::string name_of(const VariableImpl* p);
+  void written_by_collective(const Tensor& t);
 
   // Ends the trace: the returned Variables' values become the program's returned values.
   TracedStep finish(const std::vector<Variable>& returned);

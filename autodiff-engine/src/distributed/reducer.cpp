@@ -2,7 +2,9 @@
 #include "ember/autodiff/reducer.h"
 
 #include <algorithm>
+#include <atomic>
 
+#include "ember/autodiff/compile/trace.h"
 #include "ember/ops/creation.h"
 #include "ember/ops/elementwise.h"
 
@@ -35,6 +37,8 @@ Reducer::Reducer(std::vector<Variable> params, std::shared_ptr<distributed::Proc
       group_(std::move(group)),
       cap_bytes_(cap_bytes),
       first_cap_bytes_(first_cap_bytes) {
+  static std::atomic<int64_t> reducers{0};
+  serial_ = reducers++;
   const char* op = "DistributedDataParallel";
   if (!group_) throw ValueError(op, "the process group is null: call init_process_group first");
   if (cap_bytes <= 0 || first_cap_bytes <= 0)
@@ -113,13 +117,16 @@ void Reducer::build_buckets(const std::vector<int32_t>& local_order) {
 
 void Reducer::backward_begins(const std::vector<const VariableImpl*>& leaves_in_order) {
   active_ = false;
-  if (!sync_ || params_.empty()) return;
+  if (params_.empty()) return;
   std::vector<int32_t> mine;  // ours among the leaves, in gradient order
   for (const VariableImpl* leaf : leaves_in_order) {
     auto it = index_of_.find(leaf);
     if (it != index_of_.end()) mine.push_back(it->second);
   }
   if (mine.empty()) return;  // a backward that none of the parameters take part in
+  traced_ = compile::tracing();
+  if (traced_) guard_sync();  // with sync on or off: the plan holds its all-reduces or none
+  if (!sync()) return;
   events_.clear();
   start_ = std::chrono::steady_clock::now();
   log("backward begins");
@@ -132,6 +139,9 @@ void Reducer::backward_begins(const std::vector<const VariableImpl*>& leaves_in_
   for (Bucket& b : buckets_) {
     b.work.reset();
     b.pending = 0;
+    b.parts.assign(b.params.size(), 0);
+    b.pieces.assign(b.params.size(), {});
+    b.started = Tensor();
     for (int32_t p : b.params) b.pending += coming[size_t(p)];
   }
   // What gets no gradient in this backward is known now: its place is filled at once.
@@ -144,6 +154,7 @@ void Reducer::backward_begins(const std::vector<const VariableImpl*>& leaves_in_
 // Writes param's gradient into its bucket: the new one plus what .grad accumulated before (the
 // no_sync steps), zeros when there is neither; its used-flag says whether there was one.
 void Reducer::fill(int32_t param, const Tensor& grad) {
+  if (traced_) return trace_fill(param, grad, /*with_before=*/true);
   Bucket& b = buckets_[size_t(bucket_of_[size_t(param)])];
   const int32_t k = position_of_[size_t(param)];
   const Variable& p = params_[size_t(param)];
@@ -173,7 +184,8 @@ void Reducer::mark_ready(int32_t bucket) {
   while (next_launch_ < int32_t(buckets_.size()) && buckets_[size_t(next_launch_)].pending == 0) {
     Bucket& b = buckets_[size_t(next_launch_)];
     log("bucket " + std::to_string(next_launch_) + " all_reduce starts");
-    b.work = group_->all_reduce(b.flat, distributed::ReduceOp::Avg, /*async=*/true);
+    if (traced_) trace_start(next_launch_);
+    else b.work = group_->all_reduce(b.flat, distributed::ReduceOp::Avg, /*async=*/true);
     ++next_launch_;
   }
 }
@@ -187,7 +199,10 @@ void Reducer::backward_ends() {
     Bucket& bucket = buckets_[b];
     if (bucket.pending == 0) continue;
     for (int32_t p : bucket.params)
-      if (!filled_[size_t(p)]) {
+      if (!filled_[size_t(p)] && traced_) {
+        const Variable& g = params_[size_t(p)].grad();
+        trace_fill(p, g.defined() ? g.data() : Tensor(), /*with_before=*/false);
+      } else if (!filled_[size_t(p)]) {
         Variable saved = params_[size_t(p)].grad();
         params_[size_t(p)].set_grad(Variable());
         fill(p, saved.defined() ? saved.data() : Tensor());
@@ -197,6 +212,10 @@ void Reducer::backward_ends() {
   }
   mark_ready(0);
   for (size_t b = 0; b < buckets_.size(); ++b) {
+    if (traced_) {
+      trace_wait(int32_t(b));
+      continue;
+    }
     Bucket& bucket = buckets_[b];
     bucket.work->wait();
     bucket.work.reset();

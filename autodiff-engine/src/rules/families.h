@@ -20,5 +20,7 @@ std::vector<OpDef> creation_ops();       // zeros_like, ones_like, full_like, ..
 std::vector<OpDef> rearrange_ops();      // sort, topk, cumsum, cumprod, tril, roll, repeat, resize
 std::vector<OpDef> custom_function_ops();  // the caller's forward and backward (src/eager)
 std::vector<OpDef> update_ops();  // copy_ and the optimizers' in-place updates (compiled steps)
+std::vector<OpDef>
+collective_ops();  // a bucket's all-reduce, start and wait (autodiff/collective.h)
 
 }  // namespace ember::autodiff

@@ -13,9 +13,10 @@ struct Registry {
   std::unordered_map<std::string, const OpDef*> by_name;
 
   Registry() {
-    for (auto family : {elementwise_ops, reduction_ops, movement_ops, indexing_ops, matmul_ops,
-                        conv_pool_ops, normalization_ops, softmax_loss_ops, attention_ops,
-                        creation_ops, rearrange_ops, custom_function_ops, update_ops}) {
+    for (auto family :
+         {elementwise_ops, reduction_ops, movement_ops, indexing_ops, matmul_ops, conv_pool_ops,
+          normalization_ops, softmax_loss_ops, attention_ops, creation_ops, rearrange_ops,
+          custom_function_ops, update_ops, collective_ops}) {
       for (OpDef& def : family()) defs.push_back(std::move(def));
     }
     for (const OpDef& def : defs) {

@@ -51,6 +51,10 @@ struct OpDef {
   // Ops whose result depends on the generator (dropout's mask, rand): never merged or replayed
   // freely.
   bool random = false;
+  // Ops that talk to the other processes of a group (all_reduce_start/_wait, src/rules/
+  // collective.cpp): every rank must run the same ones in the same order, so compiler passes
+  // never remove, merge, fold, fuse, recompute or move them.
+  bool collective = false;
 };
 
 // Runs `op` on tensors: op.run, and while a step is being compiled, its node in the step's graph

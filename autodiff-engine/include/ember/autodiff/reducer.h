@@ -18,11 +18,20 @@
 // the next backward with sync on reduces the sum accumulated since. A backward that reaches none
 // of the parameters (of another model, say) is left alone.
 //
-// Compiled mode: a traced step holds the same backward graph, so plan_buckets() gives it the
-// same layout; a compiled step is meant to place, after the node that computes each bucket's
-// last gradient, a node that starts that bucket's all-reduce, and before the optimizer's update
-// one that waits for it (nodes of a future "all_reduce_start"/"all_reduce_wait" op pair over the
-// process group); nothing else of this class is needed there.
+// Compiled mode (ember.compile): while a step is traced, the reducer records graph nodes instead
+// of calling the group (reducer_trace.cpp): the moment a bucket's last gradient is in, an
+// all_reduce_start node (ember/autodiff/collective.h) that flattens the bucket and starts its
+// all-reduce; when backward ends, per bucket an all_reduce_wait node whose averages are written
+// into .grad, before anything the step does after backward (the optimizer's update). A replay
+// runs those nodes where the trace put them, so communication still overlaps backward; the
+// reducer itself plays no part in a replay. Which parameters some rank used is read when
+// tracing and fixed in the plan. The sync flag is a guard of the step: a step traced under
+// no_sync has no all-reduce nodes, and one traced with sync on is not replayed under no_sync
+// (each traces its own plan). The guard holds the flag's value when the step begins, so a step
+// that uses no_sync inside itself replays too. As in eager mode every rank must run the same
+// collectives in the same order: every rank must trace (or replay) at the same calls, which the
+// same step with the same guards on every rank does; a rank that does not is the group's
+// DistributedError, not a hang.
 #pragma once
 #include <chrono>
 #include <cstdint>
@@ -63,8 +72,8 @@ class Reducer : public BackwardObserver {
   Reducer(const Reducer&) = delete;
   Reducer& operator=(const Reducer&) = delete;
 
-  void set_sync(bool sync) { sync_ = sync; }
-  bool sync() const { return sync_; }
+  void set_sync(bool sync);
+  bool sync() const { return *sync_; }
 
   // The buckets in use (empty before the first backward with sync on).
   const std::vector<BucketPlan>& buckets() const { return plan_; }
@@ -88,25 +97,38 @@ class Reducer : public BackwardObserver {
     Tensor flat;                   // [numel of the gradients + one used-flag per parameter]
     int32_t pending = 0;           // gradients still to come in this backward
     std::shared_ptr<distributed::Work> work;
+    // While tracing (reducer_trace.cpp): per parameter what the start node reads (its
+    // collective::Part and tensors), and the start node's output.
+    std::vector<int64_t> parts;
+    std::vector<std::vector<Tensor>> pieces;
+    Tensor started;
   };
   void build_buckets(const std::vector<int32_t>& order);
   void on_gradient(int32_t param, const Variable& grad);
   void fill(int32_t param, const Tensor& grad);  // grad: the new gradient, or undefined
   void mark_ready(int32_t bucket);
   void log(const std::string& what);
+  // Compiled mode (reducer_trace.cpp).
+  void guard_sync();
+  void trace_fill(int32_t param, const Tensor& grad, bool with_before);
+  void trace_start(int32_t bucket);
+  void trace_wait(int32_t bucket);
 
   std::vector<Variable> params_;
   std::shared_ptr<distributed::ProcessGroup> group_;
   int64_t cap_bytes_, first_cap_bytes_;
   std::vector<HookHandle> hooks_;
   std::unordered_map<const VariableImpl*, int32_t> index_of_;
-  bool sync_ = true;
+  // Shared with the guard a traced step keeps (guard_sync), which may outlive the reducer.
+  std::shared_ptr<bool> sync_ = std::make_shared<bool>(true);
+  int64_t serial_;  // names the guard: "DistributedDataParallel #<serial> sync"
 
   std::vector<BucketPlan> plan_;
   std::vector<Bucket> buckets_;
   std::vector<int32_t> bucket_of_, position_of_;  // per parameter
   std::vector<char> filled_;                      // per parameter, this backward
   bool active_ = false;                           // inside a backward with sync on
+  bool traced_ = false;                           // ... that a compiled step is tracing
   int32_t next_launch_ = 0;  // buckets start in index order, the same on every rank
   std::vector<Event> events_;
   std::chrono::steady_clock::time_point start_;

@@ -52,7 +52,8 @@ Program common_subexpressions(const Program& program, Explain& explain) {
   int merged = 0;
   for (int32_t k = 0; k < g.num_nodes(); ++k) {
     const Node& node = g.node(k);
-    if (node.op->random || node.op->in_place || node.outputs.empty() || written(node)) {
+    if (node.op->random || node.op->collective || node.op->in_place || node.outputs.empty() ||
+        written(node)) {
       r.copy(k);
       if (node.op->in_place)
         for (ValueId out : node.outputs) ++writes[size_t(buffer[size_t(out)])];

@@ -27,7 +27,9 @@ Program dead_code_elimination(const Program& program, Explain& explain) {
   std::vector<bool> keep(size_t(g.num_nodes()), false);
   for (int32_t k = g.num_nodes() - 1; k >= 0; --k) {
     const Node& node = g.node(k);
-    bool live = node.op->random;  // it advances the generator for every later draw
+    // A random node advances the generator for every later draw; a collective one must run on
+    // every rank alike, or the others wait for it.
+    bool live = node.op->random || node.op->collective;
     for (ValueId out : node.outputs) live = live || needed[size_t(out)];
     if (node.op->in_place) {
       for (ValueId out : node.outputs) {

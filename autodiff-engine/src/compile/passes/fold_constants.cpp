@@ -45,7 +45,8 @@ Program fold_constants(const Program& program, Explain& explain) {
   int folded = 0;
   for (int32_t k = 0; k < g.num_nodes(); ++k) {
     const Node& node = g.node(k);
-    bool foldable = !node.op->random && !node.op->in_place && !node.outputs.empty();
+    bool foldable =
+        !node.op->random && !node.op->collective && !node.op->in_place && !node.outputs.empty();
     int64_t bytes = 0;
     std::vector<Tensor> inputs;
     for (ValueId in : node.inputs) {

@@ -99,6 +99,7 @@ std::string why_not_fusible(const Graph& g, const Node& node) {
   if (node.op->in_place) return "it writes in place";
   if (node.op->view) return "a view (no kernel of its own)";
   if (node.op->random) return "it draws random numbers";
+  if (node.op->collective) return "it talks to the other ranks";
   if (op == "matmul" || op == "linear" || op == "conv2d" || op.rfind("conv2d_backward", 0) == 0)
     return "its own tuned kernel (epilogue fusion is not done)";
   if (op == "sum" || op == "mean" || op == "amax" || op == "amin" || op == "sum_to" ||

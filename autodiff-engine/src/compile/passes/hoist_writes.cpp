@@ -25,7 +25,7 @@ Program hoist_in_place_writes(const Program& program, Explain& explain) {
   for (int32_t k = 0; k < g.num_nodes(); ++k) {
     const Node& node = g.node(k);
     size_t at = order.size();
-    if (node.op->in_place && !node.op->random && !node.outputs.empty()) {
+    if (node.op->in_place && !node.op->random && !node.op->collective && !node.outputs.empty()) {
       std::vector<ValueId> written;
       for (ValueId out : node.outputs) written.push_back(buffer[size_t(out)]);
       auto touches = [&](const Node& other) {

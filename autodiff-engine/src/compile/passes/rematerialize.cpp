@@ -95,8 +95,8 @@ struct Buffers {
 };
 
 bool recomputable(const Node& node) {
-  return !node.op->random && !node.op->view && !node.op->in_place && node.outputs.size() == 1 &&
-         node.op->run != nullptr;
+  return !node.op->random && !node.op->collective && !node.op->view && !node.op->in_place &&
+         node.outputs.size() == 1 && node.op->run != nullptr;
 }
 
 // The recomputation that lowers the most-live bytes most, or none. A value's node may read values

@@ -1,7 +1,10 @@
 // passes.h — the passes over a traced step (program.h), one file each in src/compile/passes/.
 // Each takes a Program and returns a new one, and writes what it did (or why it did nothing) to
 // its section of `explain`. They keep the program's meaning exactly: the same state updates and
-// returned values, bit for bit, with the same random numbers drawn in the same order.
+// returned values, bit for bit, with the same random numbers drawn in the same order. Collective
+// nodes (OpDef::collective: a bucket's all-reduce start and wait) are kept, never merged, folded,
+// fused or recomputed, and stay in their order: every rank must issue the same collectives in
+// the same order, and the buffer a start hands to the wait stays alive until the wait.
 #pragma once
 #include <cstdint>
 

@@ -68,6 +68,10 @@ void see_constant(const Tensor& t);
 void grad_dropped(const std::shared_ptr<VariableImpl>& p);
 void see_grad(const std::shared_ptr<VariableImpl>& p);
 void grad_written(const std::shared_ptr<VariableImpl>& p, const Tensor& grad);
+// `t`, made by a traced op that started a collective on it (all_reduce_start), was written by
+// that collective since, which has now finished: it still holds that op's value, at its new
+// version (not a write behind the tracer's back).
+void written_by_collective(const Tensor& t);
 // The name the user knows a parameter by ("0.weight"), or "param N".
 std::string name_of(const VariableImpl* p);
 // Marks Variables made while tracing (their tensors come from inside the step).

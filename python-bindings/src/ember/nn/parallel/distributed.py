@@ -14,6 +14,13 @@ PyTorch's find_unused_parameters is accepted and not needed. In training mode, t
 (BatchNorm's running statistics) are copied from rank 0 before each forward, as PyTorch's
 broadcast_buffers=True does. no_sync() accumulates gradients locally for micro-batches; the
 first backward after it averages the sum.
+
+In a step compiled with ember.compile, the reducer's all-reduces and the buffers' broadcasts are
+nodes of the step's graph: each bucket's all-reduce starts after the node computing its last
+gradient and is waited for before the optimizer's update, so a replay overlaps communication
+with backward as eager mode does (step.explain() lists the buckets under "data parallel").
+no_sync() is a guard of the compiled step: a call under it replays (or traces) a plan without
+all-reduces. Every rank must call the compiled step alike, as with any collective.
 """
 
 import contextlib
@@ -71,7 +78,8 @@ class DistributedDataParallel(Module):
         if self.broadcast_buffers and self.training and self.process_group.world_size > 1:
             with no_grad():
                 for b in self.module.buffers():
-                    self.process_group.broadcast(b, 0)
+                    # An op, so that a compiled step (ember.compile) replays it.
+                    _core.distributed._broadcast_buffer(self.process_group, b, 0)
         return self.module(*args, **kwargs)
 
     @contextlib.contextmanager
