@@ -236,3 +236,19 @@ TEST(ElementwiseErrors, BadShapesAndValuesOfSelectionOps) {
   });
   expect_contains(m, {"to_dtype", "f128"});
 }
+
+// Every op of core-runtime's binary.def, whose OpDef and dtype rule come from its line (the
+// bitwise ops' Integral rule included), for every pair of operand dtypes.
+TEST(ElementwiseTypes, TheBinarySchemasOpsInferWhatCoreRuntimeComputes) {
+  const std::vector<std::string> ops = {
+#define EMBER_BINARY_OP(name, Formula, dtypes, scalar, api, doc) #name,
+#include "ember/ops/binary.def"
+#undef EMBER_BINARY_OP
+  };
+  for (DType da : kDTypes)
+    for (DType db : kDTypes)
+      for (const std::string& op : ops) {
+        expect_infer_matches_run(op, {ember::ones({3, 1}, da), ember::ones({4}, db)});
+        expect_infer_matches_run(op, {ember::ones({3}, da), ember::ones({}, db)});
+      }
+}

@@ -16,47 +16,66 @@ namespace {
 
 using V = Variable;
 
-#define EMBER_TT(op) [](const V& a, const V& b) { return ad::op(a, b); }
 #define EMBER_TS(op) [](const V& a, double s) { return ad::op(a, s); }
 #define EMBER_ST(op) [](double s, const V& a) { return ad::op(s, a); }
 #define EMBER_SWAP(op) [](double s, const V& a) { return ad::op(a, s); }
 
-// The bitwise ops run core-runtime's kernels on the data: they have no gradient (as in PyTorch)
-// and no op of autodiff-engine, so the result has no history.
-#define EMBER_DATA_TT(op) [](const V& a, const V& b) { return V(ember::op(a.data(), b.data())); }
-
-const std::map<std::string, Binary>& binaries() {
-  static const std::map<std::string, Binary> table = {
-      {"add", {EMBER_TT(add), EMBER_TS(add), EMBER_SWAP(add), true}},
-      {"sub", {EMBER_TT(sub), EMBER_TS(sub), EMBER_ST(sub), true}},
-      {"mul", {EMBER_TT(mul), EMBER_TS(mul), EMBER_SWAP(mul), true}},
-      {"div", {EMBER_TT(div), EMBER_TS(div), EMBER_ST(div), true}},
-      {"pow", {EMBER_TT(pow), EMBER_TS(pow), EMBER_ST(pow), true}},
-      {"maximum", {EMBER_TT(maximum), EMBER_TS(maximum), EMBER_SWAP(maximum), true}},
-      {"minimum", {EMBER_TT(minimum), EMBER_TS(minimum), EMBER_SWAP(minimum), true}},
-      {"eq", {EMBER_TT(eq), EMBER_TS(eq), EMBER_SWAP(eq), false}},
-      {"ne", {EMBER_TT(ne), EMBER_TS(ne), EMBER_SWAP(ne), false}},
-      {"lt", {EMBER_TT(lt), EMBER_TS(lt), EMBER_SWAP(gt), false}},
-      {"le", {EMBER_TT(le), EMBER_TS(le), EMBER_SWAP(ge), false}},
-      {"gt", {EMBER_TT(gt), EMBER_TS(gt), EMBER_SWAP(lt), false}},
-      {"ge", {EMBER_TT(ge), EMBER_TS(ge), EMBER_SWAP(le), false}},
-      {"logical_and", {EMBER_TT(logical_and), nullptr, nullptr, false}},
-      {"logical_or", {EMBER_TT(logical_or), nullptr, nullptr, false}},
-      {"logical_xor", {EMBER_TT(logical_xor), nullptr, nullptr, false}},
-      // floor_divide has no gradient (a result without history); remainder has one.
-      {"floor_divide", {EMBER_TT(floor_divide), nullptr, nullptr, true}},
-      {"remainder", {EMBER_TT(remainder), nullptr, nullptr, true}},
-      {"bitwise_and", {EMBER_DATA_TT(bitwise_and), nullptr, nullptr, false}},
-      {"bitwise_or", {EMBER_DATA_TT(bitwise_or), nullptr, nullptr, false}},
-      {"bitwise_xor", {EMBER_DATA_TT(bitwise_xor), nullptr, nullptr, false}},
+// The ops with a scalar op of their own in autodiff-engine (add_scalar, rsub_scalar, ...): x op s,
+// and s op x as that op's reflected form or, where the op commutes or mirrors (s < x is x > s),
+// as x op' s. The other ops take a scalar as a 0-d tensor.
+struct ScalarForms {
+  Variable (*ts)(const Variable&, double);
+  Variable (*st)(double, const Variable&);
+};
+const std::map<std::string, ScalarForms>& scalar_forms() {
+  static const std::map<std::string, ScalarForms> table = {
+      {"add", {EMBER_TS(add), EMBER_SWAP(add)}},
+      {"sub", {EMBER_TS(sub), EMBER_ST(sub)}},
+      {"mul", {EMBER_TS(mul), EMBER_SWAP(mul)}},
+      {"div", {EMBER_TS(div), EMBER_ST(div)}},
+      {"pow", {EMBER_TS(pow), EMBER_ST(pow)}},
+      {"maximum", {EMBER_TS(maximum), EMBER_SWAP(maximum)}},
+      {"minimum", {EMBER_TS(minimum), EMBER_SWAP(minimum)}},
+      {"eq", {EMBER_TS(eq), EMBER_SWAP(eq)}},
+      {"ne", {EMBER_TS(ne), EMBER_SWAP(ne)}},
+      {"lt", {EMBER_TS(lt), EMBER_SWAP(gt)}},
+      {"le", {EMBER_TS(le), EMBER_SWAP(ge)}},
+      {"gt", {EMBER_TS(gt), EMBER_SWAP(lt)}},
+      {"ge", {EMBER_TS(ge), EMBER_SWAP(le)}},
   };
   return table;
 }
-#undef EMBER_TT
 #undef EMBER_TS
 #undef EMBER_ST
 #undef EMBER_SWAP
-#undef EMBER_DATA_TT
+
+// The plain binary ops of core-runtime's ember/ops/binary.def, a line each there (those marked
+// Own add their own entry), with the scalar forms above. A Python float makes an integer tensor
+// floating before the arithmetic ops, not before the bitwise ops, comparisons or logical ops.
+constexpr bool is_arithmetic(BinaryDTypes d) {
+  return d != BinaryDTypes::Integral && d != BinaryDTypes::Bool;
+}
+const std::map<std::string, Binary>& binaries() {
+  static const std::map<std::string, Binary> table = [] {
+    std::map<std::string, Binary> ops;
+#define EMBER_BINARY_ENTRY_Plain(name, dtypes)                                                 \
+  ops[#name] = Binary{[](const V& a, const V& b) { return ad::name(a, b); }, nullptr, nullptr, \
+                      is_arithmetic(BinaryDTypes::dtypes)};
+#define EMBER_BINARY_ENTRY_Own(name, dtypes)
+#define EMBER_BINARY_OP(name, Formula, dtypes, scalar, api, doc) \
+  EMBER_BINARY_ENTRY_##api(name, dtypes)
+#include <ember/ops/binary.def>
+#undef EMBER_BINARY_OP
+#undef EMBER_BINARY_ENTRY_Plain
+#undef EMBER_BINARY_ENTRY_Own
+    for (const auto& [name, forms] : scalar_forms()) {
+      ops.at(name).ts = forms.ts;
+      ops.at(name).st = forms.st;
+    }
+    return ops;
+  }();
+  return table;
+}
 
 // A Python float meets an integer tensor: the tensor becomes float32 first, as in PyTorch.
 V floating_for(const V& x, py::handle scalar, bool arithmetic) {
@@ -214,13 +233,26 @@ void bind_ops(py::module_& m, TensorClass& cls) {
 #undef EMBER_BIND_BACKWARD
 
   // ---- binary: tensors or scalars on either side, broadcast ----
-  for (const auto& entry : binaries()) {
-    const Binary* op = &entry.second;
-    const char* name = entry.first.c_str();  // the table lives as long as the module
-    def_op(
-        m, cls, name, [op, name](py::handle a, py::handle b) { return binary(*op, name, a, b); },
-        "Elementwise, with NumPy broadcasting; either side may be a number.", py::arg("other"));
+  // core-runtime's ember/ops/binary.def: one binding per line there (Own ones are bound below)
+#define EMBER_BIND_BINARY_Plain(name, doc)                                                         \
+  {                                                                                                \
+    const Binary* op = &binary_op(#name);                                                          \
+    def_op(                                                                                        \
+        m, cls, #name, [op](py::handle a, py::handle b) { return binary(*op, #name, a, b); }, doc, \
+        py::arg("other"));                                                                         \
   }
+#define EMBER_BIND_BINARY_Own(name, doc)
+#define EMBER_BINARY_OP(name, Formula, dtypes, scalar, api, doc) EMBER_BIND_BINARY_##api(name, doc)
+#include <ember/ops/binary.def>
+#undef EMBER_BINARY_OP
+#undef EMBER_BIND_BINARY_Plain
+#undef EMBER_BIND_BINARY_Own
+  // Their names, for ember._ops to export.
+  py::list binary_ops;
+#define EMBER_BINARY_OP(name, Formula, dtypes, scalar, api, doc) binary_ops.append(#name);
+#include <ember/ops/binary.def>
+#undef EMBER_BINARY_OP
+  m.attr("_binary_ops") = py::tuple(binary_ops);
   m.def(
       "where",
       [](const V& cond, py::handle a, py::handle b) {

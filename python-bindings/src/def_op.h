@@ -21,8 +21,8 @@ struct Binary {
   bool arithmetic;  // a Python float makes an integer tensor floating (as in PyTorch)
 };
 
-// A binary op of tensors and Python/NumPy scalars on either side (bind_ops.cpp): add, sub, mul,
-// div, pow, maximum, minimum, the comparisons and the logical ops. By name, or by the op that
+// A binary op of tensors and Python/NumPy scalars on either side (bind_ops.cpp): the ops of
+// core-runtime's ember/ops/binary.def. By name, or by the op that
 // binary_op found once, when the caller was bound (no lookup per call).
 const Binary& binary_op(const std::string& name);
 Variable binary(const Binary& op, const char* name, py::handle a, py::handle b);

@@ -71,6 +71,50 @@ def test_binary_broadcasts_like_numpy(name):
     gradcheck(getattr(ember, name), A, B)
 
 
+# The plain binary ops (core-runtime's ember/ops/binary.def, every one bound from that list):
+# NumPy's function of the same name, unless named here, on operands of the input named here
+# (values on a grid of 0.5, so that comparisons meet ties; positive divisors and bases).
+BINARY_REFERENCE = {
+    "sub": np.subtract, "mul": np.multiply, "div": np.divide, "pow": np.power,
+    "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
+    "ge": np.greater_equal,
+}
+GRID = (np.round(A * 2) / 2, np.round(B * 2) / 2)
+INTS = (RNG.integers(-9, 10, (3, 4)), RNG.integers(-9, 10, (4,)))
+BINARY_INPUT = {"div": (A, POS[0]), "pow": (POS, B), "floor_divide": (A * 4, POS[0]),
+                "remainder": (A * 4, POS[0]), "bitwise_and": INTS, "bitwise_or": INTS,
+                "bitwise_xor": INTS}
+BINARY_SCHEMA = {name: (BINARY_REFERENCE.get(name) or getattr(np, name),
+                        BINARY_INPUT.get(name, GRID)) for name in _core._binary_ops}
+NO_GRADIENT = {"floor_divide", "bitwise_and", "bitwise_or", "bitwise_xor", "eq", "ne", "lt",
+               "le", "gt", "ge", "logical_and", "logical_or", "logical_xor"}
+
+
+@pytest.mark.parametrize("name", sorted(BINARY_SCHEMA))
+def test_binary_schema_function_and_method_broadcast_and_strided(name):
+    ref, (a, b) = BINARY_SCHEMA[name]
+    want = ref(a, b)
+    for x, y in [(ember.tensor(a), ember.tensor(b)),  # broadcast
+                 (ember.tensor(np.ascontiguousarray(a.T)).t(), ember.tensor(b)),  # strided
+                 (ember.tensor(a), ember.tensor(np.broadcast_to(b, a.shape).copy()))]:
+        for out in (getattr(ember, name)(x, y), getattr(x, name)(y)):
+            assert out.shape == want.shape
+            np.testing.assert_allclose(out.numpy(), want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", sorted(set(BINARY_SCHEMA) - NO_GRADIENT))
+def test_binary_schema_gradients(name):
+    a, b = BINARY_SCHEMA[name][1]
+    gradcheck(getattr(ember, name), A if name not in BINARY_INPUT else a, b)
+
+
+@pytest.mark.parametrize("name", sorted(NO_GRADIENT - {"bitwise_and", "bitwise_or", "bitwise_xor"}))
+def test_binary_schema_ops_without_gradient_give_results_without_history(name):
+    a, b = BINARY_SCHEMA[name][1]
+    x = ember.tensor(a, requires_grad=True)
+    assert not getattr(ember, name)(x, ember.tensor(b)).requires_grad
+
+
 def test_pow_and_its_gradients():
     np.testing.assert_allclose(ember.pow(ember.tensor(POS), ember.tensor(B)).numpy(),
                                POS ** B, rtol=1e-5)

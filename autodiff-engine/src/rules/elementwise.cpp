@@ -240,6 +240,8 @@ Grads minimum_grad(const GradContext& c) {
           c.needs_grad[1] ? grad_for(tie_split(lt(b, a), eq(a, b), c.dy()), b) : Val()};
 }
 
+// y = floor(a / b): piecewise constant, no rule (as PyTorch's); its output stops gradients
+constexpr GradRule floor_divide_grad = nullptr;
 // y = a - b floor(a / b), Python's % (the divisor's sign);  da = dy, db = -dy floor(a / b).
 // floor_divide is piecewise constant, so it enters the rule as a constant (it has no rule).
 Grads remainder_grad(const GradContext& c) {
@@ -247,6 +249,20 @@ Grads remainder_grad(const GradContext& c) {
   return {c.needs_grad[0] ? grad_for(c.dy(), a) : Val(),
           c.needs_grad[1] ? grad_for(neg(c.dy() * floor_divide(a, b)), b) : Val()};
 }
+
+// The bitwise ops (on integers), the comparisons and the logical ops (-> bool): no gradient.
+constexpr GradRule bitwise_and_grad = nullptr;
+constexpr GradRule bitwise_or_grad = nullptr;
+constexpr GradRule bitwise_xor_grad = nullptr;
+constexpr GradRule eq_grad = nullptr;
+constexpr GradRule ne_grad = nullptr;
+constexpr GradRule lt_grad = nullptr;
+constexpr GradRule le_grad = nullptr;
+constexpr GradRule gt_grad = nullptr;
+constexpr GradRule ge_grad = nullptr;
+constexpr GradRule logical_and_grad = nullptr;
+constexpr GradRule logical_or_grad = nullptr;
+constexpr GradRule logical_xor_grad = nullptr;
 
 // ---- with a scalar s (attribute value): x [*] -> y [*] ----
 
@@ -408,9 +424,12 @@ Tensor copy_to(const Tensor& x, Device device, DType dtype) {
    [](const Types& in, const Attrs&) -> Types { return backward_infer(#name, in); },           \
    [](const Tensors& in, [[maybe_unused]] const Attrs& a) -> Tensors { return one(call); },    \
    grad}
-// unary.def's ops: the dtype rule of its dtypes column (infer.h), the gradient rule name_grad.
+// unary.def's and binary.def's ops: the dtype rule of their dtypes column (infer.h), the gradient
+// rule name_grad.
 #define EMBER_UNARY_OP(name, Formula, dtypes, cost, api, doc) \
   EMBER_UNARY_OPDEF(name, dtypes, name##_grad),
+#define EMBER_BINARY_OP(name, Formula, dtypes, scalar, api, doc) \
+  EMBER_BINARY_OPDEF(name, dtypes, name##_grad),
 // clang-format on
 
 std::vector<OpDef> elementwise_ops() {
@@ -500,25 +519,8 @@ std::vector<OpDef> elementwise_ops() {
        },
        gelu_backward_grad},
 
-      // ---- binary ----
-      EMBER_BINARY_OPDEF(add, Promoted, add_grad),
-      EMBER_BINARY_OPDEF(sub, Numeric, sub_grad),
-      EMBER_BINARY_OPDEF(mul, Promoted, mul_grad),
-      EMBER_BINARY_OPDEF(div, Floating, div_grad),
-      EMBER_BINARY_OPDEF(pow, Numeric, pow_grad),
-      EMBER_BINARY_OPDEF(maximum, Promoted, maximum_grad),
-      EMBER_BINARY_OPDEF(minimum, Promoted, minimum_grad),
-      EMBER_BINARY_OPDEF(floor_divide, Numeric, nullptr),
-      EMBER_BINARY_OPDEF(remainder, Numeric, remainder_grad),
-      EMBER_BINARY_OPDEF(eq, Bool, nullptr),
-      EMBER_BINARY_OPDEF(ne, Bool, nullptr),
-      EMBER_BINARY_OPDEF(lt, Bool, nullptr),
-      EMBER_BINARY_OPDEF(le, Bool, nullptr),
-      EMBER_BINARY_OPDEF(gt, Bool, nullptr),
-      EMBER_BINARY_OPDEF(ge, Bool, nullptr),
-      EMBER_BINARY_OPDEF(logical_and, Bool, nullptr),
-      EMBER_BINARY_OPDEF(logical_or, Bool, nullptr),
-      EMBER_BINARY_OPDEF(logical_xor, Bool, nullptr),
+  // ---- binary: the ops of binary.def ----
+#include "ember/ops/binary.def"
 
       // ---- with a scalar ----
       EMBER_SCALAR_OPDEF(add_scalar, Promoted, ember::add(in[0], a.f("value")), add_scalar_grad),
@@ -586,6 +588,7 @@ std::vector<OpDef> elementwise_ops() {
 }
 
 #undef EMBER_UNARY_OP
+#undef EMBER_BINARY_OP
 #undef EMBER_UNARY_OPDEF
 #undef EMBER_BINARY_OPDEF
 #undef EMBER_SCALAR_OPDEF

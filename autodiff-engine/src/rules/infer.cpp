@@ -53,6 +53,8 @@ DType result_dtype(const char* op, DType t, DTypeRule rule, const std::string& o
       return unary_result_dtype(op, UnaryDTypes::Numeric, t, [&] { return operands; });
     case DTypeRule::Floating:
       return unary_result_dtype(op, UnaryDTypes::Floating, t, [&] { return operands; });
+    case DTypeRule::Integral:
+      return binary_result_dtype(op, BinaryDTypes::Integral, t, [&] { return operands; });
     case DTypeRule::Bool:
       return DType::Bool;
   }

@@ -27,6 +27,7 @@ enum class DTypeRule {
   Promoted,  // the promoted dtype itself (add, mul, maximum)
   Numeric,   // the promoted dtype, which must not be bool (neg, abs, relu, sub, pow)
   Floating,  // the promoted dtype if floating, else float32 (exp, tanh, div)
+  Integral,  // the promoted dtype, which must be an integer or bool (bitwise_and)
   Bool,      // bool (comparisons, logical ops)
 };
 // The result dtype for operands whose promoted dtype is `t`; a DTypeError naming the op and

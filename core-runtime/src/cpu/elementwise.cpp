@@ -134,24 +134,19 @@ static void unary(UnaryOp op, const Tensor& x, Tensor& out, double p0, double p1
   });
 }
 
-// a, b, out: [*] of one dtype.
+// a, b: [*] of one dtype; out: [*] of that dtype, or bool where the functor returns bool (the
+// comparisons and logical ops; on bool operands every op's result is bool, which is out's dtype
+// then too).
 static void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
-  dispatch_all(out.dtype(), binary_op_name(op), [&](auto tag) {
+  dispatch_all(a.dtype(), binary_op_name(op), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using C = compute_t<T>;
     math::visit_binary<C>(op, [&](auto f) {
-      cpu_map<T, T, T>(out, {a, b}, [f](T u, T v) { return T(f(C(u), C(v))); });
-    });
-  });
-}
-
-// a, b: [*] of one dtype; out: [*] bool.
-static void compare(CompareOp op, const Tensor& a, const Tensor& b, Tensor& out) {
-  dispatch_all(a.dtype(), compare_op_name(op), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    using C = compute_t<T>;
-    math::visit_compare<C>(op, [&](auto f) {
-      cpu_map<bool, T, T>(out, {a, b}, [f](T u, T v) { return f(C(u), C(v)); });
+      if constexpr (std::is_same_v<decltype(f(C(), C())), bool>) {
+        cpu_map<bool, T, T>(out, {a, b}, [f](T u, T v) { return f(C(u), C(v)); });
+      } else {
+        cpu_map<T, T, T>(out, {a, b}, [f](T u, T v) { return T(f(C(u), C(v))); });
+      }
     });
   });
 }
@@ -204,7 +199,6 @@ static void nan_to_num(const Tensor& x, Tensor& out, double nan, double posinf, 
 void register_elementwise(KernelTable& table) {
   table.unary_kernel = &unary;
   table.binary_kernel = &binary;
-  table.compare_kernel = &compare;
   table.backward_kernel = &backward;
   table.where_kernel = &where;
   table.predicate_kernel = &predicate;

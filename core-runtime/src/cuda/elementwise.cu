@@ -32,26 +32,20 @@ static void unary(UnaryOp op, const Tensor& x, Tensor& out, double p0, double p1
   });
 }
 
-// a, b, out: [*] of one dtype.
+// a, b: [*] of one dtype; out: [*] of that dtype, or bool where the functor returns bool (the
+// comparisons and logical ops).
 static void binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
   const char* name = binary_op_name(op);
-  dispatch_all(out.dtype(), name, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    using C = compute_t<T>;
-    math::visit_binary<C>(op, [&](auto f) {
-      gpu_map<T, T, T>(name, out, {a, b}, OnCompute<T, C, decltype(f)>{f});
-    });
-  });
-}
-
-// a, b: [*] of one dtype; out: [*] bool.
-static void compare(CompareOp op, const Tensor& a, const Tensor& b, Tensor& out) {
-  const char* name = compare_op_name(op);
   dispatch_all(a.dtype(), name, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using C = compute_t<T>;
-    math::visit_compare<C>(op, [&](auto f) {
-      gpu_map<bool, T, T>(name, out, {a, b}, OnCompute<bool, C, decltype(f)>{f});
+    math::visit_binary<C>(op, [&](auto f) {
+      using F = decltype(f);
+      if constexpr (std::is_same_v<decltype(f(C(), C())), bool>) {
+        gpu_map<bool, T, T>(name, out, {a, b}, OnCompute<bool, C, F>{f});
+      } else {
+        gpu_map<T, T, T>(name, out, {a, b}, OnCompute<T, C, F>{f});
+      }
     });
   });
 }
@@ -102,7 +96,6 @@ static void nan_to_num(const Tensor& x, Tensor& out, double nan, double posinf, 
 void register_elementwise(KernelTable& table) {
   table.unary_kernel = &unary;
   table.binary_kernel = &binary;
-  table.compare_kernel = &compare;
   table.backward_kernel = &backward;
   table.where_kernel = &where;
   table.predicate_kernel = &predicate;

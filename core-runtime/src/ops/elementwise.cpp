@@ -41,56 +41,13 @@ const char* unary_op_name(UnaryOp op) {
 
 const char* binary_op_name(BinaryOp op) {
   switch (op) {
-    case BinaryOp::Add:
-      return "add";
-    case BinaryOp::Sub:
-      return "sub";
-    case BinaryOp::Mul:
-      return "mul";
-    case BinaryOp::Div:
-      return "div";
-    case BinaryOp::Pow:
-      return "pow";
-    case BinaryOp::Maximum:
-      return "maximum";
-    case BinaryOp::Minimum:
-      return "minimum";
-    case BinaryOp::FloorDivide:
-      return "floor_divide";
-    case BinaryOp::Remainder:
-      return "remainder";
-    case BinaryOp::BitwiseAnd:
-      return "bitwise_and";
-    case BinaryOp::BitwiseOr:
-      return "bitwise_or";
-    case BinaryOp::BitwiseXor:
-      return "bitwise_xor";
+#define EMBER_BINARY_OP(name, Formula, dtypes, scalar, api, doc) \
+  case BinaryOp::Formula:                                        \
+    return #name;
+#include "ember/ops/binary.def"
+#undef EMBER_BINARY_OP
   }
   return "binary";
-}
-
-const char* compare_op_name(CompareOp op) {
-  switch (op) {
-    case CompareOp::Eq:
-      return "eq";
-    case CompareOp::Ne:
-      return "ne";
-    case CompareOp::Lt:
-      return "lt";
-    case CompareOp::Le:
-      return "le";
-    case CompareOp::Gt:
-      return "gt";
-    case CompareOp::Ge:
-      return "ge";
-    case CompareOp::LogicalAnd:
-      return "logical_and";
-    case CompareOp::LogicalOr:
-      return "logical_or";
-    case CompareOp::LogicalXor:
-      return "logical_xor";
-  }
-  return "compare";
 }
 
 const char* backward_op_name(BackwardOp op) {
@@ -133,6 +90,16 @@ void throw_not_numeric(const char* op, const std::string& who) {
   throw DTypeError(op, who +
                            "; expected a numeric dtype, not bool; cast first, e.g. "
                            "x.to(DType::Int64), or use a logical op");
+}
+void throw_two_bools(const char* op, const std::string& who) {
+  throw DTypeError(op, who + "; " + op +
+                           " is not defined for two bool tensors; use logical_xor / "
+                           "logical_and, or cast to an integer dtype first");
+}
+void throw_not_integral(const char* op, const std::string& who) {
+  throw DTypeError(op, who + "; " + op +
+                           " needs integer or bool operands; cast the floating one first, "
+                           "e.g. a.to(DType::Int64)");
 }
 
 namespace {
@@ -217,44 +184,45 @@ Tensor unary(UnaryOp op, const Tensor& x, const Tensor* out, double p0 = 0, doub
   return result;
 }
 
-bool is_bitwise(BinaryOp op) {
-  return op == BinaryOp::BitwiseAnd || op == BinaryOp::BitwiseOr || op == BinaryOp::BitwiseXor;
-}
-
 // The dtype a and b are computed in: promote_types, but a 0-d operand beside one with dims counts
 // only by its kind (result_type).
 DType promoted(const Tensor& a, const Tensor& b) {
   return result_type(a.dtype(), a.dim() == 0, b.dtype(), b.dim() == 0);
 }
 
-// Result dtype of a binary arithmetic op on a and b.
-DType binary_result_dtype(BinaryOp op, const Tensor& a, const Tensor& b, const char* name) {
-  DType t = promoted(a, b);
-  if (op == BinaryOp::Div && !is_floating(t)) t = DType::Float32;
-  if (is_bitwise(op) && is_floating(t))
-    throw DTypeError(name, operands({{"a", a}, {"b", b}}) + "; " + binary_op_name(op) +
-                               " needs integer or bool operands; cast the floating one first, "
-                               "e.g. a.to(DType::Int64)");
-  bool no_bool = op == BinaryOp::Sub || op == BinaryOp::Pow || op == BinaryOp::FloorDivide ||
-                 op == BinaryOp::Remainder;
-  if (t == DType::Bool && no_bool)
-    throw DTypeError(name, operands({{"a", a}, {"b", b}}) + "; " + binary_op_name(op) +
-                               " is not defined for two bool tensors; use logical_xor / "
-                               "logical_and, or cast to an integer dtype first");
-  return t;
+// The dtypes rule of op (binary.def's column).
+BinaryDTypes dtypes_of(BinaryOp op) {
+  switch (op) {
+#define EMBER_BINARY_OP(name, Formula, dtypes, scalar, api, doc) \
+  case BinaryOp::Formula:                                        \
+    return BinaryDTypes::dtypes;
+#include "ember/ops/binary.def"
+#undef EMBER_BINARY_OP
+  }
+  return BinaryDTypes::Promoted;
 }
 
-// out = a op b, with a and b cast to out's dtype and broadcast to its shape.
+// Result dtype of op on a and b; `name` is the op as errors call it (add_ for the in-place form).
+DType binary_result_dtype(BinaryOp op, const Tensor& a, const Tensor& b, const char* name) {
+  return binary_result_dtype(name, dtypes_of(op), promoted(a, b), [&] {
+    return operands({{"a", a}, {"b", b}});
+  });
+}
+
+// out = a op b, with a and b cast to the dtype they are computed in, which is out's unless op
+// gives bool, and broadcast to out's shape.
 void run_binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
   auto kernel = binary_kernel(out.device());
   if (out.numel() == 0) return;
+  const DType t = dtypes_of(op) == BinaryDTypes::Bool ? promoted(a, b) : out.dtype();
   Tensor a_holder, b_holder;
-  kernel(op, operand(a, out.dtype(), out.shape(), a_holder),
-         operand(b, out.dtype(), out.shape(), b_holder), out);
+  kernel(op, operand(a, t, out.shape(), a_holder), operand(b, t, out.shape(), b_holder), out);
 }
 
-Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor* out) {
-  const char* name = binary_op_name(op);
+// `name` overrides the op's own name in errors (logical_not is eq(x, 0)).
+Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor* out,
+              const char* name = nullptr) {
+  if (!name) name = binary_op_name(op);
   check_same_device(name, {{"a", a}, {"b", b}});
   Shape shape = broadcast_all(name, {{"a", a}, {"b", b}});
   DType t = binary_result_dtype(op, a, b, name);
@@ -302,21 +270,6 @@ const Tensor& binary_inplace(BinaryOp op, const Tensor& self, const Tensor& othe
     Tensor(self).copy_(result);
   }
   return self;
-}
-
-// `name` overrides the op's own name in errors (logical_not is eq(x, 0)).
-Tensor compare(CompareOp op, const Tensor& a, const Tensor& b, const Tensor* out,
-               const char* name = nullptr) {
-  if (!name) name = compare_op_name(op);
-  check_same_device(name, {{"a", a}, {"b", b}});
-  Shape shape = broadcast_all(name, {{"a", a}, {"b", b}});
-  DType t = promoted(a, b);
-  Tensor result = written_output(name, out, shape, DType::Bool, a.device(), {{"a", a}, {"b", b}});
-  auto kernel = compare_kernel(a.device());
-  Tensor a_holder, b_holder;
-  if (result.numel() > 0)
-    kernel(op, operand(a, t, shape, a_holder), operand(b, t, shape, b_holder), result);
-  return result;
 }
 
 // `input_name` is "x" for the ops differentiated from their input, "y" for those from the output.
@@ -376,7 +329,7 @@ Tensor logical_not(const Tensor& x, const Tensor* out) {
   check_defined("logical_not", {{"x", x}});
   Tensor zero = Tensor::empty({}, x.dtype(), x.device(), "logical_not").fill_(0.0);
   // "not x" is "x == 0", NaN counting as true
-  return compare(CompareOp::Eq, x, zero, out, "logical_not");
+  return binary(BinaryOp::Eq, x, zero, out, "logical_not");
 }
 
 Tensor predicate(PredicateOp op, const Tensor& x, const Tensor* out) {
@@ -425,13 +378,7 @@ Tensor nan_to_num(const Tensor& x, double nan, std::optional<double> posinf,
 // (the unary.def ops as `Tensor f(x, OutArg out = {})` and the older `f_out`): each calls one
 // internal function, which takes out == nullptr for "allocate the result". The macros write these
 // pairs for ops of one argument list.
-#define EMBER_BINARY_FRONT(fn, OP)                                                            \
-  Tensor fn(const Tensor& a, const Tensor& b) { return binary(BinaryOp::OP, a, b, nullptr); } \
-  const Tensor& fn##_out(const Tensor& out, const Tensor& a, const Tensor& b) {               \
-    binary(BinaryOp::OP, a, b, &out);                                                         \
-    return out;                                                                               \
-  }
-// Scalar forms: the scalar becomes a 0-d tensor (scalar_like) and takes the tensor path.
+// binary.def's ops; a scalar becomes a 0-d tensor (scalar_like) and takes the tensor path.
 #define EMBER_SCALAR_RIGHT(fn)                                              \
   Tensor fn(const Tensor& a, double b) { return fn(a, scalar_like(a, b)); } \
   const Tensor& fn##_out(const Tensor& out, const Tensor& a, double b) {    \
@@ -442,12 +389,9 @@ Tensor nan_to_num(const Tensor& x, double nan, std::optional<double> posinf,
   const Tensor& fn##_out(const Tensor& out, double a, const Tensor& b) {    \
     return fn##_out(out, scalar_like(b, a), b);                             \
   }
-#define EMBER_COMPARE(fn, OP)                                                                   \
-  Tensor fn(const Tensor& a, const Tensor& b) { return compare(CompareOp::OP, a, b, nullptr); } \
-  const Tensor& fn##_out(const Tensor& out, const Tensor& a, const Tensor& b) {                 \
-    compare(CompareOp::OP, a, b, &out);                                                         \
-    return out;                                                                                 \
-  }
+#define EMBER_SCALAR_None(fn)
+#define EMBER_SCALAR_Right(fn) EMBER_SCALAR_RIGHT(fn)
+#define EMBER_SCALAR_Both(fn) EMBER_SCALAR_RIGHT(fn) EMBER_SCALAR_LEFT(fn)
 #define EMBER_PREDICATE(fn, OP)                                                 \
   Tensor fn(const Tensor& x) { return predicate(PredicateOp::OP, x, nullptr); } \
   const Tensor& fn##_out(const Tensor& out, const Tensor& x) {                  \
@@ -547,53 +491,18 @@ const Tensor& softplus_backward_out(const Tensor& out, const Tensor& grad, const
   return out;
 }
 
-// ---- binary arithmetic ----
-EMBER_BINARY_FRONT(add, Add)
-EMBER_BINARY_FRONT(sub, Sub)
-EMBER_BINARY_FRONT(mul, Mul)
-EMBER_BINARY_FRONT(div, Div)
-EMBER_BINARY_FRONT(pow, Pow)
-EMBER_BINARY_FRONT(maximum, Maximum)
-EMBER_BINARY_FRONT(minimum, Minimum)
-EMBER_BINARY_FRONT(floor_divide, FloorDivide)
-EMBER_BINARY_FRONT(remainder, Remainder)
-EMBER_BINARY_FRONT(bitwise_and, BitwiseAnd)
-EMBER_BINARY_FRONT(bitwise_or, BitwiseOr)
-EMBER_BINARY_FRONT(bitwise_xor, BitwiseXor)
-
-EMBER_SCALAR_RIGHT(add)
-EMBER_SCALAR_LEFT(add)
-EMBER_SCALAR_RIGHT(sub)
-EMBER_SCALAR_LEFT(sub)
-EMBER_SCALAR_RIGHT(mul)
-EMBER_SCALAR_LEFT(mul)
-EMBER_SCALAR_RIGHT(div)
-EMBER_SCALAR_LEFT(div)
-EMBER_SCALAR_RIGHT(pow)
-EMBER_SCALAR_LEFT(pow)
-EMBER_SCALAR_RIGHT(maximum)
-EMBER_SCALAR_RIGHT(minimum)
-EMBER_SCALAR_RIGHT(floor_divide)
-EMBER_SCALAR_LEFT(floor_divide)
-EMBER_SCALAR_RIGHT(remainder)
-EMBER_SCALAR_LEFT(remainder)
-
-// ---- comparisons and logic ----
-EMBER_COMPARE(eq, Eq)
-EMBER_COMPARE(ne, Ne)
-EMBER_COMPARE(lt, Lt)
-EMBER_COMPARE(le, Le)
-EMBER_COMPARE(gt, Gt)
-EMBER_COMPARE(ge, Ge)
-EMBER_COMPARE(logical_and, LogicalAnd)
-EMBER_COMPARE(logical_or, LogicalOr)
-EMBER_COMPARE(logical_xor, LogicalXor)
-EMBER_SCALAR_RIGHT(eq)
-EMBER_SCALAR_RIGHT(ne)
-EMBER_SCALAR_RIGHT(lt)
-EMBER_SCALAR_RIGHT(le)
-EMBER_SCALAR_RIGHT(gt)
-EMBER_SCALAR_RIGHT(ge)
+// ---- the binary ops of binary.def, with their scalar forms ----
+#define EMBER_BINARY_OP(name, Formula, dtypes, scalar, api, doc)                  \
+  Tensor name(const Tensor& a, const Tensor& b) {                                 \
+    return binary(BinaryOp::Formula, a, b, nullptr);                              \
+  }                                                                               \
+  const Tensor& name##_out(const Tensor& out, const Tensor& a, const Tensor& b) { \
+    binary(BinaryOp::Formula, a, b, &out);                                        \
+    return out;                                                                   \
+  }                                                                               \
+  EMBER_SCALAR_##scalar(name)
+#include "ember/ops/binary.def"
+#undef EMBER_BINARY_OP
 Tensor logical_not(const Tensor& x) { return logical_not(x, nullptr); }
 const Tensor& logical_not_out(const Tensor& out, const Tensor& x) {
   logical_not(x, &out);
@@ -614,10 +523,11 @@ const Tensor& nan_to_num_out(const Tensor& out, const Tensor& x, double nan,
   return out;
 }
 
-#undef EMBER_BINARY_FRONT
 #undef EMBER_SCALAR_RIGHT
 #undef EMBER_SCALAR_LEFT
-#undef EMBER_COMPARE
+#undef EMBER_SCALAR_None
+#undef EMBER_SCALAR_Right
+#undef EMBER_SCALAR_Both
 #undef EMBER_PREDICATE
 
 // ---- in place ----

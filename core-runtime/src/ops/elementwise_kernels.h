@@ -28,31 +28,20 @@ enum class UnaryOp {
   Softplus,
   BitwiseNot
 };
-// Binary arithmetic, out of the operands' dtype. Div needs a floating dtype, Pow, FloorDivide
-// and Remainder a numeric one, the bitwise ops an integer or bool one.
+// Binary ops: one enumerator per line of ember/ops/binary.def, whose dtypes column says which
+// dtypes each runs on. The kernel's out has the operands' dtype, or bool for the ops whose
+// functor returns bool (the comparisons and logical ops).
 enum class BinaryOp {
-  Add,
-  Sub,
-  Mul,
-  Div,
-  Pow,
-  Maximum,
-  Minimum,
-  FloorDivide,  // Python's a // b; integer division by zero gives 0
-  Remainder,    // Python's a % b (the divisor's sign); integer remainder by zero gives 0
-  BitwiseAnd,
-  BitwiseOr,
-  BitwiseXor
+#define EMBER_BINARY_OP(name, Formula, dtypes, scalar, api, doc) Formula,
+#include "ember/ops/binary.def"
+#undef EMBER_BINARY_OP
 };
-// Comparisons and logical ops: operands of one dtype, bool out.
-enum class CompareOp { Eq, Ne, Lt, Le, Gt, Ge, LogicalAnd, LogicalOr, LogicalXor };
 // Fused activation backward: out = grad * f'(x) (Sigmoid/Tanh: from the forward output y).
 // Parameters as in UnaryOp.
 enum class BackwardOp { Relu, LeakyRelu, Elu, Gelu, GeluTanh, Silu, Softplus, Sigmoid, Tanh };
 
 const char* unary_op_name(UnaryOp op);  // "exp", ... for error messages
 const char* binary_op_name(BinaryOp op);
-const char* compare_op_name(CompareOp op);
 const char* backward_op_name(BackwardOp op);
 
 // ---- value tests (isnan, isinf, isfinite) ----

@@ -4,8 +4,9 @@
 // Each formula is a small functor over the compute type C (float for float16/bfloat16, the type
 // itself otherwise; see compute_t). The visit_* functions map an op enum to its functor and hand
 // it to the caller, which wraps it in its device's elementwise loop, so that no backend lists the
-// ops. visit_unary's list of the plain unary ops comes from ember/ops/unary.def (a functor here
-// is named as that file's Formula column); the other families' lists are written out below.
+// ops. visit_unary's and visit_binary's lists of the plain ops come from ember/ops/unary.def and
+// binary.def (a functor here is named as those files' Formula column); the other families' lists
+// are written out below.
 #pragma once
 #include <cmath>
 #include <limits>
@@ -331,43 +332,6 @@ template <class C> struct Minimum {
   }
 };
 
-template <class C, class F> void visit_binary(BinaryOp op, F&& fn) {
-  switch (op) {
-    case BinaryOp::Add:
-      return fn(Add<C>{});
-    case BinaryOp::Sub:
-      return fn(Sub<C>{});
-    case BinaryOp::Mul:
-      return fn(Mul<C>{});
-    case BinaryOp::Maximum:
-      return fn(Maximum<C>{});
-    case BinaryOp::Minimum:
-      return fn(Minimum<C>{});
-    case BinaryOp::Pow:
-      if constexpr (!std::is_same_v<C, bool>) return fn(Pow<C>{});
-      break;
-    case BinaryOp::Div:
-      if constexpr (std::is_floating_point_v<C>) return fn(Div<C>{});
-      break;
-    case BinaryOp::FloorDivide:
-      if constexpr (!std::is_same_v<C, bool>) return fn(FloorDivide<C>{});
-      break;
-    case BinaryOp::Remainder:
-      if constexpr (!std::is_same_v<C, bool>) return fn(Remainder<C>{});
-      break;
-    case BinaryOp::BitwiseAnd:
-      if constexpr (std::is_integral_v<C>) return fn(BitwiseAnd<C>{});
-      break;
-    case BinaryOp::BitwiseOr:
-      if constexpr (std::is_integral_v<C>) return fn(BitwiseOr<C>{});
-      break;
-    case BinaryOp::BitwiseXor:
-      if constexpr (std::is_integral_v<C>) return fn(BitwiseXor<C>{});
-      break;
-  }
-  throw NotSupportedError(binary_op_name(op), "no kernel for this op on this dtype");
-}
-
 // ---------------------------------------------------------------- comparisons: bool = f(a, b)
 template <class C> struct Eq {
   EMBER_HOST_DEVICE bool operator()(C a, C b) const { return a == b; }
@@ -398,27 +362,34 @@ template <class C> struct LogicalXor {
   EMBER_HOST_DEVICE bool operator()(C a, C b) const { return (a != C(0)) != (b != C(0)); }
 };
 
-template <class C, class F> void visit_compare(CompareOp op, F&& fn) {
-  switch (op) {
-    case CompareOp::Eq:
-      return fn(Eq<C>{});
-    case CompareOp::Ne:
-      return fn(Ne<C>{});
-    case CompareOp::Lt:
-      return fn(Lt<C>{});
-    case CompareOp::Le:
-      return fn(Le<C>{});
-    case CompareOp::Gt:
-      return fn(Gt<C>{});
-    case CompareOp::Ge:
-      return fn(Ge<C>{});
-    case CompareOp::LogicalAnd:
-      return fn(LogicalAnd<C>{});
-    case CompareOp::LogicalOr:
-      return fn(LogicalOr<C>{});
-    case CompareOp::LogicalXor:
-      return fn(LogicalXor<C>{});
+// Whether a binary.def op of dtypes rule D has a kernel for compute type C: Numeric refuses two
+// bools, Floating (true division) runs on floating types only (the front function promotes
+// integers), Integral on integers and bool; Promoted and Bool on every type.
+template <BinaryDTypes D, class C> constexpr bool binary_runs_on() {
+  switch (D) {
+    case BinaryDTypes::Numeric:
+      return !std::is_same_v<C, bool>;
+    case BinaryDTypes::Floating:
+      return std::is_floating_point_v<C>;
+    case BinaryDTypes::Integral:
+      return std::is_integral_v<C>;
+    default:
+      return true;
   }
+}
+
+// Calls fn(functor) with the functor of `op` for compute type C: a line per binary.def op. The
+// functor returns C, or bool for the comparisons and logical ops.
+template <class C, class F> void visit_binary(BinaryOp op, F&& fn) {
+  switch (op) {
+#define EMBER_BINARY_OP(name, Formula, dtypes, scalar, api, doc)                      \
+  case BinaryOp::Formula:                                                             \
+    if constexpr (binary_runs_on<BinaryDTypes::dtypes, C>()) return fn(Formula<C>{}); \
+    break;
+#include "ember/ops/binary.def"
+#undef EMBER_BINARY_OP
+  }
+  throw NotSupportedError(binary_op_name(op), "no kernel for this op on this dtype");
 }
 
 // ---------------------------------------------------------------- backward: dx = f(grad, x)

@@ -278,10 +278,6 @@ class Tensor(metaclass=_pybind11_type):
         """
         The name the printed graph gives this leaf (nn.Module sets it for its parameters and buffers); buffer: printed as a buffer rather than an input.
         """
-    def add(self, other: typing.Any) -> Tensor:
-        """
-        Elementwise, with NumPy broadcasting; either side may be a number.
-        """
     def add_(self, other: typing.Any) -> Tensor:
         """
         In place: self = self op other; returns self.
@@ -386,10 +382,6 @@ class Tensor(metaclass=_pybind11_type):
         """
         The number of dims.
         """
-    def div(self, other: typing.Any) -> Tensor:
-        """
-        Elementwise, with NumPy broadcasting; either side may be a number.
-        """
     def div_(self, other: typing.Any) -> Tensor:
         """
         In place: self = self op other; returns self.
@@ -401,10 +393,6 @@ class Tensor(metaclass=_pybind11_type):
     def elu(self, alpha: typing.SupportsFloat | typing.SupportsIndex = 1.0) -> Tensor:
         """
         x > 0 ? x : alpha (e^x - 1).
-        """
-    def eq(self, other: typing.Any) -> Tensor:
-        """
-        Elementwise, with NumPy broadcasting; either side may be a number.
         """
     def expand(self, *args) -> Tensor:
         """
@@ -429,10 +417,6 @@ class Tensor(metaclass=_pybind11_type):
     def gather(self, dim: typing.SupportsInt | typing.SupportsIndex, index: Tensor) -> Tensor:
         """
         out[i][j] = x[index[i][j]][j] (dim 0), x[i][index[i][j]] (dim 1), ...
-        """
-    def ge(self, other: typing.Any) -> Tensor:
-        """
-        Elementwise, with NumPy broadcasting; either side may be a number.
         """
     def gelu(self, approximate: str = 'none') -> Tensor:
         """
@@ -465,10 +449,6 @@ class Tensor(metaclass=_pybind11_type):
     def ravel(self) -> Tensor:
         """
         The elements as one dim: a view when the layout allows, else a copy (reshape(-1)).
-        """
-    def gt(self, other: typing.Any) -> Tensor:
-        """
-        Elementwise, with NumPy broadcasting; either side may be a number.
         """
     def half(self) -> Tensor:
         ...
@@ -514,10 +494,6 @@ class Tensor(metaclass=_pybind11_type):
         """
         The value of a one-element tensor as a Python number.
         """
-    def le(self, other: typing.Any) -> Tensor:
-        """
-        Elementwise, with NumPy broadcasting; either side may be a number.
-        """
     def leaky_relu(self, negative_slope: typing.SupportsFloat | typing.SupportsIndex = 0.01) -> Tensor:
         """
         x > 0 ? x : negative_slope x.
@@ -526,25 +502,9 @@ class Tensor(metaclass=_pybind11_type):
         """
         log(softmax(x)) along dim, without its underflow.
         """
-    def logical_and(self, other: typing.Any) -> Tensor:
-        """
-        Elementwise, with NumPy broadcasting; either side may be a number.
-        """
     def logical_not(self) -> Tensor:
         """
         not x, as bool.
-        """
-    def logical_or(self, other: typing.Any) -> Tensor:
-        """
-        Elementwise, with NumPy broadcasting; either side may be a number.
-        """
-    def logical_xor(self, other: typing.Any) -> Tensor:
-        """
-        Elementwise, with NumPy broadcasting; either side may be a number.
-        """
-    def floor_divide(self, other: typing.Any) -> Tensor:
-        """
-        Elementwise, with NumPy broadcasting; either side may be a number.
         """
     def masked_fill_(self, mask: Tensor, value: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
         """
@@ -558,32 +518,12 @@ class Tensor(metaclass=_pybind11_type):
         """
         NaN, +inf and -inf replaced (None: the dtype's largest / lowest finite value).
         """
-    def remainder(self, other: typing.Any) -> Tensor:
-        """
-        Elementwise, with NumPy broadcasting; either side may be a number.
-        """
-    def bitwise_and(self, other: typing.Any) -> Tensor:
-        """
-        Elementwise, with NumPy broadcasting; either side may be a number.
-        """
-    def bitwise_or(self, other: typing.Any) -> Tensor:
-        """
-        Elementwise, with NumPy broadcasting; either side may be a number.
-        """
-    def bitwise_xor(self, other: typing.Any) -> Tensor:
-        """
-        Elementwise, with NumPy broadcasting; either side may be a number.
-        """
     def logsumexp(self, dim: typing.Any = None, keepdim: builtins.bool = False) -> Tensor:
         """
         log(sum(exp(x))) over dim.
         """
     def long(self) -> Tensor:
         ...
-    def lt(self, other: typing.Any) -> Tensor:
-        """
-        Elementwise, with NumPy broadcasting; either side may be a number.
-        """
     def masked_fill(self, mask: Tensor, value: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
         """
         x with value where mask (bool, broadcast to x) is true.
@@ -596,10 +536,6 @@ class Tensor(metaclass=_pybind11_type):
         """
         max(x): the largest value; max(x, dim): (values, indices); max(x, other): maximum.
         """
-    def maximum(self, other: typing.Any) -> Tensor:
-        """
-        Elementwise, with NumPy broadcasting; either side may be a number.
-        """
     def mean(self, dim: typing.Any = None, keepdim: builtins.bool = False, *, dtype: _DTypeLike | None = None, axis: typing.Any = None) -> Tensor:
         """
         The mean over dim (or axis), of x cast to dtype when given.
@@ -608,17 +544,9 @@ class Tensor(metaclass=_pybind11_type):
         """
         min(x): the smallest value; min(x, dim): (values, indices); min(x, other): minimum.
         """
-    def minimum(self, other: typing.Any) -> Tensor:
-        """
-        Elementwise, with NumPy broadcasting; either side may be a number.
-        """
     def mm(self, other: Tensor) -> Tensor:
         """
         A matrix product (matmul).
-        """
-    def mul(self, other: typing.Any) -> Tensor:
-        """
-        Elementwise, with NumPy broadcasting; either side may be a number.
         """
     def mul_(self, other: typing.Any) -> Tensor:
         """
@@ -627,10 +555,6 @@ class Tensor(metaclass=_pybind11_type):
     def narrow(self, dim: typing.SupportsInt | typing.SupportsIndex, start: typing.SupportsInt | typing.SupportsIndex, length: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
         """
         length elements from start along dim (a view).
-        """
-    def ne(self, other: typing.Any) -> Tensor:
-        """
-        Elementwise, with NumPy broadcasting; either side may be a number.
         """
     def negative(self) -> Tensor:
         """
@@ -663,10 +587,6 @@ class Tensor(metaclass=_pybind11_type):
     def pin_memory(self) -> Tensor:
         """
         A copy in pinned (page-locked) host memory, which copies to a GPU read directly, with non_blocking=True without the host waiting (itself when pinned already). Needs CUDA and a GPU: NotSupportedError in a build without CUDA, DeviceError without a GPU.
-        """
-    def pow(self, other: typing.Any) -> Tensor:
-        """
-        Elementwise, with NumPy broadcasting; either side may be a number.
         """
     def pow_(self, other: typing.Any) -> Tensor:
         """
@@ -761,10 +681,6 @@ class Tensor(metaclass=_pybind11_type):
     def stride(self, dim: typing.SupportsInt | typing.SupportsIndex | None = None) -> typing.Any:
         """
         The strides (in elements), or the stride of one dim.
-        """
-    def sub(self, other: typing.Any) -> Tensor:
-        """
-        Elementwise, with NumPy broadcasting; either side may be a number.
         """
     def sub_(self, other: typing.Any) -> Tensor:
         """
@@ -988,6 +904,92 @@ class Tensor(metaclass=_pybind11_type):
         Rounded toward zero (zero gradient).
         """
     # END generated from unary.def
+    # BEGIN generated from binary.def by `nox -s stubs`: edit that file, not this block
+    def add(self, other: typing.Any) -> Tensor:
+        """
+        a + b, with NumPy broadcasting.
+        """
+    def bitwise_and(self, other: typing.Any) -> Tensor:
+        """
+        a & b on integers and bools.
+        """
+    def bitwise_or(self, other: typing.Any) -> Tensor:
+        """
+        a | b on integers and bools.
+        """
+    def bitwise_xor(self, other: typing.Any) -> Tensor:
+        """
+        a ^ b on integers and bools.
+        """
+    def div(self, other: typing.Any) -> Tensor:
+        """
+        True division a / b (integers give float32).
+        """
+    def eq(self, other: typing.Any) -> Tensor:
+        """
+        a == b, as bool.
+        """
+    def floor_divide(self, other: typing.Any) -> Tensor:
+        """
+        Python's a // b, rounded toward -inf (no gradient).
+        """
+    def ge(self, other: typing.Any) -> Tensor:
+        """
+        a >= b, as bool.
+        """
+    def gt(self, other: typing.Any) -> Tensor:
+        """
+        a > b, as bool.
+        """
+    def le(self, other: typing.Any) -> Tensor:
+        """
+        a <= b, as bool.
+        """
+    def logical_and(self, other: typing.Any) -> Tensor:
+        """
+        a and b, as bool.
+        """
+    def logical_or(self, other: typing.Any) -> Tensor:
+        """
+        a or b, as bool.
+        """
+    def logical_xor(self, other: typing.Any) -> Tensor:
+        """
+        a xor b, as bool.
+        """
+    def lt(self, other: typing.Any) -> Tensor:
+        """
+        a < b, as bool.
+        """
+    def maximum(self, other: typing.Any) -> Tensor:
+        """
+        The larger of a and b; NaN in either gives NaN.
+        """
+    def minimum(self, other: typing.Any) -> Tensor:
+        """
+        The smaller of a and b; NaN in either gives NaN.
+        """
+    def mul(self, other: typing.Any) -> Tensor:
+        """
+        a * b, with NumPy broadcasting.
+        """
+    def ne(self, other: typing.Any) -> Tensor:
+        """
+        a != b, as bool.
+        """
+    def pow(self, other: typing.Any) -> Tensor:
+        """
+        a ** b; exact on integers.
+        """
+    def remainder(self, other: typing.Any) -> Tensor:
+        """
+        Python's a % b, with the divisor's sign.
+        """
+    def sub(self, other: typing.Any) -> Tensor:
+        """
+        a - b (two bools: use logical_xor).
+        """
+    # END generated from binary.def
 class RemovableHandle(metaclass=_pybind11_type):
     """
     What register_hook returns: remove() unregisters the hook; as a context manager it removes the hook on leaving the block.
@@ -1256,10 +1258,6 @@ def adaptive_avg_pool2d(input: Tensor, output_size: typing.Any) -> Tensor:
     """
 def adaptive_avg_pool2d_backward(grad: Tensor, input_shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> Tensor:
     ...
-def add(input: typing.Any, other: typing.Any) -> Tensor:
-    """
-    Elementwise, with NumPy broadcasting; either side may be a number.
-    """
 def all(input: Tensor, dim: typing.Any = None, keepdim: builtins.bool = False) -> Tensor:
     """
     Whether every element over dim is non-zero.
@@ -1388,10 +1386,6 @@ def cumsum(input: Tensor, dim: typing.SupportsInt | typing.SupportsIndex, *, dty
     """
     Running sums along dim (integers and bool give int64).
     """
-def div(input: typing.Any, other: typing.Any) -> Tensor:
-    """
-    Elementwise, with NumPy broadcasting; either side may be a number.
-    """
 def dropout(input: Tensor, p: typing.SupportsFloat | typing.SupportsIndex = 0.5, training: builtins.bool = True) -> Tensor:
     """
     Zeroes elements with probability p and scales the rest by 1 / (1 - p) when training.
@@ -1419,10 +1413,6 @@ def empty_cache(device: _DeviceLike = 'cpu') -> None:
 def empty_like(input: Tensor, *, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None, requires_grad: builtins.bool = False) -> Tensor:
     """
     Uninitialised, like input.
-    """
-def eq(input: typing.Any, other: typing.Any) -> Tensor:
-    """
-    Elementwise, with NumPy broadcasting; either side may be a number.
     """
 def eye(n: typing.SupportsInt | typing.SupportsIndex, m: typing.SupportsInt | typing.SupportsIndex | None = None, *, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None, requires_grad: builtins.bool = False) -> Tensor:
     """
@@ -1456,10 +1446,6 @@ def gather(input: Tensor, dim: typing.SupportsInt | typing.SupportsIndex, index:
     """
     out[i][j] = x[index[i][j]][j] (dim 0), x[i][index[i][j]] (dim 1), ...
     """
-def ge(input: typing.Any, other: typing.Any) -> Tensor:
-    """
-    Elementwise, with NumPy broadcasting; either side may be a number.
-    """
 def gelu(input: Tensor, approximate: str = 'none') -> Tensor:
     """
     x Phi(x); approximate 'none' (erf) or 'tanh'.
@@ -1475,10 +1461,6 @@ def get_rng_state() -> dict:
 def grad(outputs: typing.Any, inputs: typing.Any, grad_outputs: typing.Any = None, retain_graph: builtins.bool | None = None, create_graph: builtins.bool = False, allow_unused: builtins.bool = False) -> tuple:
     """
     The gradients of outputs with respect to inputs, returned (a tuple) rather than accumulated; None for an unused input when allow_unused.
-    """
-def gt(input: typing.Any, other: typing.Any) -> Tensor:
-    """
-    Elementwise, with NumPy broadcasting; either side may be a number.
     """
 def index_add(input: Tensor, dim: typing.SupportsInt | typing.SupportsIndex, index: Tensor, source: Tensor) -> Tensor:
     """
@@ -1524,10 +1506,6 @@ def layer_norm(input: Tensor, normalized_shape: collections.abc.Sequence[typing.
     """
 def layer_norm_backward(grad: Tensor, input: Tensor, normalized_shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], mean: Tensor, rstd: Tensor, weight: Tensor | None = None) -> list[Tensor]:
     ...
-def le(input: typing.Any, other: typing.Any) -> Tensor:
-    """
-    Elementwise, with NumPy broadcasting; either side may be a number.
-    """
 def leaky_relu(input: Tensor, negative_slope: typing.SupportsFloat | typing.SupportsIndex = 0.01) -> Tensor:
     """
     x > 0 ? x : negative_slope x.
@@ -1546,25 +1524,9 @@ def log_softmax(input: Tensor, dim: typing.SupportsInt | typing.SupportsIndex) -
     """
 def log_softmax_backward(grad: Tensor, output: Tensor, dim: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
     ...
-def logical_and(input: typing.Any, other: typing.Any) -> Tensor:
-    """
-    Elementwise, with NumPy broadcasting; either side may be a number.
-    """
 def logical_not(input: Tensor) -> Tensor:
     """
     not x, as bool.
-    """
-def logical_or(input: typing.Any, other: typing.Any) -> Tensor:
-    """
-    Elementwise, with NumPy broadcasting; either side may be a number.
-    """
-def logical_xor(input: typing.Any, other: typing.Any) -> Tensor:
-    """
-    Elementwise, with NumPy broadcasting; either side may be a number.
-    """
-def floor_divide(input: typing.Any, other: typing.Any) -> Tensor:
-    """
-    Elementwise, with NumPy broadcasting; either side may be a number.
     """
 def masked_select(input: Tensor, mask: Tensor) -> Tensor:
     """
@@ -1574,29 +1536,9 @@ def nan_to_num(input: Tensor, nan: typing.SupportsFloat | typing.SupportsIndex =
     """
     NaN, +inf and -inf replaced (None: the dtype's largest / lowest finite value).
     """
-def remainder(input: typing.Any, other: typing.Any) -> Tensor:
-    """
-    Elementwise, with NumPy broadcasting; either side may be a number.
-    """
-def bitwise_and(input: typing.Any, other: typing.Any) -> Tensor:
-    """
-    Elementwise, with NumPy broadcasting; either side may be a number.
-    """
-def bitwise_or(input: typing.Any, other: typing.Any) -> Tensor:
-    """
-    Elementwise, with NumPy broadcasting; either side may be a number.
-    """
-def bitwise_xor(input: typing.Any, other: typing.Any) -> Tensor:
-    """
-    Elementwise, with NumPy broadcasting; either side may be a number.
-    """
 def logsumexp(input: Tensor, dim: typing.Any = None, keepdim: builtins.bool = False) -> Tensor:
     """
     log(sum(exp(x))) over dim.
-    """
-def lt(input: typing.Any, other: typing.Any) -> Tensor:
-    """
-    Elementwise, with NumPy broadcasting; either side may be a number.
     """
 def manual_seed(seed: typing.SupportsInt | typing.SupportsIndex) -> None:
     """
@@ -1624,10 +1566,6 @@ def max_pool2d(input: Tensor, kernel_size: typing.Any, stride: typing.Any = None
     """
 def max_pool2d_backward(grad: Tensor, indices: Tensor, input_shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> Tensor:
     ...
-def maximum(input: typing.Any, other: typing.Any) -> Tensor:
-    """
-    Elementwise, with NumPy broadcasting; either side may be a number.
-    """
 def mean(input: Tensor, dim: typing.Any = None, keepdim: builtins.bool = False, *, dtype: _DTypeLike | None = None, axis: typing.Any = None) -> Tensor:
     """
     The mean over dim (or axis), of x cast to dtype when given.
@@ -1656,10 +1594,6 @@ def min(input: Tensor, dim: typing.Any = None, keepdim: builtins.bool = False) -
     """
     min(x): the smallest value; min(x, dim): (values, indices); min(x, other): minimum.
     """
-def minimum(input: typing.Any, other: typing.Any) -> Tensor:
-    """
-    Elementwise, with NumPy broadcasting; either side may be a number.
-    """
 def mm(input: Tensor, other: Tensor) -> Tensor:
     """
     A matrix product (matmul).
@@ -1670,17 +1604,9 @@ def mse_loss(input: Tensor, target: Tensor, reduction: str = 'mean') -> Tensor:
     """
 def mse_loss_backward(grad: Tensor, input: Tensor, target: Tensor, reduction: str = 'mean') -> Tensor:
     ...
-def mul(input: typing.Any, other: typing.Any) -> Tensor:
-    """
-    Elementwise, with NumPy broadcasting; either side may be a number.
-    """
 def narrow(input: Tensor, dim: typing.SupportsInt | typing.SupportsIndex, start: typing.SupportsInt | typing.SupportsIndex, length: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
     """
     length elements from start along dim (a view).
-    """
-def ne(input: typing.Any, other: typing.Any) -> Tensor:
-    """
-    Elementwise, with NumPy broadcasting; either side may be a number.
     """
 def negative(input: Tensor) -> Tensor:
     """
@@ -1717,10 +1643,6 @@ def pad_backward(grad: Tensor, input_shape: collections.abc.Sequence[typing.Supp
 def permute(input: Tensor, dims: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> Tensor:
     """
     The dims reordered (a view).
-    """
-def pow(input: typing.Any, other: typing.Any) -> Tensor:
-    """
-    Elementwise, with NumPy broadcasting; either side may be a number.
     """
 def prod(input: Tensor, dim: typing.Any = None, keepdim: builtins.bool = False) -> Tensor:
     """
@@ -1841,10 +1763,6 @@ def stack(tensors: typing.Any, dim: typing.SupportsInt | typing.SupportsIndex = 
 def std(input: Tensor, dim: typing.Any = None, unbiased: builtins.bool | None = None, keepdim: builtins.bool = False, *, correction: typing.SupportsInt | typing.SupportsIndex | None = None) -> Tensor:
     """
     The standard deviation over dim.
-    """
-def sub(input: typing.Any, other: typing.Any) -> Tensor:
-    """
-    Elementwise, with NumPy broadcasting; either side may be a number.
     """
 def sum(input: Tensor, dim: typing.Any = None, keepdim: builtins.bool = False, *, dtype: _DTypeLike | None = None, axis: typing.Any = None) -> Tensor:
     """
@@ -2007,6 +1925,93 @@ def trunc(input: Tensor) -> Tensor:
     """
 _unary_ops: tuple[str, ...]
 # END generated from unary.def
+# BEGIN generated from binary.def by `nox -s stubs`: edit that file, not this block
+def add(input: typing.Any, other: typing.Any) -> Tensor:
+    """
+    a + b, with NumPy broadcasting.
+    """
+def bitwise_and(input: typing.Any, other: typing.Any) -> Tensor:
+    """
+    a & b on integers and bools.
+    """
+def bitwise_or(input: typing.Any, other: typing.Any) -> Tensor:
+    """
+    a | b on integers and bools.
+    """
+def bitwise_xor(input: typing.Any, other: typing.Any) -> Tensor:
+    """
+    a ^ b on integers and bools.
+    """
+def div(input: typing.Any, other: typing.Any) -> Tensor:
+    """
+    True division a / b (integers give float32).
+    """
+def eq(input: typing.Any, other: typing.Any) -> Tensor:
+    """
+    a == b, as bool.
+    """
+def floor_divide(input: typing.Any, other: typing.Any) -> Tensor:
+    """
+    Python's a // b, rounded toward -inf (no gradient).
+    """
+def ge(input: typing.Any, other: typing.Any) -> Tensor:
+    """
+    a >= b, as bool.
+    """
+def gt(input: typing.Any, other: typing.Any) -> Tensor:
+    """
+    a > b, as bool.
+    """
+def le(input: typing.Any, other: typing.Any) -> Tensor:
+    """
+    a <= b, as bool.
+    """
+def logical_and(input: typing.Any, other: typing.Any) -> Tensor:
+    """
+    a and b, as bool.
+    """
+def logical_or(input: typing.Any, other: typing.Any) -> Tensor:
+    """
+    a or b, as bool.
+    """
+def logical_xor(input: typing.Any, other: typing.Any) -> Tensor:
+    """
+    a xor b, as bool.
+    """
+def lt(input: typing.Any, other: typing.Any) -> Tensor:
+    """
+    a < b, as bool.
+    """
+def maximum(input: typing.Any, other: typing.Any) -> Tensor:
+    """
+    The larger of a and b; NaN in either gives NaN.
+    """
+def minimum(input: typing.Any, other: typing.Any) -> Tensor:
+    """
+    The smaller of a and b; NaN in either gives NaN.
+    """
+def mul(input: typing.Any, other: typing.Any) -> Tensor:
+    """
+    a * b, with NumPy broadcasting.
+    """
+def ne(input: typing.Any, other: typing.Any) -> Tensor:
+    """
+    a != b, as bool.
+    """
+def pow(input: typing.Any, other: typing.Any) -> Tensor:
+    """
+    a ** b; exact on integers.
+    """
+def remainder(input: typing.Any, other: typing.Any) -> Tensor:
+    """
+    Python's a % b, with the divisor's sign.
+    """
+def sub(input: typing.Any, other: typing.Any) -> Tensor:
+    """
+    a - b (two bools: use logical_xor).
+    """
+_binary_ops: tuple[str, ...]
+# END generated from binary.def
 __version__: builtins.str
 bfloat16: dtype
 bool: dtype

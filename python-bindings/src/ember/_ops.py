@@ -2,8 +2,9 @@
 convolution, pooling, normalization, softmax and losses, some with their backward ops (relu's,
 silu's, sigmoid's and tanh's, convolution's, pooling's, normalization's, the losses'), then
 sorting, running sums and products, rearranging and counting; after them the plain unary ops
-(exp, expm1, floor, ...), listed once in core-runtime's ember/ops/unary.def and bound from it
-(_core._unary_ops). ember.nn's functional layer re-exports from here. (ember.where comes from
+(exp, expm1, floor, ...) and the plain binary ops (add, eq, bitwise_and, ...), listed once in
+core-runtime's ember/ops/unary.def and binary.def and bound from them (_core._unary_ops,
+_core._binary_ops). ember.nn's functional layer re-exports from here. (ember.where comes from
 ember._composites, which adds PyTorch's one-argument form.)"""
 
 from ember import _core
@@ -13,8 +14,6 @@ tensor zeros ones empty full arange linspace eye rand randn randint randperm
 zeros_like ones_like empty_like full_like rand_like randn_like
 negative logical_not
 leaky_relu elu gelu softplus relu_backward silu_backward sigmoid_backward tanh_backward
-add sub mul div pow maximum minimum eq ne lt le gt ge logical_and logical_or logical_xor
-floor_divide remainder bitwise_and bitwise_or bitwise_xor
 clamp clip masked_fill
 sum mean prod amax amin logsumexp all any var std norm max min argmax argmin sum_to
 matmul mm bmm linear
@@ -31,7 +30,7 @@ binary_cross_entropy_with_logits binary_cross_entropy_with_logits_backward
 synchronize
 square isnan isinf isfinite nan_to_num
 sort argsort topk cumsum cumprod tril triu roll tile masked_select scatter bincount unique
-""".split() + list(_core._unary_ops)
+""".split() + list(_core._unary_ops) + list(_core._binary_ops)
 
 globals().update({name: getattr(_core, name) for name in _NAMES})
 __all__ = list(_NAMES)

@@ -1,5 +1,5 @@
 // ops.h — every builder function, for graphs (Val) and eager code (Variable): one include.
-// Each family's header lists its ops with their shapes; src/ops/<family>.cpp defines them.
+// Each family's header lists its ops with their shapes; src/rules/<family>.cpp has their OpDefs.
 #pragma once
 #include "ember/autodiff/ops/attention.h"
 #include "ember/autodiff/ops/conv_pool.h"

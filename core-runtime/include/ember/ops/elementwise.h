@@ -22,7 +22,8 @@
 // Every op takes tensors of any layout (transposed, sliced, expanded) and returns a new
 // contiguous tensor on the operands' device; operands must share one device.
 //
-// Each op but the in-place ones and operators has an `_out` form (at the end; unary.def's: top):
+// Each op but the in-place ones and operators has an `_out` form (at the end; the schemas' ops:
+// beside their op):
 // `const Tensor& add_out(const Tensor& out, const Tensor& a, const Tensor& b)` writes the result
 // into out and returns it. out must have exactly the result's shape, dtype and device (it is never
 // resized or cast: ShapeError, DTypeError, DeviceError; an undefined out is a ValueError), may
@@ -98,62 +99,62 @@ Tensor softplus_backward(const Tensor& grad, const Tensor& x, double beta = 1.0,
 Tensor sigmoid_backward(const Tensor& grad, const Tensor& y);
 Tensor tanh_backward(const Tensor& grad, const Tensor& y);
 
-// ---- binary arithmetic: a [*], b [*] broadcast -> [broadcast shape] ----
-Tensor add(const Tensor& a, const Tensor& b);
-Tensor sub(const Tensor& a, const Tensor& b);  // bool - bool is an error (use logical_xor)
-Tensor mul(const Tensor& a, const Tensor& b);
-Tensor div(const Tensor& a, const Tensor& b);  // true division
-// a^b. Integer pow is exact; a negative integer exponent gives 1/a^|b| truncated toward zero.
-Tensor pow(const Tensor& a, const Tensor& b);
-Tensor maximum(const Tensor& a, const Tensor& b);  // NaN in either operand gives NaN
-Tensor minimum(const Tensor& a, const Tensor& b);
-// Python's // and %: the quotient rounds toward -infinity, the remainder takes the divisor's sign
-// (-7 // 2 = -4, -7 % 2 = 1, 7 % -2 = -1), a == b * (a // b) + a % b. Integer and floating dtypes.
-// Integer division by zero cannot raise inside a kernel: both give 0, as NumPy does; floating
-// division by zero gives +-inf (floor_divide) and NaN (remainder).
-Tensor floor_divide(const Tensor& a, const Tensor& b);
-Tensor remainder(const Tensor& a, const Tensor& b);
-// Integer and bool operands (bool & bool -> bool); a floating operand is a DTypeError.
-Tensor bitwise_and(const Tensor& a, const Tensor& b);
-Tensor bitwise_or(const Tensor& a, const Tensor& b);
-Tensor bitwise_xor(const Tensor& a, const Tensor& b);
+// ---- binary: a [*], b [*] broadcast -> [broadcast shape], the ops of binary.def ----
+// add, sub (bool - bool is an error: use logical_xor), mul, div (true division), pow (integer pow
+// is exact; a negative integer exponent gives 1/a^|b| truncated toward zero), maximum and minimum
+// (NaN in either operand gives NaN), floor_divide and remainder (Python's // and %: the quotient
+// rounds toward -infinity, the remainder takes the divisor's sign, -7 // 2 = -4, -7 % 2 = 1,
+// 7 % -2 = -1, a == b * (a // b) + a % b; integer division by zero gives 0 as NumPy's, floating
+// division by zero +-inf and NaN), bitwise_and/or/xor (integer and bool operands, bool & bool ->
+// bool; a floating one is a DTypeError), the comparisons eq, ne, lt, le, gt, ge (operands compared
+// in their promoted dtype) and logical_and/or/xor (nonzero and NaN read as true), -> bool. Each is
+//   Tensor name(const Tensor& a, const Tensor& b);
+//   const Tensor& name_out(const Tensor& out, const Tensor& a, const Tensor& b);
+// and, as binary.def's scalar column says, the same with a double on the right (Right) or on
+// either side (Both), which follows the scalar rule above.
+#define EMBER_BINARY_SCALAR_None(name)
+#define EMBER_BINARY_SCALAR_Right(name)   \
+  Tensor name(const Tensor& a, double b); \
+  const Tensor& name##_out(const Tensor& out, const Tensor& a, double b);
+#define EMBER_BINARY_SCALAR_Both(name)                                    \
+  EMBER_BINARY_SCALAR_Right(name) Tensor name(double a, const Tensor& b); \
+  const Tensor& name##_out(const Tensor& out, double a, const Tensor& b);
+#define EMBER_BINARY_OP(name, Formula, dtypes, scalar, api, doc)                 \
+  Tensor name(const Tensor& a, const Tensor& b);                                 \
+  const Tensor& name##_out(const Tensor& out, const Tensor& a, const Tensor& b); \
+  EMBER_BINARY_SCALAR_##scalar(name)
+#include "ember/ops/binary.def"
+#undef EMBER_BINARY_OP
+#undef EMBER_BINARY_SCALAR_None
+#undef EMBER_BINARY_SCALAR_Right
+#undef EMBER_BINARY_SCALAR_Both
+
+// The result dtype of a binary.def op whose operands promote to t (its dtypes column: Promoted,
+// Numeric, Floating, Integral, Bool), shared with autodiff-engine's inference. `who()` describes
+// the operands; it is called only to build the DTypeError naming `op`.
+enum class BinaryDTypes { Promoted, Numeric, Floating, Integral, Bool };
+[[noreturn]] void throw_two_bools(const char* op, const std::string& who);
+[[noreturn]] void throw_not_integral(const char* op, const std::string& who);
+template <class Who>
+DType binary_result_dtype(const char* op, BinaryDTypes rule, DType t, Who&& who) {
+  switch (rule) {
+    case BinaryDTypes::Promoted:
+      return t;
+    case BinaryDTypes::Numeric:
+      if (t == DType::Bool) throw_two_bools(op, who());
+      return t;
+    case BinaryDTypes::Floating:
+      return is_floating(t) ? t : DType::Float32;
+    case BinaryDTypes::Integral:
+      if (is_floating(t)) throw_not_integral(op, who());
+      return t;
+    case BinaryDTypes::Bool:
+      return DType::Bool;
+  }
+  return t;
+}
+
 Tensor bitwise_not(const Tensor& x);  // ~x; logical not for bool
-
-// The same with a scalar on either side (see the scalar rule above).
-Tensor add(const Tensor& a, double b);
-Tensor add(double a, const Tensor& b);
-Tensor sub(const Tensor& a, double b);
-Tensor sub(double a, const Tensor& b);
-Tensor mul(const Tensor& a, double b);
-Tensor mul(double a, const Tensor& b);
-Tensor div(const Tensor& a, double b);
-Tensor div(double a, const Tensor& b);
-Tensor pow(const Tensor& a, double b);
-Tensor pow(double a, const Tensor& b);
-Tensor maximum(const Tensor& a, double b);
-Tensor minimum(const Tensor& a, double b);
-Tensor floor_divide(const Tensor& a, double b);
-Tensor floor_divide(double a, const Tensor& b);
-Tensor remainder(const Tensor& a, double b);
-Tensor remainder(double a, const Tensor& b);
-
-// ---- comparisons and logic: a [*], b [*] broadcast -> bool [broadcast shape] ----
-// Operands are compared in their promoted dtype. Logical ops read nonzero (and NaN) as true.
-Tensor eq(const Tensor& a, const Tensor& b);
-Tensor ne(const Tensor& a, const Tensor& b);
-Tensor lt(const Tensor& a, const Tensor& b);
-Tensor le(const Tensor& a, const Tensor& b);
-Tensor gt(const Tensor& a, const Tensor& b);
-Tensor ge(const Tensor& a, const Tensor& b);
-Tensor eq(const Tensor& a, double b);
-Tensor ne(const Tensor& a, double b);
-Tensor lt(const Tensor& a, double b);
-Tensor le(const Tensor& a, double b);
-Tensor gt(const Tensor& a, double b);
-Tensor ge(const Tensor& a, double b);
-Tensor logical_and(const Tensor& a, const Tensor& b);
-Tensor logical_or(const Tensor& a, const Tensor& b);
-Tensor logical_xor(const Tensor& a, const Tensor& b);
 Tensor logical_not(const Tensor& x);  // x [*] -> bool [*]
 
 // ---- in place: self op= other, returns self ----
@@ -203,51 +204,7 @@ const Tensor& softplus_backward_out(const Tensor& out, const Tensor& grad, const
 const Tensor& sigmoid_backward_out(const Tensor& out, const Tensor& grad, const Tensor& y);
 const Tensor& tanh_backward_out(const Tensor& out, const Tensor& grad, const Tensor& y);
 
-const Tensor& add_out(const Tensor& out, const Tensor& a, const Tensor& b);
-const Tensor& sub_out(const Tensor& out, const Tensor& a, const Tensor& b);
-const Tensor& mul_out(const Tensor& out, const Tensor& a, const Tensor& b);
-const Tensor& div_out(const Tensor& out, const Tensor& a, const Tensor& b);
-const Tensor& pow_out(const Tensor& out, const Tensor& a, const Tensor& b);
-const Tensor& maximum_out(const Tensor& out, const Tensor& a, const Tensor& b);
-const Tensor& minimum_out(const Tensor& out, const Tensor& a, const Tensor& b);
-const Tensor& floor_divide_out(const Tensor& out, const Tensor& a, const Tensor& b);
-const Tensor& remainder_out(const Tensor& out, const Tensor& a, const Tensor& b);
-const Tensor& bitwise_and_out(const Tensor& out, const Tensor& a, const Tensor& b);
-const Tensor& bitwise_or_out(const Tensor& out, const Tensor& a, const Tensor& b);
-const Tensor& bitwise_xor_out(const Tensor& out, const Tensor& a, const Tensor& b);
 const Tensor& bitwise_not_out(const Tensor& out, const Tensor& x);
-const Tensor& add_out(const Tensor& out, const Tensor& a, double b);
-const Tensor& add_out(const Tensor& out, double a, const Tensor& b);
-const Tensor& sub_out(const Tensor& out, const Tensor& a, double b);
-const Tensor& sub_out(const Tensor& out, double a, const Tensor& b);
-const Tensor& mul_out(const Tensor& out, const Tensor& a, double b);
-const Tensor& mul_out(const Tensor& out, double a, const Tensor& b);
-const Tensor& div_out(const Tensor& out, const Tensor& a, double b);
-const Tensor& div_out(const Tensor& out, double a, const Tensor& b);
-const Tensor& pow_out(const Tensor& out, const Tensor& a, double b);
-const Tensor& pow_out(const Tensor& out, double a, const Tensor& b);
-const Tensor& maximum_out(const Tensor& out, const Tensor& a, double b);
-const Tensor& minimum_out(const Tensor& out, const Tensor& a, double b);
-const Tensor& floor_divide_out(const Tensor& out, const Tensor& a, double b);
-const Tensor& floor_divide_out(const Tensor& out, double a, const Tensor& b);
-const Tensor& remainder_out(const Tensor& out, const Tensor& a, double b);
-const Tensor& remainder_out(const Tensor& out, double a, const Tensor& b);
-
-const Tensor& eq_out(const Tensor& out, const Tensor& a, const Tensor& b);
-const Tensor& ne_out(const Tensor& out, const Tensor& a, const Tensor& b);
-const Tensor& lt_out(const Tensor& out, const Tensor& a, const Tensor& b);
-const Tensor& le_out(const Tensor& out, const Tensor& a, const Tensor& b);
-const Tensor& gt_out(const Tensor& out, const Tensor& a, const Tensor& b);
-const Tensor& ge_out(const Tensor& out, const Tensor& a, const Tensor& b);
-const Tensor& eq_out(const Tensor& out, const Tensor& a, double b);
-const Tensor& ne_out(const Tensor& out, const Tensor& a, double b);
-const Tensor& lt_out(const Tensor& out, const Tensor& a, double b);
-const Tensor& le_out(const Tensor& out, const Tensor& a, double b);
-const Tensor& gt_out(const Tensor& out, const Tensor& a, double b);
-const Tensor& ge_out(const Tensor& out, const Tensor& a, double b);
-const Tensor& logical_and_out(const Tensor& out, const Tensor& a, const Tensor& b);
-const Tensor& logical_or_out(const Tensor& out, const Tensor& a, const Tensor& b);
-const Tensor& logical_xor_out(const Tensor& out, const Tensor& a, const Tensor& b);
 const Tensor& logical_not_out(const Tensor& out, const Tensor& x);
 
 const Tensor& where_out(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b);

@@ -1,4 +1,4 @@
-// ops/attention.h — builder functions of scaled dot-product attention (src/ops/attention.cpp),
+// ops/attention.h — builder functions of scaled dot-product attention (src/rules/attention.cpp),
 // with core-runtime's semantics (ember/ops/attention.h).
 //
 // Op "scaled_dot_product_attention" over (q, k, v, attn_mask?), outputs (out [*, L, Ev],

@@ -1,4 +1,4 @@
-// ops/conv_pool.h — builder functions of 2-D convolution and pooling (src/ops/conv_pool.cpp),
+// ops/conv_pool.h — builder functions of 2-D convolution and pooling (src/rules/conv_pool.cpp),
 // with core-runtime's arguments (ember/ops/conv_pool.h). Pairs (stride, padding, ...) become
 // 2-element int-list attributes; padding "same"/"valid" the string attribute padding_mode.
 #pragma once

@@ -1,4 +1,4 @@
-// ops/creation.h — builder functions of tensors made from another's type (src/ops/creation.cpp).
+// ops/creation.h — builder functions of tensors made from another's type (src/rules/creation.cpp).
 #pragma once
 #include "ember/autodiff/ops/apply.h"
 

@@ -1,4 +1,4 @@
-// ops/elementwise.h — builder functions of the elementwise family (src/ops/elementwise.cpp):
+// ops/elementwise.h — builder functions of the elementwise family (src/rules/elementwise.cpp):
 // for graphs (Val) and eager code (Variable) alike (see apply.h). Each has the name and the
 // arguments of its core-runtime function (ember/ops/elementwise.h); the op it adds has that name
 // too, with the arguments as attributes. Unary ops map x [*] -> [*]; binary ops broadcast.
@@ -95,33 +95,20 @@ if_handle<V> softplus_backward(const V& grad, const V& x, double beta = 1.0,
 }
 
 // ---- binary, broadcasting: a [*], b [*] -> the broadcast shape ----
-#define EMBER_AD_BINARY(name)                                    \
+// The plain binary ops of core-runtime's ember/ops/binary.def: name(a, b), one per line there
+// (those marked Own are written below). maximum/minimum split the gradient equally on ties, as
+// PyTorch does; floor_divide (piecewise constant), the bitwise ops, the comparisons and the
+// logical ops (-> bool) have no gradient; remainder's is d/da = dy, d/db = -dy floor_divide(a, b).
+#define EMBER_AD_BINARY_Plain(name)                              \
   template <class V> if_handle<V> name(const V& a, const V& b) { \
     return apply1<V>(EMBER_OP(#name), {a, b});                   \
   }
-EMBER_AD_BINARY(add)
-EMBER_AD_BINARY(sub)
-EMBER_AD_BINARY(mul)
-EMBER_AD_BINARY(div)
-EMBER_AD_BINARY(pow)
-EMBER_AD_BINARY(maximum)  // ties split the gradient equally, as PyTorch does
-EMBER_AD_BINARY(minimum)
-// Python's // and % (the quotient rounded toward -inf, the remainder with the divisor's sign).
-// floor_divide has no gradient (piecewise constant), as in PyTorch; remainder's is
-// d/da = dy, d/db = -dy floor_divide(a, b).
-EMBER_AD_BINARY(floor_divide)
-EMBER_AD_BINARY(remainder)
-// comparisons and logic: -> bool, no gradient
-EMBER_AD_BINARY(eq)
-EMBER_AD_BINARY(ne)
-EMBER_AD_BINARY(lt)
-EMBER_AD_BINARY(le)
-EMBER_AD_BINARY(gt)
-EMBER_AD_BINARY(ge)
-EMBER_AD_BINARY(logical_and)
-EMBER_AD_BINARY(logical_or)
-EMBER_AD_BINARY(logical_xor)
-#undef EMBER_AD_BINARY
+#define EMBER_AD_BINARY_Own(name)
+#define EMBER_BINARY_OP(name, Formula, dtypes, scalar, api, doc) EMBER_AD_BINARY_##api(name)
+#include "ember/ops/binary.def"
+#undef EMBER_BINARY_OP
+#undef EMBER_AD_BINARY_Plain
+#undef EMBER_AD_BINARY_Own
 
 // ---- with a scalar: x [*] -> [*]; ops "<name>_scalar" with attribute value ----
 // add_scalar: x + s, mul_scalar: x s, rsub_scalar: s - x, div_scalar: x / s, rdiv_scalar: s / x,

@@ -1,4 +1,4 @@
-// ops/matmul.h — builder functions of matrix products (src/ops/matmul.cpp).
+// ops/matmul.h — builder functions of matrix products (src/rules/matmul.cpp).
 #pragma once
 #include "ember/autodiff/ops/apply.h"
 

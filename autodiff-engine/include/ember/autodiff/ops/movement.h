@@ -1,4 +1,4 @@
-// ops/movement.h — builder functions of views and data movement (src/ops/movement.cpp): what
+// ops/movement.h — builder functions of views and data movement (src/rules/movement.cpp): what
 // core-runtime has as Tensor methods (reshape, transpose, ...) and in ember/ops/shape_ops.h and
 // ember/ops/indexing.h. Views share their input's storage (OpDef::view).
 #pragma once

@@ -1,5 +1,5 @@
 // ops/normalization.h — builder functions of batch norm, layer norm and dropout
-// (src/ops/normalization.cpp), with core-runtime's arguments (ember/ops/normalization.h).
+// (src/rules/normalization.cpp), with core-runtime's arguments (ember/ops/normalization.h).
 // Optional operands are left undefined; attributes has_weight, has_bias, has_running_stats say
 // which were given, so each operand keeps its place among the node's inputs.
 #pragma once

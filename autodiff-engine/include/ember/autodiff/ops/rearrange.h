@@ -1,5 +1,5 @@
 // ops/rearrange.h — builder functions of sorting, running sums and products, and ops that move
-// elements to new places (src/ops/rearrange.cpp): what core-runtime has in ember/ops/scan_sort.h,
+// elements to new places (src/rules/rearrange.cpp): what core-runtime has in ember/ops/scan_sort.h,
 // rearrange.h and resample.h, with PyTorch's names and arguments. dim may be negative.
 #pragma once
 #include <optional>

@@ -1,4 +1,4 @@
-// ops/reduction.h — builder functions of the reduction family (src/ops/reduction.cpp), and the
+// ops/reduction.h — builder functions of the reduction family (src/rules/reduction.cpp), and the
 // two ops of broadcasting that the gradient driver uses: expand and sum_to. Names and arguments
 // are core-runtime's (ember/ops/reduction.h). dims empty = every dim.
 #pragma once

@@ -1,5 +1,5 @@
 // ops/softmax_loss.h — builder functions of softmax, log_softmax and the losses
-// (src/ops/softmax_loss.cpp), with core-runtime's arguments (ember/ops/softmax_loss.h).
+// (src/rules/softmax_loss.cpp), with core-runtime's arguments (ember/ops/softmax_loss.h).
 // reduction is "mean", "sum" or "none"; optional weights are left undefined (attributes
 // has_weight / has_pos_weight say which were given).
 #pragma once
