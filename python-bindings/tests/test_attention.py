@@ -194,3 +194,53 @@ def test_errors_are_typed_and_name_the_op():
         F.scaled_dot_product_attention(q, k, v, dropout_p=1.5)
     with pytest.raises(ember.ShapeError, match="at least 2 dims"):
         F.scaled_dot_product_attention(t(rand(4)), k, v)
+
+
+def gpt_qkv(B, T, H, D, dtype):
+    """q, k, v as a GPT makes them: one [B, T, 3C] projection (a leaf) split along its last dim,
+    each part viewed [B, T, H, D] and transposed to [B, H, T, D]: strided, not contiguous."""
+    qkv = t(rand(B, T, 3 * H * D), dtype=dtype, requires_grad=True)
+    parts = [p.view(B, T, H, D).transpose(1, 2) for p in qkv.split(H * D, dim=2)]
+    return qkv, parts
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "bfloat16"])
+@pytest.mark.parametrize("T", [63, 65, 130])
+def test_gpt_layout_equals_contiguous_copies_bit_for_bit(dtype, T):
+    # The CPU kernels read the strided views in place; the same products in the same order as
+    # on contiguous copies, so the same bits, forward and backward (grad_out strided as well).
+    B, H, D = 2, 3, 8
+    qkv, (q, k, v) = gpt_qkv(B, T, H, D, dtype)
+    g = t(rand(B, T, H, D), dtype=dtype).transpose(1, 2)
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    out.backward(g)
+    copies = [a.detach().contiguous().requires_grad_() for a in (q, k, v)]
+    assert all(c.is_contiguous() for c in copies) and not q.is_contiguous()
+    want = F.scaled_dot_product_attention(*copies, is_causal=True)
+    want.backward(g.contiguous())
+
+    def arr(x):
+        return np.ascontiguousarray(x.detach().to(ember.float64).numpy())
+
+    assert arr(out).tobytes() == arr(want).tobytes()
+    got = arr(qkv.grad).reshape(B, T, 3, H, D).transpose(2, 0, 3, 1, 4)
+    for a, c in zip(got, copies):
+        assert np.ascontiguousarray(a).tobytes() == arr(c.grad).tobytes()
+    ref = sdpa_ref(*(arr(c) for c in copies), causal=True)
+    tol = {"float64": 1e-10, "float32": 2e-5, "bfloat16": 6e-2}[dtype]
+    np.testing.assert_allclose(arr(out), ref, atol=tol, rtol=tol)
+
+
+def test_gpt_layout_makes_no_copy_of_q_k_v():
+    # Peak memory of the forward on the strided views: the output and logsumexp, and no copy
+    # of q, k, v (each as large as the output here).
+    B, T, H, D = 2, 128, 4, 32
+    _, (q, k, v) = gpt_qkv(B, T, H, D, "float32")
+    with ember.no_grad():
+        before = ember.memory_allocated()
+        ember.reset_peak_memory_stats()
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        peak = ember.max_memory_allocated() - before
+    one = B * T * H * D * 4
+    assert out.shape == (B, H, T, D)
+    assert one <= peak < 2 * one

@@ -1,7 +1,7 @@
 """scaled_dot_product_attention and nn.MultiheadAttention against PyTorch itself where it is
 installed (skipped otherwise): the same numbers for causal masks with L != S, a bool mask with a
-fully masked row, an additive mask with a scale, and MultiheadAttention with the same weights,
-both masks, is_causal and need_weights."""
+fully masked row, an additive mask with a scale, MultiheadAttention with the same weights,
+both masks, is_causal and need_weights, and a GPT's strided q, k, v (forward and gradients)."""
 
 import numpy as np
 import pytest
@@ -68,3 +68,34 @@ def test_multihead_attention_as_pytorch():
                   need_weights=False)
     b, _ = ours(*(ember.tensor(x),) * 3, is_causal=True, need_weights=False)
     np.testing.assert_allclose(b.detach().numpy(), a.detach().numpy(), atol=1e-12)
+
+
+
+def gpt_attention(xp, x, g, H, mask=None, causal=False, shared_k=False):
+    """A GPT's attention in either library (xp: ember or torch) on float arrays: q, k, v split
+    from one [B, T, 3C] leaf x and transposed to [B, H, T, D] (strided views); with shared_k,
+    head 0's keys expanded over the heads (stride 0). Returns the output and x's gradient for
+    grad_out g [B, T, H, D] (passed transposed, strided as well)."""
+    B, T, C3 = x.shape
+    D = C3 // 3 // H
+    qkv = xp.tensor(x).requires_grad_()
+    q, k, v = (p.view(B, T, H, D).transpose(1, 2) for p in qkv.split(C3 // 3, dim=2))
+    if shared_k:
+        k = k[:, :1].expand(B, H, T, D)
+    out = xp.nn.functional.scaled_dot_product_attention(
+        q, k, v, attn_mask=None if mask is None else xp.tensor(mask), is_causal=causal)
+    out.backward(xp.tensor(g).transpose(1, 2))
+    return out.detach().numpy(), qkv.grad.numpy()
+
+
+@pytest.mark.parametrize("dtype, tol", [("float64", 1e-12), ("float32", 2e-5)])
+@pytest.mark.parametrize("T", [65, 130])
+def test_gpt_layout_forward_and_gradients_as_pytorch(dtype, tol, T):
+    B, H, D = 2, 3, 8
+    x = RNG.standard_normal((B, T, 3 * H * D)).astype(dtype)
+    g = RNG.standard_normal((B, T, H, D)).astype(dtype)
+    mask = RNG.standard_normal((B, 1, T, T)).astype(dtype)
+    for kw in ({"causal": True}, {"causal": True, "shared_k": True}, {"mask": mask}):
+        got, want = gpt_attention(ember, x, g, H, **kw), gpt_attention(torch, x, g, H, **kw)
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(a, b, atol=tol, rtol=tol)

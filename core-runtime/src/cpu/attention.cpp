@@ -20,6 +20,10 @@
 // starts where its queries begin). kPanel caps the panel so that the extra memory stays a few
 // [kTileQ, kPanel] blocks per thread whatever the length.
 //
+// q, k, v, dO and O are read in place, each head at its own offset and its rows a row stride apart
+// (AttentionOperand): BLAS takes the row stride as the leading dimension, so the transposed
+// per-head views of a qkv projection and batch broadcasts need no copy.
+//
 // Float16 and bfloat16 tiles are converted to float32 blocks as they are read; every product and
 // softmax runs in the compute type (float32, or float64 for float64 inputs). Work is spread over
 // threads by (head, query tile) in the forward and by head in the backward (each head's dK, dV
@@ -48,17 +52,39 @@ constexpr int64_t kTileQ = kAttentionCpuTileQ;
 constexpr int64_t kTileK = kAttentionCpuTileK;
 constexpr int64_t kPanel = kAttentionCpuPanel;
 
-// Rows [r0, r0 + n) of a contiguous [rows, cols] matrix of T, in the compute type C: the
-// matrix's own memory when T is C, else a converted copy in buf.
+// An operand's heads (ops/attention_kernels.h): head h's row r at head(h) + r * ld.
+template <class T> struct HeadRows {
+  const T* base;
+  const int64_t* offsets;  // null: packed heads, head_size apart
+  int64_t head_size, ld;
+
+  explicit HeadRows(const AttentionOperand& o)
+      : base(o.values.data<T>()),
+        offsets(o.packed() ? nullptr : o.offsets.data<int64_t>()),
+        head_size(o.packed() ? o.values.size(1) * o.values.size(2) : 0),
+        ld(o.row_stride) {}
+  const T* head(int64_t h) const { return base + (offsets ? offsets[h] : h * head_size); }
+};
+
+// A block of rows as a GEMM reads it: the first row and the row stride.
+template <class C> struct Rows {
+  const C* data;
+  int64_t ld;
+};
+
+// Rows [r0, r0 + n) of head h of x (cols wide), in the compute type C: x's own memory when T is
+// C, else a converted copy in buf (packed, row stride cols).
 template <class T, class C>
-const C* rows_as(const T* base, int64_t r0, int64_t n, int64_t cols, std::vector<C>& buf) {
+Rows<C> rows_as(const HeadRows<T>& x, int64_t h, int64_t r0, int64_t n, int64_t cols,
+                std::vector<C>& buf) {
+  const T* src = x.head(h) + r0 * x.ld;
   if constexpr (std::is_same_v<T, C>) {
-    return base + r0 * cols;
+    return {src, x.ld};
   } else {
     buf.resize(size_t(n * cols));
-    const T* src = base + r0 * cols;
-    for (int64_t i = 0; i < n * cols; ++i) buf[size_t(i)] = convert<C>(src[i]);
-    return buf.data();
+    for (int64_t r = 0; r < n; ++r)
+      for (int64_t c = 0; c < cols; ++c) buf[size_t(r * cols + c)] = convert<C>(src[r * x.ld + c]);
+    return {buf.data(), cols};
   }
 }
 
@@ -144,7 +170,7 @@ int64_t key_end(const AttentionParams& p, int64_t i0, int64_t rows) {
 template <class T> struct ForwardTask {
   using C = compute_t<T>;
   const AttentionParams& p;
-  const T *q, *k, *v;
+  HeadRows<T> q, k, v;
   T* out;
   C* lse;
   MaskReader<T, C> mask;
@@ -160,13 +186,14 @@ template <class T> struct ForwardTask {
     if (s.size() < size_t(rows * width)) s.resize(size_t(rows * width));  // GEMM writes it whole
     std::vector<C> acc(size_t(rows * Ev), C(0));
     std::vector<C> m(size_t(rows), -std::numeric_limits<C>::infinity()), l(size_t(rows), C(0));
-    const C* Q = rows_as(q + h * p.L * E, i0, rows, E, qbuf);
+    const Rows<C> Q = rows_as(q, h, i0, rows, E, qbuf);
     for (int64_t j0 = 0; j0 < kend; j0 += kPanel) {
       const int64_t cols = std::min(kPanel, kend - j0);
-      const C* K = rows_as(k + h * p.S * E, j0, cols, E, kbuf);
-      const C* V = rows_as(v + h * p.S * Ev, j0, cols, Ev, vbuf);
+      const Rows<C> K = rows_as(k, h, j0, cols, E, kbuf);
+      const Rows<C> V = rows_as(v, h, j0, cols, Ev, vbuf);
       // s[r, c] = q_r . k_c  [rows, cols], row stride width
-      gemm_one_thread<C>(false, true, rows, cols, E, Q, E, K, E, C(0), s.data(), width);
+      gemm_one_thread<C>(false, true, rows, cols, E, Q.data, Q.ld, K.data, K.ld, C(0), s.data(),
+                         width);
       for (int64_t r = 0; r < rows; ++r) {
         C* sr = s.data() + r * width;
         const int64_t i = i0 + r;
@@ -188,8 +215,8 @@ template <class T> struct ForwardTask {
         if (p.dropout_p > 0) apply_dropout(p, h, i, j0, cols, sr);
       }
       // acc += P V  [rows, Ev]
-      gemm_one_thread<C>(false, false, rows, Ev, cols, s.data(), width, V, Ev, C(1), acc.data(),
-                         Ev);
+      gemm_one_thread<C>(false, false, rows, Ev, cols, s.data(), width, V.data, V.ld, C(1),
+                         acc.data(), Ev);
     }
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t i = i0 + r;
@@ -203,14 +230,15 @@ template <class T> struct ForwardTask {
 };
 
 template <class T>
-void attention_typed(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionMask& mask,
-                     const AttentionParams& p, Tensor& out, Tensor& logsumexp) {
+void attention_typed(const AttentionOperand& q, const AttentionOperand& k,
+                     const AttentionOperand& v, const AttentionMask& mask, const AttentionParams& p,
+                     Tensor& out, Tensor& logsumexp) {
   using C = compute_t<T>;
   keep_blas_single_threaded();  // the tiles' GEMMs run inside Ember's threads (cpu/blas.h)
   const ForwardTask<T> task{p,
-                            q.data<T>(),
-                            k.data<T>(),
-                            v.data<T>(),
+                            HeadRows<T>(q),
+                            HeadRows<T>(k),
+                            HeadRows<T>(v),
                             out.data<T>(),
                             logsumexp.data<C>(),
                             MaskReader<T, C>(mask)};
@@ -226,9 +254,10 @@ void attention_typed(const Tensor& q, const Tensor& k, const Tensor& v, const At
   });
 }
 
-void attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionMask& mask,
-               const AttentionParams& p, Tensor& out, Tensor& logsumexp) {
-  dispatch_floating(q.dtype(), "scaled_dot_product_attention", [&](auto tag) {
+void attention(const AttentionOperand& q, const AttentionOperand& k, const AttentionOperand& v,
+               const AttentionMask& mask, const AttentionParams& p, Tensor& out,
+               Tensor& logsumexp) {
+  dispatch_floating(q.values.dtype(), "scaled_dot_product_attention", [&](auto tag) {
     attention_typed<typename decltype(tag)::type>(q, k, v, mask, p, out, logsumexp);
   });
 }
@@ -238,22 +267,22 @@ void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Attentio
 template <class T> struct BackwardTask {
   using C = compute_t<T>;
   const AttentionParams& p;
-  const T *dout, *q, *k, *v, *out;
+  HeadRows<T> dout, q, k, v, out;
   const C* lse;
   T *dq, *dk, *dv;
   MaskReader<T, C> mask;
 
   void run(int64_t h) const {
     const int64_t L = p.L, S = p.S, E = p.E, Ev = p.Ev;
-    const T* qh = q + h * L * E;
-    const T* doh = dout + h * L * Ev;
+    const T* doh = dout.head(h);
+    const T* oh = out.head(h);
     const C* lseh = lse + h * L;
     // D[i] = dO_i . O_i
     std::vector<C> D(static_cast<size_t>(L)), dq_acc(static_cast<size_t>(L * E), C(0));
     for (int64_t i = 0; i < L; ++i) {
       C d = 0;
       for (int64_t c = 0; c < Ev; ++c)
-        d += convert<C>(doh[i * Ev + c]) * convert<C>(out[(h * L + i) * Ev + c]);
+        d += convert<C>(doh[i * dout.ld + c]) * convert<C>(oh[i * out.ld + c]);
       D[size_t(i)] = d;
     }
     std::vector<C> qbuf, dobuf, kbuf, vbuf;
@@ -264,17 +293,18 @@ template <class T> struct BackwardTask {
     const C scale = C(p.scale);
     for (int64_t j0 = 0; j0 < S; j0 += kTileK) {
       const int64_t cols = std::min(kTileK, S - j0);
-      const C* K = rows_as(k + h * S * E, j0, cols, E, kbuf);
-      const C* V = rows_as(v + h * S * Ev, j0, cols, Ev, vbuf);
+      const Rows<C> K = rows_as(k, h, j0, cols, E, kbuf);
+      const Rows<C> V = rows_as(v, h, j0, cols, Ev, vbuf);
       std::fill(dk_acc.begin(), dk_acc.end(), C(0));
       std::fill(dv_acc.begin(), dv_acc.end(), C(0));
       // Under the causal rule, query i sees key j0 only from i = j0 on.
       const int64_t first = p.causal ? std::min(j0, L) : 0;
       for (int64_t i0 = first; i0 < L; i0 += kPanel) {
         const int64_t rows = std::min(kPanel, L - i0);
-        const C* Q = rows_as(qh, i0, rows, E, qbuf);
-        const C* dO = rows_as(doh, i0, rows, Ev, dobuf);
-        gemm_one_thread<C>(false, true, rows, cols, E, Q, E, K, E, C(0), P.data(), kTileK);
+        const Rows<C> Q = rows_as(q, h, i0, rows, E, qbuf);
+        const Rows<C> dO = rows_as(dout, h, i0, rows, Ev, dobuf);
+        gemm_one_thread<C>(false, true, rows, cols, E, Q.data, Q.ld, K.data, K.ld, C(0), P.data(),
+                           kTileK);
         for (int64_t r = 0; r < rows; ++r) {
           C* pr = P.data() + r * kTileK;
           const int64_t i = i0 + r;
@@ -291,9 +321,10 @@ template <class T> struct BackwardTask {
         }
         // dV_j += (P Z)^T dO_i  [cols, Ev]  (P itself without dropout)
         gemm_one_thread<C>(true, false, cols, Ev, rows, p.dropout_p > 0 ? PZ.data() : P.data(),
-                           kTileK, dO, Ev, C(1), dv_acc.data(), Ev);
+                           kTileK, dO.data, dO.ld, C(1), dv_acc.data(), Ev);
         // dS = dO_i V_j^T  [rows, cols], then P (dS Z - D) scale
-        gemm_one_thread<C>(false, true, rows, cols, Ev, dO, Ev, V, Ev, C(0), dS.data(), kTileK);
+        gemm_one_thread<C>(false, true, rows, cols, Ev, dO.data, dO.ld, V.data, V.ld, C(0),
+                           dS.data(), kTileK);
         for (int64_t r = 0; r < rows; ++r) {
           C* sr = dS.data() + r * kTileK;
           const C* pr = P.data() + r * kTileK;
@@ -303,10 +334,10 @@ template <class T> struct BackwardTask {
           for (int64_t c = 0; c < cols; ++c) sr[c] = pr[c] * (sr[c] - d) * scale;
         }
         // dQ_i += dS K_j  [rows, E];  dK_j += dS^T Q_i  [cols, E]
-        gemm_one_thread<C>(false, false, rows, E, cols, dS.data(), kTileK, K, E, C(1),
+        gemm_one_thread<C>(false, false, rows, E, cols, dS.data(), kTileK, K.data, K.ld, C(1),
                            dq_acc.data() + i0 * E, E);
-        gemm_one_thread<C>(true, false, cols, E, rows, dS.data(), kTileK, Q, E, C(1), dk_acc.data(),
-                           E);
+        gemm_one_thread<C>(true, false, cols, E, rows, dS.data(), kTileK, Q.data, Q.ld, C(1),
+                           dk_acc.data(), E);
       }
       T* dkh = dk + (h * S + j0) * E;
       T* dvh = dv + (h * S + j0) * Ev;
@@ -319,18 +350,19 @@ template <class T> struct BackwardTask {
 };
 
 template <class T>
-void attention_backward_typed(const Tensor& grad_out, const Tensor& q, const Tensor& k,
-                              const Tensor& v, const AttentionMask& mask, const Tensor& out,
+void attention_backward_typed(const AttentionOperand& grad_out, const AttentionOperand& q,
+                              const AttentionOperand& k, const AttentionOperand& v,
+                              const AttentionMask& mask, const AttentionOperand& out,
                               const Tensor& logsumexp, const AttentionParams& p, Tensor& grad_q,
                               Tensor& grad_k, Tensor& grad_v) {
   using C = compute_t<T>;
   keep_blas_single_threaded();
   const BackwardTask<T> task{p,
-                             grad_out.data<T>(),
-                             q.data<T>(),
-                             k.data<T>(),
-                             v.data<T>(),
-                             out.data<T>(),
+                             HeadRows<T>(grad_out),
+                             HeadRows<T>(q),
+                             HeadRows<T>(k),
+                             HeadRows<T>(v),
+                             HeadRows<T>(out),
                              logsumexp.data<C>(),
                              grad_q.data<T>(),
                              grad_k.data<T>(),
@@ -343,10 +375,12 @@ void attention_backward_typed(const Tensor& grad_out, const Tensor& q, const Ten
   });
 }
 
-void attention_backward(const Tensor& grad_out, const Tensor& q, const Tensor& k, const Tensor& v,
-                        const AttentionMask& mask, const Tensor& out, const Tensor& logsumexp,
-                        const AttentionParams& p, Tensor& grad_q, Tensor& grad_k, Tensor& grad_v) {
-  dispatch_floating(q.dtype(), "scaled_dot_product_attention_backward", [&](auto tag) {
+void attention_backward(const AttentionOperand& grad_out, const AttentionOperand& q,
+                        const AttentionOperand& k, const AttentionOperand& v,
+                        const AttentionMask& mask, const AttentionOperand& out,
+                        const Tensor& logsumexp, const AttentionParams& p, Tensor& grad_q,
+                        Tensor& grad_k, Tensor& grad_v) {
+  dispatch_floating(q.values.dtype(), "scaled_dot_product_attention_backward", [&](auto tag) {
     attention_backward_typed<typename decltype(tag)::type>(grad_out, q, k, v, mask, out, logsumexp,
                                                            p, grad_q, grad_k, grad_v);
   });

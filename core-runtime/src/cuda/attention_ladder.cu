@@ -658,8 +658,12 @@ int requested_version() {
   return s[0] - '0';
 }
 
-void attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionMask& mask,
-               const AttentionParams& p, Tensor& out, Tensor& lse) {
+// The front function hands CUDA packed operands (ops/attention_kernels.h): their values are the
+// contiguous [BH, rows, cols] tensors the kernels index.
+void attention(const AttentionOperand& q_heads, const AttentionOperand& k_heads,
+               const AttentionOperand& v_heads, const AttentionMask& mask, const AttentionParams& p,
+               Tensor& out, Tensor& lse) {
+  const Tensor &q = q_heads.values, &k = k_heads.values, &v = v_heads.values;
   DeviceGuard guard(q.device());
   const int asked = requested_version();
   dispatch_floating(q.dtype(), kForward, [&](auto tag) {
@@ -676,13 +680,14 @@ void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Attentio
   });
 }
 
-void attention_backward(const Tensor& grad_out, const Tensor& q, const Tensor& k, const Tensor& v,
-                        const AttentionMask& mask, const Tensor& out, const Tensor& lse,
+void attention_backward(const AttentionOperand& grad_out, const AttentionOperand& q,
+                        const AttentionOperand& k, const AttentionOperand& v,
+                        const AttentionMask& mask, const AttentionOperand& out, const Tensor& lse,
                         const AttentionParams& p, Tensor& grad_q, Tensor& grad_k, Tensor& grad_v) {
-  DeviceGuard guard(q.device());
-  dispatch_floating(q.dtype(), kBackward, [&](auto tag) {
-    backward_typed<typename decltype(tag)::type>(grad_out, q, k, v, mask, out, lse, p, grad_q,
-                                                 grad_k, grad_v);
+  DeviceGuard guard(q.values.device());
+  dispatch_floating(q.values.dtype(), kBackward, [&](auto tag) {
+    backward_typed<typename decltype(tag)::type>(grad_out.values, q.values, k.values, v.values,
+                                                 mask, out.values, lse, p, grad_q, grad_k, grad_v);
   });
 }
 

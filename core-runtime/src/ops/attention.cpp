@@ -3,7 +3,9 @@
 // layout), and run the device's fused kernels.
 #include "ember/ops/attention.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -61,6 +63,22 @@ AttentionShape check_qkv(const char* op, const Tensor& q, const Tensor& k, const
   return s;
 }
 
+// Each head's offset into t, broadcast to [batch..., rows, cols]: its batch coordinates (row-major
+// over s.batch) dotted with t's strides; a contiguous int64 [BH] tensor on t's device.
+Tensor head_offsets(const Tensor& t, const AttentionShape& s) {
+  const int64_t nb = int64_t(s.batch.size());
+  std::vector<int64_t> offsets(size_t(s.heads()));
+  for (int64_t b = 0; b < s.heads(); ++b) {
+    int64_t rest = b, offset = 0;
+    for (int64_t d = nb - 1; d >= 0; --d) {
+      offset += (rest % s.batch[size_t(d)]) * t.stride(d);
+      rest /= s.batch[size_t(d)];
+    }
+    offsets[size_t(b)] = offset;
+  }
+  return Tensor::from_vector(offsets, {s.heads()}, t.device());
+}
+
 // The scores' bias: attn_mask checked against q and the problem's shape, viewed as the kernels
 // read it (AttentionMask). is_causal with a mask is an error, as in PyTorch.
 AttentionMask check_mask(const char* op, const Tensor& q, const Tensor& mask, bool is_causal,
@@ -92,17 +110,7 @@ AttentionMask check_mask(const char* op, const Tensor& q, const Tensor& mask, bo
   const int64_t nb = int64_t(s.batch.size());
   m.stride_l = m.values.stride(nb);
   m.stride_s = m.values.stride(nb + 1);
-  // Head b's offset: its batch coordinates (row-major over s.batch) dotted with the strides.
-  std::vector<int64_t> offsets(size_t(s.heads()));
-  for (int64_t b = 0; b < s.heads(); ++b) {
-    int64_t rest = b, offset = 0;
-    for (int64_t d = nb - 1; d >= 0; --d) {
-      offset += (rest % s.batch[size_t(d)]) * m.values.stride(d);
-      rest /= s.batch[size_t(d)];
-    }
-    offsets[size_t(b)] = offset;
-  }
-  m.offsets = Tensor::from_vector(offsets, {s.heads()}, q.device());
+  m.offsets = head_offsets(m.values, s);
   return m;
 }
 
@@ -129,10 +137,31 @@ AttentionParams params(const char* op, const AttentionShape& s, const AttentionD
   return p;
 }
 
-// t [*', rows, cols] broadcast to [batch..., rows, cols], contiguous, viewed as [BH, rows, cols].
-Tensor heads_view(const Tensor& t, const AttentionShape& s) {
+// t [*', rows, cols] broadcast to [batch..., rows, cols], as the kernels read it. The CPU kernels
+// read the heads in place (no copy of the transposed q, k, v views a GPT makes every layer, nor
+// of a batch broadcast) when BLAS can: the last dim unit-stride, rows apart by at least their
+// length and by a stride that fits BLAS's 32-bit leading dimension. Anything else, and every
+// other device, gets today's contiguous copy.
+AttentionOperand heads_operand(const Tensor& t, const AttentionShape& s) {
   const int64_t rows = t.size(-2), cols = t.size(-1);
-  return t.expand(s.with(rows, cols)).contiguous().view({s.heads(), rows, cols});
+  const Tensor full = t.expand(s.with(rows, cols));
+  AttentionOperand o;
+  if (t.device().is_cpu()) {
+    const int64_t nb = int64_t(s.batch.size());
+    const int64_t row_stride = full.stride(nb), col_stride = full.stride(nb + 1);
+    const int64_t min_ld = std::max<int64_t>(cols, 1);
+    const bool unit_cols = cols <= 1 || col_stride == 1;
+    const bool rows_apart = rows <= 1 || (row_stride >= min_ld && row_stride <= INT32_MAX);
+    if (unit_cols && rows_apart) {
+      o.values = full;
+      o.offsets = head_offsets(full, s);
+      o.row_stride = rows <= 1 ? min_ld : row_stride;  // one row: any stride BLAS accepts
+      return o;
+    }
+  }
+  o.values = full.contiguous().view({s.heads(), rows, cols});
+  o.row_stride = cols;
+  return o;
 }
 
 DType logsumexp_dtype(DType t) { return t == DType::Float64 ? DType::Float64 : DType::Float32; }
@@ -169,8 +198,8 @@ AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, c
   if (s.heads() == 0 || s.L == 0) return r;
   Tensor out = r.output.view({s.heads(), s.L, s.Ev});
   Tensor lse = r.logsumexp.view({s.heads(), s.L});
-  attention_kernel(q.device())(heads_view(q, s), heads_view(k, s), heads_view(v, s), mask, p, out,
-                               lse);
+  attention_kernel(q.device())(heads_operand(q, s), heads_operand(k, s), heads_operand(v, s), mask,
+                               p, out, lse);
   return r;
 }
 
@@ -205,10 +234,10 @@ AttentionGrads scaled_dot_product_attention_backward(const Tensor& grad_out, con
   Tensor dq = g.grad_q.view({s.heads(), s.L, s.E});
   Tensor dk = g.grad_k.view({s.heads(), s.S, s.E});
   Tensor dv = g.grad_v.view({s.heads(), s.S, s.Ev});
-  attention_backward_kernel(q.device())(heads_view(grad_out, s), heads_view(q, s), heads_view(k, s),
-                                        heads_view(v, s), mask, heads_view(output, s),
-                                        logsumexp.contiguous().view({s.heads(), s.L}), p, dq, dk,
-                                        dv);
+  attention_backward_kernel(
+      q.device())(heads_operand(grad_out, s), heads_operand(q, s), heads_operand(k, s),
+                  heads_operand(v, s), mask, heads_operand(output, s),
+                  logsumexp.contiguous().view({s.heads(), s.L}), p, dq, dk, dv);
   return g;
 }
 

@@ -2,11 +2,17 @@
 // view and the dropout draw; the slots are in kernels.def (internal header).
 //
 // Layout the front function (ops/attention.cpp) hands to kernels: the batch dims flattened into
-// one dim of BH "heads", every tensor contiguous:
+// one dim of BH "heads":
 //   q, grad_q: [BH, L, E]   k, grad_k: [BH, S, E]   v, grad_v: [BH, S, Ev]
 //   out, grad_out: [BH, L, Ev]   logsumexp: [BH, L] in the compute dtype (float32 for float16 and
 //   bfloat16 inputs, float64 for float64)
-// and the mask, a broadcast view that cannot in general be flattened that way, as AttentionMask.
+// The results (out, logsumexp, grad_q, grad_k, grad_v) and the backward's logsumexp are
+// contiguous. The inputs q, k, v, grad_out and the backward's out come as AttentionOperand:
+//   - on CPU, read in place when the last dim has stride 1 and rows do not overlap (a row stride
+//     of at least the row's length; BLAS's leading dimension): the transposed per-head views of
+//     one qkv projection (a GPT) and batch broadcasts (stride 0) then cost no copy;
+//   - otherwise (other devices, or an unusual layout) a contiguous copy, offsets undefined.
+// The mask, a broadcast view that cannot in general be flattened that way, is an AttentionMask.
 #pragma once
 #include <cstdint>
 
@@ -27,6 +33,16 @@ struct AttentionMask {
   Tensor offsets;
   int64_t stride_l = 0;
   int64_t stride_s = 0;
+};
+
+// Row r, column c of head b is at values.data() + offsets[b] + r * row_stride + c (in elements);
+// offsets is a contiguous int64 [BH] tensor on the kernels' device. Undefined offsets: values is
+// contiguous [BH, rows, cols] (offsets[b] = b * rows * cols, row_stride = cols).
+struct AttentionOperand {
+  Tensor values;
+  Tensor offsets;
+  int64_t row_stride = 0;
+  bool packed() const { return !offsets.defined(); }
 };
 
 struct AttentionParams {
