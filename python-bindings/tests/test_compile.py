@@ -244,6 +244,61 @@ def test_a_replaced_parameter_traces_again():
     assert f.traces == 2
 
 
+@pytest.mark.parametrize("change", ["training flag", "register_buffer", "to", "append",
+                                    "setitem", "delattr", "attribute"])
+def test_every_way_of_changing_a_module_traces_again(change):
+    # The module guards are read again only after nn.module.structure_version() moves: each
+    # way of changing a module must move it.
+    model = nn.Sequential(nn.Linear(3, 2), nn.Dropout(0.5))
+    model[0].register_buffer("offset", ember.zeros(2))
+    extra = nn.ModuleList([nn.Linear(2, 2)])
+
+    @ember.compile
+    def f(x):
+        out = model(x) + model[0].offset
+        for m in extra:
+            out = m(out)
+        return out.sum()
+
+    x = ember.ones(4, 3)
+    f(x)
+    f(x)
+    with pytest.warns(ember._compile.RetraceWarning):
+        if change == "training flag":
+            model[1].training = False  # one submodule, by attribute
+        elif change == "register_buffer":
+            model[0].register_buffer("offset", ember.ones(2))
+        elif change == "to":
+            model.to(ember.float64)
+            extra.to(ember.float64)
+            x = x.double()
+        elif change == "append":
+            extra.append(nn.Linear(2, 2))
+        elif change == "setitem":
+            model[1] = nn.Dropout(0.25)  # the same tensors and modes, another p
+        elif change == "attribute":
+            model[1].p = 0.0
+        else:
+            del extra[0].bias
+            extra[0].bias = None
+        f(x)
+    assert f.traces == 2
+
+
+def test_module_guards_are_not_read_again_while_nothing_changes(monkeypatch):
+    model, opt = build("cnn")
+    step = ember.compile(make_step(model, opt, "cnn"))
+    x, y = batches("cnn", 1)[0]
+    step(x, y)
+    step(x, y)
+    walks = []
+    real = nn.Module.modules
+    monkeypatch.setattr(nn.Module, "modules", lambda self: walks.append(1) or real(self))
+    for _ in range(3):
+        step(x, y)
+    assert walks == [] and step.replays >= 3
+
+
 CAPTURE = {
     "item": ("loss.item()", "item"),
     "tolist": ("loss.tolist()", "tolist"),

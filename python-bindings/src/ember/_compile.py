@@ -27,7 +27,7 @@ import warnings
 import weakref
 
 from ember import _core
-from ember.nn.module import Module
+from ember.nn.module import Module, structure_version
 from ember.optim.optimizer import Optimizer
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -66,6 +66,22 @@ def _state_names(owners):
     return names
 
 
+_MODULE_TABLES = ("training", "_parameters", "_buffers", "_modules")
+
+
+def _plain_attributes(module):
+    """'p=0.5, inplace=False': a module's attributes other than its tables and mode; values that
+    are not plain numbers, strings or tuples of them stand as their type and identity."""
+    def text(v):
+        if v is None or isinstance(v, (bool, int, float, str)):
+            return repr(v)
+        if isinstance(v, (tuple, list)) and all(x is None or isinstance(x, (bool, int, float, str))
+                                                for x in v):
+            return repr(v)
+        return f"<{type(v).__name__} {id(v):x}>"
+    return ", ".join(f"{k}={text(v)}" for k, v in vars(module).items() if k not in _MODULE_TABLES)
+
+
 def _user_frame(error):
     """'file:line: code' of the innermost frame of the traceback outside the ember package."""
     for frame in reversed(traceback.extract_tb(error.__traceback__)):
@@ -92,6 +108,7 @@ class CompiledFunction:
         self._owners = []
         self._specs = {}  # plan id -> how the returned tensors are structured
         self._call = None  # the current call's arguments, while the step runs
+        self._module_guards = None  # (structure_version(), the module guards read then)
 
     # ---- the call ----
     def __call__(self, *args, **kwargs):
@@ -141,6 +158,20 @@ class CompiledFunction:
 
     def _guards(self):
         """The guards the engine cannot see: training modes, the non-tensor arguments."""
+        version = structure_version()
+        if self._module_guards is None or self._module_guards[0] != version:
+            self._module_guards = (version, self._read_module_guards())
+        out = list(self._module_guards[1])
+        args, kwargs = self._call
+        for i, a in enumerate(list(args) + list(kwargs.values())):
+            if not isinstance(a, _core.Tensor):
+                out.append((f"argument {i}", f"{type(a).__name__} {a!r}"))
+        return out
+
+    def _read_module_guards(self):
+        """Each module's training modes and the identity of its parameters and buffers: read
+        again only after a module changed (nn.module.structure_version), since walking every
+        module at every call costs more than a small step's replay."""
         out = []
         for name, obj in self._owners:
             if isinstance(obj, Module):
@@ -151,10 +182,12 @@ class CompiledFunction:
                 tensors = [*obj.parameters(), *(b for b in obj.buffers() if b is not None)]
                 ids = hash(tuple(id(t) for t in tensors))
                 out.append((f"{name} tensors", f"{len(tensors)} objects, identity {ids:x}"))
-        args, kwargs = self._call
-        for i, a in enumerate(list(args) + list(kwargs.values())):
-            if not isinstance(a, _core.Tensor):
-                out.append((f"argument {i}", f"{type(a).__name__} {a!r}"))
+                # The numbers a module's forward reads from its attributes (Dropout's p,
+                # BatchNorm's momentum, a stride) are constants of the traced graph.
+                for path, m in obj.named_modules():
+                    attrs = _plain_attributes(m)
+                    if attrs:
+                        out.append((f"{name}.{path}" if path else name, attrs))
         return out
 
     def _warn(self, message):

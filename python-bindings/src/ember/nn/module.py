@@ -18,6 +18,23 @@ from ember.nn.parameter import Parameter
 
 _calls = threading.local()  # the stack of module calls in progress, per thread
 
+# Bumped by every change to any module's attributes, tables or modes, so that a compiled step
+# (ember.compile) recomputes its module guards only after something changed rather than walking
+# every module at every call. Any module's change bumps it: a needless recomputation is cheap, a
+# missed one would replay a stale plan.
+_structure_version = 0
+
+
+def _structure_changed():
+    global _structure_version
+    _structure_version += 1
+
+
+def structure_version():
+    """A number that changes whenever any module's attributes, parameters, buffers, submodules
+    or training mode change."""
+    return _structure_version
+
 
 def _name_tensors(module, prefix):
     """Gives every parameter and buffer of module its dotted name under prefix ('0.weight',
@@ -73,6 +90,7 @@ class Module:
             raise AttributeError(
                 f"{type(self).__name__}: call super().__init__() before assigning '{name}'"
             )
+        _structure_changed()
         if isinstance(value, (Parameter, Module)):
             self._forget(name)
             table = self._parameters if isinstance(value, Parameter) else self._modules
@@ -103,6 +121,7 @@ class Module:
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __delattr__(self, name):
+        _structure_changed()
         for table in (self._parameters, self._buffers, self._modules):
             if name in table:
                 del table[name]
@@ -112,6 +131,7 @@ class Module:
     def register_buffer(self, name, tensor, persistent=True):
         """Registers a tensor that is state but not a parameter (BatchNorm's running stats); it
         is in state_dict() unless persistent is False, and moves with to()."""
+        _structure_changed()
         self._buffers[name] = tensor
         _name_entry(self, name, tensor)
         if not persistent:
@@ -119,11 +139,13 @@ class Module:
 
     def register_parameter(self, name, param):
         """Registers a Parameter (or None) under name, as assigning it does."""
+        _structure_changed()
         self._parameters[name] = param
         _name_entry(self, name, param)
 
     def add_module(self, name, module):
         """Registers a submodule under name, as assigning it does."""
+        _structure_changed()
         self._modules[name] = module
         _name_entry(self, name, module)
 
@@ -225,6 +247,7 @@ class Module:
     # ---- modes and bulk operations ----
     def train(self, mode=True):
         """Sets training mode (Dropout drops, BatchNorm uses batch statistics) here and below."""
+        _structure_changed()
         for m in self.modules():
             object.__setattr__(m, "training", bool(mode))
         return self
@@ -255,6 +278,7 @@ class Module:
         """Moves and/or casts every parameter and buffer (integer buffers only move), as
         Tensor.to takes its arguments. A parameter that changes becomes a new Parameter (build
         optimizers after to()); one already there stays itself. Returns self."""
+        _structure_changed()
         for module in self.modules():
             for name, p in module._parameters.items():
                 moved = p.detach().to(*args, **kwargs) if p is not None else None
