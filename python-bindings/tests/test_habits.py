@@ -113,6 +113,15 @@ def test_sequential_and_modulelist_slices_keep_their_type_and_modules():
     assert ml[-1] is layers[2] and len(ml[5:]) == 0
 
 
+def test_sequential_item_assignment_replaces_the_module_under_its_name():
+    seq = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+    relu6 = nn.Tanh()
+    seq[-1] = relu6
+    assert seq[1] is relu6 and [n for n, _ in seq.named_children()] == ["0", "1"]
+    with pytest.raises(IndexError, match="index 2 is out of range for 2 modules"):
+        seq[2] = nn.ReLU()
+
+
 # ---- unbatched 2-D layers ----
 
 @pytest.mark.parametrize("make", [

@@ -35,6 +35,16 @@ class Sequential(Module):
             return type(self)(OrderedDict(list(self._modules.items())[i]))
         return list(self._modules.values())[i]
 
+    def __setitem__(self, i, module):
+        """Puts module in place of the one at index i (under the same name), as PyTorch's."""
+        self.add_module(self._name_at(i), module)
+
+    def _name_at(self, i):
+        names = list(self._modules)
+        if not isinstance(i, int) or not -len(names) <= i < len(names):
+            raise IndexError(f"Sequential: index {i!r} is out of range for {len(names)} modules")
+        return names[i]
+
     def __len__(self):
         return len(self._modules)
 
