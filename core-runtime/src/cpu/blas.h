@@ -79,6 +79,10 @@ void gemm_one_thread(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k
 // kept single-threaded, and a GEMM called outside a parallel loop is split here over Ember's pool
 // instead, to ember::get_num_threads() threads: C's rows (or, when it has few, its columns) in
 // equal bands, one single-threaded GEMM each. With another BLAS the first part does nothing.
+// A band's GEMM may round some elements differently from the whole one on CPUs where the BLAS
+// computes the tiles at a band's edge with another kernel (a 700-row product split at row 350
+// differed in the last bits of rows 336-349 on a 16-core Xeon), so a GEMM's bits, unlike those of
+// Ember's own kernels, can depend on the thread count, as with PyTorch's BLAS.
 inline void keep_blas_single_threaded() {
   static const bool done = [] {
     if (EMBER_BLAS(openblas_set_num_threads)) EMBER_BLAS(openblas_set_num_threads)(1);
