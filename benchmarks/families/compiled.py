@@ -25,6 +25,7 @@ one process, on the digits CNN step of the training family (its network, loss an
 
 import gc
 import re
+import sys
 import time
 from dataclasses import dataclass
 
@@ -94,6 +95,10 @@ def stepper(compiled, torch_compile=False):
         x, labels = images(r, p["batch"])
         for _ in range(3):  # trace (or torch.compile) and warm up before the clock
             step(x, labels)
+        if hasattr(step, "explain") and str(r.device).startswith("cuda"):
+            # Whether the replay runs as one CUDA graph, and if not why: into the run's log.
+            replay = step.explain().split("== replay ==")[-1].split("==")[0].strip()
+            print(f"compiled step on {r.device}, batch {p['batch']}: {replay}", file=sys.stderr)
         return lambda: step(x, labels)
     return build
 
