@@ -300,44 +300,43 @@ template <class T> void conv2d_grad_bias(const Tensor& grad_out, Tensor& grad_bi
 bool is_half(DType t) { return t == DType::Float16 || t == DType::BFloat16; }
 Tensor to_float32(const Tensor& t) { return t.defined() ? t.to(DType::Float32) : t; }
 
-// float16/bfloat16: BLAS has no half GEMM, so these run in float32 and round the result once.
+// Runs run(TypeTag<T>{}, cast, result) with T the type result is computed in. float16/bfloat16:
+// BLAS has no half GEMM, so these run in float32 (cast converts each input, into a float32
+// result) and round the result once.
+template <class Run> void in_gemm_precision(Tensor& result, const char* op, Run run) {
+  if (is_half(result.dtype())) {
+    Tensor result32 = Tensor::empty(result.shape(), DType::Float32, Device(), op);
+    run(TypeTag<float>{}, to_float32, result32);
+    result.copy_(result32);
+  } else {
+    const auto as_is = [](const Tensor& t) -> const Tensor& { return t; };
+    if (result.dtype() == DType::Float32) {
+      run(TypeTag<float>{}, as_is, result);
+    } else {
+      run(TypeTag<double>{}, as_is, result);
+    }
+  }
+}
+
 void conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& out,
             const Conv2dParams& p) {
-  if (is_half(out.dtype())) {
-    Tensor out32 = Tensor::empty(out.shape(), DType::Float32, Device(), "conv2d");
-    conv2d_forward<float>(to_float32(x), to_float32(w), to_float32(bias), out32, p);
-    out.copy_(out32);
-  } else if (out.dtype() == DType::Float32) {
-    conv2d_forward<float>(x, w, bias, out, p);
-  } else {
-    conv2d_forward<double>(x, w, bias, out, p);
-  }
+  in_gemm_precision(out, "conv2d", [&](auto tag, auto cast, Tensor& result) {
+    conv2d_forward<typename decltype(tag)::type>(cast(x), cast(w), cast(bias), result, p);
+  });
 }
 
 void conv2d_backward_input(const Tensor& grad_out, const Tensor& w, Tensor& grad_x,
                            const Conv2dParams& p) {
-  if (is_half(grad_x.dtype())) {
-    Tensor gx32 = Tensor::empty(grad_x.shape(), DType::Float32, Device(), "conv2d_backward_input");
-    conv2d_grad_input<float>(to_float32(grad_out), to_float32(w), gx32, p);
-    grad_x.copy_(gx32);
-  } else if (grad_x.dtype() == DType::Float32) {
-    conv2d_grad_input<float>(grad_out, w, grad_x, p);
-  } else {
-    conv2d_grad_input<double>(grad_out, w, grad_x, p);
-  }
+  in_gemm_precision(grad_x, "conv2d_backward_input", [&](auto tag, auto cast, Tensor& result) {
+    conv2d_grad_input<typename decltype(tag)::type>(cast(grad_out), cast(w), result, p);
+  });
 }
 
 void conv2d_backward_weight(const Tensor& grad_out, const Tensor& x, Tensor& grad_w,
                             const Conv2dParams& p) {
-  if (is_half(grad_w.dtype())) {
-    Tensor gw32 = Tensor::empty(grad_w.shape(), DType::Float32, Device(), "conv2d_backward_weight");
-    conv2d_grad_weight<float>(to_float32(grad_out), to_float32(x), gw32, p);
-    grad_w.copy_(gw32);
-  } else if (grad_w.dtype() == DType::Float32) {
-    conv2d_grad_weight<float>(grad_out, x, grad_w, p);
-  } else {
-    conv2d_grad_weight<double>(grad_out, x, grad_w, p);
-  }
+  in_gemm_precision(grad_w, "conv2d_backward_weight", [&](auto tag, auto cast, Tensor& result) {
+    conv2d_grad_weight<typename decltype(tag)::type>(cast(grad_out), cast(x), result, p);
+  });
 }
 
 void conv2d_backward_bias(const Tensor& grad_out, Tensor& grad_bias) {
