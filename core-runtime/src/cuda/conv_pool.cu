@@ -597,52 +597,41 @@ void max_pool2d_backward(const Tensor& go, const Tensor& indices, Tensor& grad_x
   });
 }
 
-void avg_pool2d(const Tensor& x, Tensor& out, const Pool2dParams& p) {
-  const char* op = "avg_pool2d";
-  const PoolShape s = pool_shape(x.shape(), out.shape(), p, op);
-  DeviceGuard guard(x.device());
-  dispatch_floating(x.dtype(), op, [&](auto tag) {
+// The average pools, forward and backward, fixed and adaptive windows: one thread per element
+// of dst, reading src, on the device of in (x for a forward, grad_x for a backward). They differ
+// only in the kernel, which kernel_for(tag) picks for the element type.
+template <class KernelFor>
+void launch_avg_pool(const char* op, const Tensor& src, Tensor& dst, const Tensor& in,
+                     const Tensor& out, const Pool2dParams& p, KernelFor kernel_for) {
+  const PoolShape s = pool_shape(in.shape(), out.shape(), p, op);
+  DeviceGuard guard(in.device());
+  dispatch_floating(src.dtype(), op, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    launch_pool(op, x, out.numel(), {&x, &out}, [&](unsigned blocks, cudaStream_t st) {
-      avg_pool_forward<T><<<blocks, 256, 0, st>>>(x.data<T>(), s, out.data<T>());
+    const auto kernel = kernel_for(tag);
+    launch_pool(op, src, dst.numel(), {&src, &dst}, [&](unsigned blocks, cudaStream_t st) {
+      kernel<<<blocks, 256, 0, st>>>(src.data<T>(), s, dst.data<T>());
     });
   });
+}
+
+void avg_pool2d(const Tensor& x, Tensor& out, const Pool2dParams& p) {
+  launch_avg_pool("avg_pool2d", x, out, x, out, p,
+                  [](auto tag) { return &avg_pool_forward<typename decltype(tag)::type>; });
 }
 
 void avg_pool2d_backward(const Tensor& go, Tensor& grad_x, const Pool2dParams& p) {
-  const char* op = "avg_pool2d_backward";
-  const PoolShape s = pool_shape(grad_x.shape(), go.shape(), p, op);
-  DeviceGuard guard(grad_x.device());
-  dispatch_floating(go.dtype(), op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    launch_pool(op, go, grad_x.numel(), {&go, &grad_x}, [&](unsigned blocks, cudaStream_t st) {
-      avg_pool_backward<T><<<blocks, 256, 0, st>>>(go.data<T>(), s, grad_x.data<T>());
-    });
-  });
+  launch_avg_pool("avg_pool2d_backward", go, grad_x, grad_x, go, p,
+                  [](auto tag) { return &avg_pool_backward<typename decltype(tag)::type>; });
 }
 
 void adaptive_avg_pool2d(const Tensor& x, Tensor& out) {
-  const char* op = "adaptive_avg_pool2d";
-  const PoolShape s = pool_shape(x.shape(), out.shape(), Pool2dParams{}, op);
-  DeviceGuard guard(x.device());
-  dispatch_floating(x.dtype(), op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    launch_pool(op, x, out.numel(), {&x, &out}, [&](unsigned blocks, cudaStream_t st) {
-      adaptive_avg_forward<T><<<blocks, 256, 0, st>>>(x.data<T>(), s, out.data<T>());
-    });
-  });
+  launch_avg_pool("adaptive_avg_pool2d", x, out, x, out, Pool2dParams{},
+                  [](auto tag) { return &adaptive_avg_forward<typename decltype(tag)::type>; });
 }
 
 void adaptive_avg_pool2d_backward(const Tensor& go, Tensor& grad_x) {
-  const char* op = "adaptive_avg_pool2d_backward";
-  const PoolShape s = pool_shape(grad_x.shape(), go.shape(), Pool2dParams{}, op);
-  DeviceGuard guard(grad_x.device());
-  dispatch_floating(go.dtype(), op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    launch_pool(op, go, grad_x.numel(), {&go, &grad_x}, [&](unsigned blocks, cudaStream_t st) {
-      adaptive_avg_backward<T><<<blocks, 256, 0, st>>>(go.data<T>(), s, grad_x.data<T>());
-    });
-  });
+  launch_avg_pool("adaptive_avg_pool2d_backward", go, grad_x, grad_x, go, Pool2dParams{},
+                  [](auto tag) { return &adaptive_avg_backward<typename decltype(tag)::type>; });
 }
 
 }  // namespace
