@@ -57,6 +57,14 @@ def committed_rows() -> list[dict]:
     return rows
 
 
+def save(fig, path: Path) -> Path:
+    """Lays fig out, writes it to path at the plots' resolution and closes it; returns path."""
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def plot(rows: list[dict], out: Path) -> list[Path]:
     groups = defaultdict(lambda: defaultdict(list))  # (device, benchmark, metric) -> case -> rows
     for r in rows:
@@ -84,11 +92,7 @@ def plot(rows: list[dict], out: Path) -> list[Path]:
             ax.set_yscale("log")  # sizes from small to large span decades
         ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
         fig.autofmt_xdate()
-        fig.tight_layout()
-        path = out / f"{device}_{benchmark}_{metric}.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        written.append(path)
+        written.append(save(fig, out / f"{device}_{benchmark}_{metric}.png"))
     return written
 
 
@@ -139,11 +143,7 @@ def plot_sweeps(rows: list[dict], out: Path) -> list[Path]:
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.legend(fontsize=8)
-        fig.tight_layout()
-        path = out / f"{device}_{benchmark}_{case}_{metric}_by_{SWEEP}.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        written.append(path)
+        written.append(save(fig, out / f"{device}_{benchmark}_{case}_{metric}_by_{SWEEP}.png"))
     return written
 
 

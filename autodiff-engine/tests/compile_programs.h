@@ -15,6 +15,14 @@ namespace ember::autodiff::compile::test {
 
 inline TensorType f32(Shape shape) { return TensorType{std::move(shape), DType::Float32, {}}; }
 
+// A parameter that is also one of p's state slots (bound to the live tensor each call, written
+// back when the step updates it), as tracing makes a model's weight.
+inline Val state_parameter(Program& p, TensorType type, const std::string& name) {
+  Val v = p.graph->parameter(std::move(type), name);
+  p.state.push_back({v.id, StateKind::Parameter, name});
+  return v;
+}
+
 // p -= lr * g, written into p: output 0 aliases input 0, as an optimizer's update does.
 inline const OpDef& sgd_update_op() {
   static const OpDef def{"test_sgd_update",
@@ -161,6 +169,22 @@ inline std::vector<Tensor> run_planned(const Program& p, const MemoryPlan& plan,
   std::vector<Tensor> out;
   for (ValueId v : p.returned) out.push_back(env[size_t(v)].clone());
   return out;
+}
+
+// Runs `before` as it is and `after` replayed from its own memory plan (run_planned), each from
+// a copy of `state`; expects the same returned values and the same state afterwards, bit for bit.
+inline void expect_same_planned_step(const Program& before, const Program& after,
+                                     const std::vector<Tensor>& inputs,
+                                     const std::vector<Tensor>& state) {
+  Explain pe;
+  const MemoryPlan plan = plan_memory(after, output_allocations(after), pe);
+  std::vector<Tensor> s1 = copies(state), s2 = copies(state);
+  int64_t misses = 0;
+  const std::vector<Tensor> want = run_program(before, inputs, s1);
+  const std::vector<Tensor> got = run_planned(after, plan, inputs, s2, &misses);
+  ASSERT_EQ(want.size(), got.size());
+  for (size_t i = 0; i < want.size(); ++i) expect_same(want[i], got[i]);
+  for (size_t i = 0; i < s1.size(); ++i) expect_same(s1[i], s2[i]);
 }
 
 inline std::vector<Tensor> random_state(const Program& p, uint64_t seed) {

@@ -27,6 +27,11 @@ namespace gradcheck {
 namespace ad = ember::autodiff;
 using Fn = std::function<ad::Variable(const std::vector<ad::Variable>&)>;
 
+// A float64 input of a graph on the CPU, for the tests of the shape rules.
+inline ad::Val f64_input(ad::Graph& g, const ember::Shape& shape) {
+  return g.input(ad::TensorType{shape, ember::DType::Float64, ember::Device()});
+}
+
 struct Options {
   double eps = 1e-6;
   double atol = 1e-5;

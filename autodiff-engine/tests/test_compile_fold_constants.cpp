@@ -10,8 +10,7 @@ TEST(FoldConstants, ComputesNodesOverConstantsOnce) {
   p.graph = std::make_unique<Graph>();
   Graph& g = *p.graph;
   Val x = g.input(f32({3}), "x");
-  Val w = g.parameter(f32({3}), "w");
-  p.state.push_back({w.id, StateKind::Parameter, "w"});
+  Val w = state_parameter(p, f32({3}), "w");
   Val c = g.constant(ember::full({3}, 2.0), "two");
   Val folded = exp(mul(c, c));  // two nodes over constants
   Val kept = mul(w, folded);    // reads state: stays

@@ -66,8 +66,7 @@ TEST(FuseElementwise, GroupsOfOneOpAreLeft) {
   p.graph = std::make_unique<Graph>();
   Graph& g = *p.graph;
   Val x = g.input(f32({4, 8}), "x");
-  Val w = g.parameter(f32({8, 8}), "w");
-  p.state.push_back({w.id, StateKind::Parameter, "w"});
+  Val w = state_parameter(p, f32({8, 8}), "w");
   Val a = relu(matmul(x, w));
   p.returned = {sum(matmul(a, w)).id};
   Explain e;
@@ -84,8 +83,7 @@ TEST(FuseElementwise, AValueReadAfterTheGroupBecomesASecondOutput) {
   p.graph = std::make_unique<Graph>();
   Graph& g = *p.graph;
   Val x = g.input(f32({4, 8}), "x");
-  Val w = g.parameter(f32({8, 8}), "w");
-  p.state.push_back({w.id, StateKind::Parameter, "w"});
+  Val w = state_parameter(p, f32({8, 8}), "w");
   Val a = exp(x);     // read by the matmul too: written by the group as well
   Val b = a + 1.0;    // in the group
   Val c = mul(b, b);  // the group's root
@@ -105,13 +103,7 @@ TEST(FuseElementwise, AValueReadAfterTheGroupBecomesASecondOutput) {
   const std::vector<Tensor> in = {randn({4, 8})};
   expect_same_step(p, q, in, random_state(p, 2));
   // Replayed from the plan's arena: both outputs are planned requests of the fused node.
-  Explain pe;
-  const MemoryPlan plan = plan_memory(q, output_allocations(q), pe);
-  std::vector<Tensor> s1 = random_state(p, 2), s2 = copies(s1);
-  int64_t misses = 0;
-  const std::vector<Tensor> want = run_program(p, in, s1);
-  const std::vector<Tensor> got = run_planned(q, plan, in, s2, &misses);
-  for (size_t i = 0; i < want.size(); ++i) expect_same(want[i], got[i]);
+  expect_same_planned_step(p, q, in, random_state(p, 2));
 }
 
 // a = exp(x) is read by a matmul whose result the group reads: taking a in would need the matmul
@@ -121,8 +113,7 @@ TEST(FuseElementwise, AReaderBeforeTheRootStopsTheGroup) {
   p.graph = std::make_unique<Graph>();
   Graph& g = *p.graph;
   Val x = g.input(f32({4, 8}), "x");
-  Val w = g.parameter(f32({8, 8}), "w");
-  p.state.push_back({w.id, StateKind::Parameter, "w"});
+  Val w = state_parameter(p, f32({8, 8}), "w");
   Val a = exp(x);
   Val d = matmul(a, w);     // reads a, read by the group
   Val c = mul(a + 1.0, d);  // a + 1 joins; a cannot
@@ -190,9 +181,8 @@ TEST(FuseElementwise, AnInPlaceWriteInBetweenKeepsTheNodeOut) {
     Program p;
     p.graph = std::make_unique<Graph>();
     Graph& g = *p.graph;
-    Val w = g.parameter(f32({8}), "w");
+    Val w = state_parameter(p, f32({8}), "w");
     Val grad = g.input(f32({8}), "grad");
-    p.state.push_back({w.id, StateKind::Parameter, "w"});
     Val a = w * 2.0;
     Val updated;
     if (update_between) updated = g.add(sgd_update_op(), {w, grad}, {{"lr", 0.5}})[0];
@@ -250,12 +240,7 @@ TEST(FuseElementwise, AnInPlaceWriteOfAGroupValueBeforeTheRootSplitsTheGroup) {
     manual_seed(6);
     const std::vector<Tensor> in = {randn({8})};
     expect_same_step(p, q, in, {});
-    Explain pe;
-    const MemoryPlan plan = plan_memory(q, output_allocations(q), pe);
-    int64_t misses = 0;
-    const std::vector<Tensor> want = run_program(p, in, {});
-    const std::vector<Tensor> got = run_planned(q, plan, in, {}, &misses);
-    for (size_t i = 0; i < want.size(); ++i) expect_same(want[i], got[i]);
+    expect_same_planned_step(p, q, in, {});
   }
 }
 
@@ -265,8 +250,7 @@ TEST(FuseElementwise, TheBackwardFusesAndTheMemoryPlanSeesFewerBuffers) {
   p.graph = std::make_unique<Graph>();
   Graph& g = *p.graph;
   Val x = g.input(f32({32, 64}), "x");
-  Val w = g.parameter(f32({64, 64}), "w");
-  p.state.push_back({w.id, StateKind::Parameter, "w"});
+  Val w = state_parameter(p, f32({64, 64}), "w");
   Val h = relu(matmul(x, w));
   Val loss = mean(tanh(h * h * 3.0 + 1.0));
   Val dw = grad({loss}, {w})[0];
@@ -347,8 +331,7 @@ TEST(FuseElementwise, RandomProgramsEqualUnfusedBitForBit) {
     Program p;
     p.graph = std::make_unique<Graph>();
     Graph& g = *p.graph;
-    Val w = g.parameter(f32({4, 8}), "w");
-    p.state.push_back({w.id, StateKind::Parameter, "w"});
+    Val w = state_parameter(p, f32({4, 8}), "w");
     std::vector<Val> pool = {g.input(f32({4, 8}), "x"), g.input(f32({8}), "row"),
                              g.input(f32({4, 1}), "column"), w};
     const int nodes = 6 + int(pick(10)), update_at = int(pick(size_t(nodes)));
@@ -426,14 +409,7 @@ TEST(FuseElementwise, RandomProgramsEqualUnfusedBitForBit) {
     const std::vector<Tensor> state = random_state(p, uint64_t(100 + trial));
     SCOPED_TRACE(p.str() + "\n" + e.str());
     expect_same_step(p, q, in, state);
-    Explain pe;
-    const MemoryPlan plan = plan_memory(q, output_allocations(q), pe);
-    std::vector<Tensor> s1 = copies(state), s2 = copies(state);
-    int64_t misses = 0;
-    const std::vector<Tensor> want = run_program(p, in, s1);
-    const std::vector<Tensor> got = run_planned(q, plan, in, s2, &misses);
-    for (size_t i = 0; i < want.size(); ++i) expect_same(want[i], got[i]);
-    expect_same(s1[0], s2[0]);
+    expect_same_planned_step(p, q, in, state);
   }
   EXPECT_GE(fused_total, 12);        // the programs do fuse
   EXPECT_GE(bounded_by_updates, 1);  // and the update in the middle bounds some groups

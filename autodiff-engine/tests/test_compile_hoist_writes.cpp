@@ -65,8 +65,7 @@ TEST(HoistWrites, AWriteNeverPassesAReadOfItsBuffer) {
   p.graph = std::make_unique<Graph>();
   Graph& g = *p.graph;
   Val x = g.input(f32({4}), "x");
-  Val w = g.parameter(f32({4}), "w");
-  p.state.push_back({w.id, StateKind::Parameter, "w"});
+  Val w = state_parameter(p, f32({4}), "w");
   Val a = exp(x);
   Val read = mul(w, x);  // reads w before the write below: the write may not pass it
   Val b = exp(a);

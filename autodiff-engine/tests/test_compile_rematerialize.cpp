@@ -26,15 +26,7 @@ TEST(Rematerialize, FitsTheBudgetAndKeepsTheStepExact) {
   std::vector<Tensor> inputs = {ember::randn({128, 32})};
   std::vector<Tensor> state = random_state(p, 9);
   expect_same_step(p, q, inputs, state);
-  // Replayed in its plan, too.
-  std::vector<Tensor> s1 = copies(state), s2 = copies(state);
-  std::vector<Tensor> expected = run_program(p, inputs, s1);
-  Explain pe;
-  MemoryPlan plan = plan_memory(q, output_allocations(q), pe);
-  int64_t misses = 0;
-  std::vector<Tensor> got = run_planned(q, plan, inputs, s2, &misses);
-  expect_same(got[0], expected[0]);
-  for (size_t s = 0; s < s1.size(); ++s) expect_same(s1[s], s2[s]);
+  expect_same_planned_step(p, q, inputs, state);  // replayed in its plan, too
 }
 
 TEST(Rematerialize, ABudgetAlreadyMetChangesNothing) {
@@ -72,8 +64,7 @@ TEST(Rematerialize, NeverRecomputesRandomNodes) {
   p.graph = std::make_unique<Graph>();
   Graph& g = *p.graph;
   Val x = g.input(f32({64, 64}), "x");
-  Val w = g.parameter(f32({64, 64}), "w");
-  p.state.push_back({w.id, StateKind::Parameter, "w"});
+  Val w = state_parameter(p, f32({64, 64}), "w");
   Val h = x;
   for (int l = 0; l < 4; ++l) h = dropout(relu(linear(h, w)), 0.5);
   Val loss = mean(mul(h, h));

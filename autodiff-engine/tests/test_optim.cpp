@@ -10,24 +10,18 @@
 #include "ember/autodiff/optim/rmsprop.h"
 #include "ember/autodiff/optim/sgd.h"
 #include "ember/ops/creation.h"
+#include "optim_problem.h"
 
 namespace ad = ember::autodiff;
 namespace optim = ember::autodiff::optim;
 using ember::Tensor;
-using Vec = std::vector<double>;
+using optim_test::Vec;
 
 namespace {
 
-const Vec kStart = {1.0, -2.0, 0.5, 3.0, -0.25, 0.75};
-
-// The gradient at step t of a quadratic loss with a drifting linear term:
-//   g_i = (1 + 0.5 i) p_i + 0.1 (t + 1) (-1)^i
-Vec grad_at(const Vec& p, int t) {
-  Vec g(p.size());
-  for (size_t i = 0; i < p.size(); ++i)
-    g[i] = (1 + 0.5 * i) * p[i] + 0.1 * (t + 1) * (i % 2 ? -1 : 1);
-  return g;
-}
+using optim_test::expect_near;
+using optim_test::grad_at;
+using optim_test::kStart;
 
 // Runs `steps` steps of `opt` over p (float64 [2, 3]), each from grad_at of p's current values.
 Vec run(optim::Optimizer& opt, const ad::Variable& p, int steps) {
@@ -40,12 +34,6 @@ Vec run(optim::Optimizer& opt, const ad::Variable& p, int steps) {
 }
 
 ad::Variable param() { return ad::Variable(Tensor::from_vector(kStart, {2, 3}), true); }
-
-void expect_near(const Vec& got, const Vec& want, double tol = 1e-12) {
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i)
-    EXPECT_NEAR(got[i], want[i], tol * (1 + std::abs(want[i]))) << "element " << i;
-}
 
 // ---- the references: torch.optim's update formulas, one element at a time ----
 

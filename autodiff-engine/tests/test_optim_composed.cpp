@@ -9,24 +9,19 @@
 #include "ember/autodiff/optim.h"
 #include "ember/ops/creation.h"
 #include "ember/ops/elementwise.h"
+#include "optim_problem.h"
 
 namespace ad = ember::autodiff;
 namespace optim = ember::autodiff::optim;
 using ember::Tensor;
-using Vec = std::vector<double>;
+using optim_test::Vec;
 
 namespace {
 
-const Vec kStart = {1.0, -2.0, 0.5, 3.0, -0.25, 0.75};
+using optim_test::expect_near;
+using optim_test::grad_at;
+using optim_test::kStart;
 constexpr int kSteps = 7;
-
-// The gradient at step t: a quadratic with a drifting linear term (as test_optim.cpp).
-Vec grad_at(const Vec& p, int t) {
-  Vec g(p.size());
-  for (size_t i = 0; i < p.size(); ++i)
-    g[i] = (1 + 0.5 * i) * p[i] + 0.1 * (t + 1) * (i % 2 ? -1 : 1);
-  return g;
-}
 
 // `steps` steps of `opt` over p, a float64 [2, 3] parameter that is a transposed view (so the
 // in-place updates write through strides).
@@ -49,12 +44,6 @@ template <class Opt> auto maker(optim::Options options) {
   return [options](std::vector<ad::Variable> p) -> std::unique_ptr<optim::Optimizer> {
     return std::make_unique<Opt>(std::move(p), options);
   };
-}
-
-void expect_near(const Vec& got, const Vec& want) {
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i)
-    EXPECT_NEAR(got[i], want[i], 1e-12 * (1 + std::abs(want[i]))) << "element " << i;
 }
 
 // g as the update uses it: negated when maximizing, plus L2 weight decay.

@@ -15,15 +15,8 @@ namespace ad = ember::autodiff;
 using ember::Shape;
 using ember::Tensor;
 using Vars = std::vector<ad::Variable>;
+using gradcheck::f64_input;
 using gradcheck::random;
-
-namespace {
-
-ad::Val f64_input(ad::Graph& g, const Shape& shape) {
-  return g.input(ad::TensorType{shape, ember::DType::Float64, ember::Device()});
-}
-
-}  // namespace
 
 TEST(MovementViews, ReshapeOfTransposed) {
   gradcheck::check_rule(

@@ -15,13 +15,10 @@ using ember::DType;
 using ember::Shape;
 using ember::Tensor;
 using Vars = std::vector<ad::Variable>;
+using gradcheck::f64_input;
 using gradcheck::random;
 
 namespace {
-
-ad::Val f64_input(ad::Graph& g, const Shape& shape) {
-  return g.input(ad::TensorType{shape, DType::Float64, ember::Device()});
-}
 
 Tensor index_tensor(const std::vector<int64_t>& values, const Shape& shape) {
   return Tensor::from_vector(values, shape);

@@ -39,7 +39,15 @@ from families.training import (
     small_cnn,
     torch_peak,
 )
-from harness.case import Context, KernelCase, Measurement, Skipped, over_rounds, python_side
+from harness.case import (
+    Context,
+    KernelCase,
+    Measurement,
+    Skipped,
+    over_rounds,
+    python_side,
+    torch_reference,
+)
 from harness.timer import TimerOptions, time_calls
 
 STEP_BATCHES = (32, 256)
@@ -147,7 +155,7 @@ class FirstCallCase:
     def measure(self, ctx: Context) -> list[Measurement]:
         r = python_side(ctx)
         needs_compile(r)
-        torch = next((t for t in ctx.references if t.name == "torch"), None)
+        torch = torch_reference(ctx)
         why = torch_compile_works(torch.xp) if torch is not None else "no PyTorch"
         ours = sorted(self.first_call_ms(r) for _ in range(ctx.rounds))
         theirs = sorted(self.first_call_ms(torch, True) for _ in range(ctx.rounds)) \

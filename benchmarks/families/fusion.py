@@ -41,7 +41,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-from harness.case import Context, Measurement, Skipped, over_rounds, python_side
+from harness.case import Context, Measurement, Skipped, over_rounds, python_side, torch_reference
 from harness.timer import time_calls
 
 N = 1 << 22
@@ -154,7 +154,7 @@ class FusionCase:
 
     def measure(self, ctx: Context) -> list[Measurement]:
         r = python_side(ctx)
-        torch = next((ref for ref in ctx.references if ref.name == "torch"), None)
+        torch = torch_reference(ctx)
         mine, others = self.calls(r, torch)
         mine()  # compiled (and checked) before it is timed
         return timed_in_turn(ctx, r, mine, others)
@@ -302,7 +302,7 @@ class CompiledCase:
         make = gpt_step if self.op == "gpt_block_step" else ln_gelu_call
         mine = make(r, compiled=True)
         others = {"ember-eager": make(r), "compiled-unfused": make(r, compiled=True, fuse=False)}
-        torch = next((ref for ref in ctx.references if ref.name == "torch"), None)
+        torch = torch_reference(ctx)
         if torch is not None:
             others["torch"] = make(torch)
         for call in [mine, *others.values()]:

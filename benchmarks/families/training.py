@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from families.conv_pool import ALL_GRADS, CONV_ARGS, conv_inputs
-from harness.case import Context, KernelCase, Measurement, python_side
+from harness.case import Context, KernelCase, Measurement, python_side, torch_reference
 from harness.timer import TimerOptions
 
 LR, MOMENTUM, WEIGHT_DECAY = 0.03, 0.9, 5e-4  # train_digits.py's defaults
@@ -209,7 +209,7 @@ def peak_rows(ctx: Context, ours, theirs) -> list[Measurement]:
     a reference of the run."""
     gc.collect()  # the previous cases' tensors, freed now rather than during this one
     value = ours(python_side(ctx))
-    torch = next((r for r in ctx.references if r.name == "torch"), None)
+    torch = torch_reference(ctx)
     reference = theirs(torch) if torch is not None else None
     return [Measurement("peak_bytes", "B", "lower", float(value),
                         reference="torch" if torch is not None else "",

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from families.training import ember_step_peak, peak_rows, torch_step_peak
-from harness.case import Context, KernelCase, Measurement, python_side
+from harness.case import Context, KernelCase, Measurement, python_side, torch_reference
 
 LAYERS, CHANNELS, HEADS, BLOCK, BATCH, VOCAB = 4, 256, 4, 256, 8, 256
 LR, WEIGHT_DECAY = 1e-3, 0.01
@@ -195,7 +195,7 @@ class LossCase:
     deterministic = True
 
     def measure(self, ctx: Context) -> list[Measurement]:
-        torch = next((r for r in ctx.references if r.name == "torch"), None)
+        torch = torch_reference(ctx)
         if torch is None:
             ours = losses(python_side(ctx), self.params["step"], self.params["autocast"])[-1]
             return [Measurement("loss", "nats", "lower", ours)]

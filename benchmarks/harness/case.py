@@ -31,6 +31,12 @@ def python_side(ctx: Context) -> EmberPython:
     return ctx.python
 
 
+def torch_reference(ctx: Context):
+    """The run's PyTorch reference (a harness.references object), or None where PyTorch is not
+    one of its references."""
+    return next((ref for ref in ctx.references if ref.name == "torch"), None)
+
+
 @dataclass
 class Measurement:
     """One metric of one case: a row of the CSV without the run's shared columns."""

@@ -379,24 +379,7 @@ TEST(BadInputValues, RepresentableValuesStillWork) {
 
 // ---- environment variables and strings --------------------------------------------------------
 
-// Sets an environment variable for one scope, restoring what was there before.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (old_) setenv(name_, old_->c_str(), 1);
-    else unsetenv(name_);
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using test::ScopedEnv;
 
 class NullRawAllocator : public RawAllocator {
  public:

@@ -358,19 +358,8 @@ EMBER_INSTANTIATE_DEVICE_TEST(Conv2d);
 
 // ---- pooling ------------------------------------------------------------------------------
 
-struct PoolCase {
-  Shape x;
-  Size2 kernel, stride, padding, dilation;
-  bool ceil_mode;
-};
-
-// Output length of a pooling window, written out from PyTorch's documented rule.
-int64_t pool_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil_mode) {
-  const double len = double(in + 2 * p - d * (k - 1) - 1) / double(s);
-  int64_t out = int64_t(ceil_mode ? std::ceil(len) : std::floor(len)) + 1;
-  if (ceil_mode && (out - 1) * s >= in + p) --out;
-  return out;
-}
+using test::pool_out;
+using test::PoolCase;
 
 struct PoolReference {
   Shape out_shape;

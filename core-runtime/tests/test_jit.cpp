@@ -14,33 +14,12 @@
 #include "ember/ember.h"
 #include "ember/jit.h"
 #include "jit/disk_cache.h"
+#include "test_util.h"
 
 namespace ember {
 namespace {
 
-// Sets (or unsets) an environment variable while in scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) {
-      setenv(name, value->c_str(), 1);
-    } else {
-      unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      setenv(name_, old_->c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using test::ScopedEnv;
 
 // A fresh cache folder per test, and nothing remembered in the process from earlier tests.
 class JitTest : public ::testing::Test {

@@ -16,25 +16,14 @@ using test::expect_error;
 using test::expect_exact;
 using test::random_tensor;
 
-struct Case {
-  Shape x;
-  Size2 kernel, stride, padding, dilation;
-  bool ceil_mode;
-};
+using test::pool_out;
+using Case = test::PoolCase;
 
 std::string describe(const Case& c) {
   auto pair = [](Size2 s) { return std::to_string(s.h) + "," + std::to_string(s.w); };
   return "x " + shape_str(c.x) + " kernel " + pair(c.kernel) + " stride " + pair(c.stride) +
          " padding " + pair(c.padding) + " dilation " + pair(c.dilation) +
          (c.ceil_mode ? " ceil" : "");
-}
-
-// Output length of a pooling window, from PyTorch's documented rule.
-int64_t pool_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil_mode) {
-  const double len = double(in + 2 * p - d * (k - 1) - 1) / double(s);
-  int64_t out = int64_t(ceil_mode ? std::ceil(len) : std::floor(len)) + 1;
-  if (ceil_mode && (out - 1) * s >= in + p) --out;
-  return out;
 }
 
 struct Reference {

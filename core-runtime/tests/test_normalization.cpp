@@ -84,6 +84,25 @@ double dot(const Tensor& t, const std::vector<double>& r) {
   return s;
 }
 
+// The gradients g of loss = <run(x, w, b).output, r> against central differences of the loss
+// in x, then (with_params) in w and b.
+template <class Run>
+void expect_grads_match_differences(const NormGrads& g, const Run& run,
+                                    const std::vector<double>& xv, const std::vector<double>& w,
+                                    const std::vector<double>& b, const std::vector<double>& r,
+                                    bool with_params) {
+  expect_close(g.grad_input,
+               numeric_grad([&](const auto& x) { return dot(run(x, w, b).output, r); }, xv), 1e-6,
+               1e-5);
+  if (!with_params) return;
+  expect_close(g.grad_weight,
+               numeric_grad([&](const auto& wt) { return dot(run(xv, wt, b).output, r); }, w), 1e-6,
+               1e-5);
+  expect_close(g.grad_bias,
+               numeric_grad([&](const auto& bs) { return dot(run(xv, w, bs).output, r); }, b), 1e-6,
+               1e-5);
+}
+
 // ---------------- batch norm ----------------
 
 // PyTorch's update of running statistics, in double: r = (1 - momentum) * r + momentum * stat,
@@ -273,15 +292,7 @@ void check_batch_norm_backward(Device dev, bool training) {
   BatchNormResult fwd = run(xv, w, b);
   NormGrads g = batch_norm_backward(vec(r, shape, dev), vec(xv, shape, dev), vec(w, {c}, dev),
                                     fwd.save_mean, fwd.save_invstd, training);
-  expect_close(g.grad_input,
-               numeric_grad([&](const auto& x) { return dot(run(x, w, b).output, r); }, xv), 1e-6,
-               1e-5);
-  expect_close(g.grad_weight,
-               numeric_grad([&](const auto& wt) { return dot(run(xv, wt, b).output, r); }, w), 1e-6,
-               1e-5);
-  expect_close(g.grad_bias,
-               numeric_grad([&](const auto& bs) { return dot(run(xv, w, bs).output, r); }, b), 1e-6,
-               1e-5);
+  expect_grads_match_differences(g, run, xv, w, b, r, true);
 }
 
 TEST_P(BatchNorm, BackwardMatchesFiniteDifferencesTraining) {
@@ -474,16 +485,7 @@ void check_layer_norm_backward(Device dev, bool affine) {
   NormGrads g = layer_norm_backward(vec(r, shape, dev), vec(xv, shape, dev), normalized, fwd.mean,
                                     fwd.rstd, affine ? vec(w, normalized, dev) : Tensor());
   EXPECT_EQ(g.grad_weight.shape(), normalized);
-  expect_close(g.grad_input,
-               numeric_grad([&](const auto& x) { return dot(run(x, w, b).output, r); }, xv), 1e-6,
-               1e-5);
-  if (!affine) return;
-  expect_close(g.grad_weight,
-               numeric_grad([&](const auto& wt) { return dot(run(xv, wt, b).output, r); }, w), 1e-6,
-               1e-5);
-  expect_close(g.grad_bias,
-               numeric_grad([&](const auto& bs) { return dot(run(xv, w, bs).output, r); }, b), 1e-6,
-               1e-5);
+  expect_grads_match_differences(g, run, xv, w, b, r, affine);
 }
 
 TEST_P(LayerNorm, BackwardMatchesFiniteDifferences) {

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <functional>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -12,6 +14,27 @@
 #include "ember/ember.h"
 
 namespace ember::test {
+
+// Sets (or unsets: nullopt) an environment variable for the life of the object, restoring what
+// was there before.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value) setenv(name, value->c_str(), 1);
+    else unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (old_) setenv(name_, old_->c_str(), 1);
+    else unsetenv(name_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
 
 // Tests parameterised by device run on device 0 of every backend of ember/backends.def ("cpu",
 // "cuda:0"); a backend that is not compiled in, or finds no device here, skips visibly.
@@ -149,6 +172,21 @@ template <class E, class F> void expect_error(F&& fn, const std::vector<std::str
     for (const auto& p : parts)
       EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
   }
+}
+
+// A pooling case of the pooling tests: input shape, window and its geometry.
+struct PoolCase {
+  Shape x;
+  Size2 kernel, stride, padding, dilation;
+  bool ceil_mode;
+};
+
+// Output length of a pooling window, written out from PyTorch's documented rule.
+inline int64_t pool_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil_mode) {
+  const double len = double(in + 2 * p - d * (k - 1) - 1) / double(s);
+  int64_t out = int64_t(ceil_mode ? std::ceil(len) : std::floor(len)) + 1;
+  if (ceil_mode && (out - 1) * s >= in + p) --out;
+  return out;
 }
 
 }  // namespace ember::test

@@ -85,13 +85,19 @@ def test_fused_and_unfused_steps_equal_eager_bit_for_bit(kind):
         assert " outputs)" in fused.explain(), fused.explain()
 
 
-def test_explain_lists_groups_and_why_neighbours_stayed_out():
+def chains_explained_from_fusion():
+    """explain() of the chains model's compiled step after one call, from its fusion section
+    on."""
     model, opt = build_model("chains")
     step = ember.compile(step_for(model, opt, "chains"))
     x, y = data("chains", 1)[0]
     step(x, y)
     text = step.explain()
-    section = text[text.index("== fusion =="):]
+    return text[text.index("== fusion =="):]
+
+
+def test_explain_lists_groups_and_why_neighbours_stayed_out():
+    section = chains_explained_from_fusion()
     section = section[:section.index("\n== ")]
     assert "group 0:" in section
     assert "gelu" in section and "f32[8,32]" in section
@@ -100,12 +106,7 @@ def test_explain_lists_groups_and_why_neighbours_stayed_out():
 
 
 def test_forward_values_the_backward_reads_are_outputs_of_one_group():
-    model, opt = build_model("chains")
-    step = ember.compile(step_for(model, opt, "chains"))
-    x, y = data("chains", 1)[0]
-    step(x, y)
-    text = step.explain()
-    section = text[text.index("== fusion =="):]
+    section = chains_explained_from_fusion()
     forward = next(line for line in section.splitlines() if "group 0:" in line)
     # scale, shift, gelu, sigmoid, gate, tanh, residual, clamp: one kernel, which also writes
     # the values the backward reads (the gelu's input, the sigmoid, the tanh, ...).

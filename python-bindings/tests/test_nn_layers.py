@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 import pytest
+from numpy_references import conv2d_ref
 
 import ember
 from ember import nn
@@ -43,19 +44,6 @@ def check_param_grads(module, x, eps=1e-6, tol=1e-5):
         np.testing.assert_allclose(n(p.grad), numeric, rtol=tol, atol=tol, err_msg=name)
 
 
-def conv_ref(x, w, b, stride=1, pad=0):
-    x = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
-    batch, _, height, width = x.shape
-    out_channels, _, kh, kw = w.shape
-    Ho, Wo = (height - kh) // stride + 1, (width - kw) // stride + 1
-    out = np.zeros((batch, out_channels, Ho, Wo))
-    for i in range(Ho):
-        for j in range(Wo):
-            patch = x[:, :, i * stride:i * stride + kh, j * stride:j * stride + kw]
-            out[:, :, i, j] = np.einsum("nchw,ochw->no", patch, w)
-    return out + b[None, :, None, None]
-
-
 def test_linear():
     m = nn.Linear(4, 3)
     x = rng.standard_normal((5, 4)).astype(np.float32)
@@ -78,7 +66,7 @@ def test_default_init_bounds():
 def test_conv2d():
     m = nn.Conv2d(2, 3, 3, stride=2, padding=1)
     x = rng.standard_normal((2, 2, 7, 7)).astype(np.float32)
-    ref = conv_ref(x, n(m.weight), n(m.bias), stride=2, pad=1)
+    ref = conv2d_ref(x, n(m.weight), n(m.bias), stride=2, pad=1)
     np.testing.assert_allclose(n(m(t(x))), ref, rtol=1e-4, atol=1e-5)
     check_param_grads(nn.Conv2d(2, 2, 2), t(rng.standard_normal((1, 2, 3, 3))))
 

@@ -4,23 +4,11 @@ gradients."""
 import numpy as np
 import pytest
 from gradcheck import gradcheck
+from numpy_references import conv2d_ref
 
 import ember
 
 RNG = np.random.default_rng(1)
-
-
-def conv2d_ref(x, w, b, stride, pad):
-    x = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
-    n, c, h, wd = x.shape
-    o, _, kh, kw = w.shape
-    ho, wo = (h - kh) // stride + 1, (wd - kw) // stride + 1
-    out = np.zeros((n, o, ho, wo))
-    for i in range(ho):
-        for j in range(wo):
-            patch = x[:, :, i * stride:i * stride + kh, j * stride:j * stride + kw]
-            out[:, :, i, j] = np.einsum("nchw,ochw->no", patch, w)
-    return out + b[None, :, None, None]
 
 
 @pytest.mark.parametrize("stride, pad", [(1, 0), (2, 1)])

@@ -43,4 +43,19 @@ inline void lerp_(const Tensor& avg, const Tensor& x, double beta) {
   add_(mul_(avg, beta), mul(x, 1.0 - beta));
 }
 
+// NAdam's and RAdam's moment estimates: the state buffers exp_avg and exp_avg_sq, running
+// averages of g and g * g, updated in place with this step's g.
+struct Moments {
+  const Tensor& exp_avg;
+  const Tensor& exp_avg_sq;
+};
+inline Moments update_moments(ParamState& s, const Tensor& p, const Tensor& g, double beta1,
+                              double beta2) {
+  const Tensor& exp_avg = state_buffer(s, "exp_avg", p);
+  const Tensor& exp_avg_sq = state_buffer(s, "exp_avg_sq", p);
+  lerp_(exp_avg, g, beta1);
+  lerp_(exp_avg_sq, mul(g, g), beta2);
+  return {exp_avg, exp_avg_sq};
+}
+
 }  // namespace ember::autodiff::optim

@@ -38,16 +38,13 @@ void NAdam::update(const Options& o, const TensorList& params, const TensorList&
     const Tensor& p = params[i];
     const double t = double(states[i]->step);
     const Tensor g = decayed_grad(p, grads[i], o);
-    const Tensor& exp_avg = state_buffer(*states[i], "exp_avg", p);
-    const Tensor& exp_avg_sq = state_buffer(*states[i], "exp_avg_sq", p);
+    const Moments m = update_moments(*states[i], p, g, beta1, beta2);
     double& mu_product = states[i]->scalars.emplace("mu_product", 1.0).first->second;
     const double mu_t = mu(t), mu_next = mu(t + 1);
     mu_product *= mu_t;
-    lerp_(exp_avg, g, beta1);
-    lerp_(exp_avg_sq, mul(g, g), beta2);
-    const Tensor denom = add(sqrt(div(exp_avg_sq, 1.0 - std::pow(beta2, t))), o.at("eps"));
+    const Tensor denom = add(sqrt(div(m.exp_avg_sq, 1.0 - std::pow(beta2, t))), o.at("eps"));
     sub_(p, mul(div(g, denom), lr * (1.0 - mu_t) / (1.0 - mu_product)));
-    sub_(p, mul(div(exp_avg, denom), lr * mu_next / (1.0 - mu_product * mu_next)));
+    sub_(p, mul(div(m.exp_avg, denom), lr * mu_next / (1.0 - mu_product * mu_next)));
   }
 }
 

@@ -33,18 +33,16 @@ void RAdam::update(const Options& o, const TensorList& params, const TensorList&
     const Tensor& p = params[i];
     const double t = double(states[i]->step);
     const Tensor g = decayed_grad(p, grads[i], o);
-    const Tensor& exp_avg = state_buffer(*states[i], "exp_avg", p);
-    const Tensor& exp_avg_sq = state_buffer(*states[i], "exp_avg_sq", p);
-    lerp_(exp_avg, g, beta1);
-    lerp_(exp_avg_sq, mul(g, g), beta2);
+    const Moments m = update_moments(*states[i], p, g, beta1, beta2);
     const double bias_correction1 = 1.0 - std::pow(beta1, t);
     const double bias_correction2 = 1.0 - std::pow(beta2, t);
-    const Tensor m_hat = div(exp_avg, bias_correction1);
+    const Tensor m_hat = div(m.exp_avg, bias_correction1);
     const double rho_t = rho_inf - 2.0 * t * std::pow(beta2, t) / bias_correction2;
     if (rho_t > 5.0) {
       const double rect =
           std::sqrt((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t));
-      const Tensor adaptive = div(std::sqrt(bias_correction2), add(sqrt(exp_avg_sq), o.at("eps")));
+      const Tensor adaptive =
+          div(std::sqrt(bias_correction2), add(sqrt(m.exp_avg_sq), o.at("eps")));
       sub_(p, mul(mul(m_hat, adaptive), lr * rect));
     } else {
       sub_(p, mul(m_hat, lr));

@@ -300,44 +300,43 @@ template <class T> void conv2d_grad_bias(const Tensor& grad_out, Tensor& grad_bi
 bool is_half(DType t) { return t == DType::Float16 || t == DType::BFloat16; }
 Tensor to_float32(const Tensor& t) { return t.defined() ? t.to(DType::Float32) : t; }
 
-// float16/bfloat16: BLAS has no half GEMM, so these run in float32 and round the result once.
+// Runs run(TypeTag<T>{}, cast, result) with T the type result is computed in. float16/bfloat16:
+// BLAS has no half GEMM, so these run in float32 (cast converts each input, into a float32
+// result) and round the result once.
+template <class Run> void in_gemm_precision(Tensor& result, const char* op, Run run) {
+  if (is_half(result.dtype())) {
+    Tensor result32 = Tensor::empty(result.shape(), DType::Float32, Device(), op);
+    run(TypeTag<float>{}, to_float32, result32);
+    result.copy_(result32);
+  } else {
+    const auto as_is = [](const Tensor& t) -> const Tensor& { return t; };
+    if (result.dtype() == DType::Float32) {
+      run(TypeTag<float>{}, as_is, result);
+    } else {
+      run(TypeTag<double>{}, as_is, result);
+    }
+  }
+}
+
 void conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& out,
             const Conv2dParams& p) {
-  if (is_half(out.dtype())) {
-    Tensor out32 = Tensor::empty(out.shape(), DType::Float32, Device(), "conv2d");
-    conv2d_forward<float>(to_float32(x), to_float32(w), to_float32(bias), out32, p);
-    out.copy_(out32);
-  } else if (out.dtype() == DType::Float32) {
-    conv2d_forward<float>(x, w, bias, out, p);
-  } else {
-    conv2d_forward<double>(x, w, bias, out, p);
-  }
+  in_gemm_precision(out, "conv2d", [&](auto tag, auto cast, Tensor& result) {
+    conv2d_forward<typename decltype(tag)::type>(cast(x), cast(w), cast(bias), result, p);
+  });
 }
 
 void conv2d_backward_input(const Tensor& grad_out, const Tensor& w, Tensor& grad_x,
                            const Conv2dParams& p) {
-  if (is_half(grad_x.dtype())) {
-    Tensor gx32 = Tensor::empty(grad_x.shape(), DType::Float32, Device(), "conv2d_backward_input");
-    conv2d_grad_input<float>(to_float32(grad_out), to_float32(w), gx32, p);
-    grad_x.copy_(gx32);
-  } else if (grad_x.dtype() == DType::Float32) {
-    conv2d_grad_input<float>(grad_out, w, grad_x, p);
-  } else {
-    conv2d_grad_input<double>(grad_out, w, grad_x, p);
-  }
+  in_gemm_precision(grad_x, "conv2d_backward_input", [&](auto tag, auto cast, Tensor& result) {
+    conv2d_grad_input<typename decltype(tag)::type>(cast(grad_out), cast(w), result, p);
+  });
 }
 
 void conv2d_backward_weight(const Tensor& grad_out, const Tensor& x, Tensor& grad_w,
                             const Conv2dParams& p) {
-  if (is_half(grad_w.dtype())) {
-    Tensor gw32 = Tensor::empty(grad_w.shape(), DType::Float32, Device(), "conv2d_backward_weight");
-    conv2d_grad_weight<float>(to_float32(grad_out), to_float32(x), gw32, p);
-    grad_w.copy_(gw32);
-  } else if (grad_w.dtype() == DType::Float32) {
-    conv2d_grad_weight<float>(grad_out, x, grad_w, p);
-  } else {
-    conv2d_grad_weight<double>(grad_out, x, grad_w, p);
-  }
+  in_gemm_precision(grad_w, "conv2d_backward_weight", [&](auto tag, auto cast, Tensor& result) {
+    conv2d_grad_weight<typename decltype(tag)::type>(cast(grad_out), cast(x), result, p);
+  });
 }
 
 void conv2d_backward_bias(const Tensor& grad_out, Tensor& grad_bias) {
@@ -466,27 +465,45 @@ void max_pool_forward(const Tensor& x, Tensor& out, Tensor& indices, const Pool2
   });
 }
 
-template <class T>
-void max_pool_backward(const Tensor& grad_out, const Tensor& indices, Tensor& grad_x) {
-  using Acc = compute_t<T>;
-  const PoolDims d = pool_dims(grad_x.shape(), grad_out.shape());
-  const T* pg = grad_out.data<T>();
-  const int64_t* pi = indices.data<int64_t>();
+// The frame of the max-pool backwards: each plane of grad_x zeroed, then route(plane, gx, bad)
+// adds the gradients of the plane's windows into gx (its H * W values), setting bad where an index
+// or offset is out of range. Returns whether one was, in any plane.
+template <class T, class Route>
+bool route_max_pool_grad(const PoolDims& d, Tensor& grad_x, Route&& route) {
   T* px = grad_x.data<T>();
   std::atomic<bool> out_of_range{false};
   parallel_for(d.planes, d.H * d.W + d.Ho * d.Wo, [&](int64_t begin, int64_t end) {
     for (int64_t plane = begin; plane < end; ++plane) {
       T* gx = px + plane * d.H * d.W;
       std::fill(gx, gx + d.H * d.W, T(0));
-      for (int64_t q = plane * d.Ho * d.Wo; q < (plane + 1) * d.Ho * d.Wo; ++q) {
-        const int64_t at = pi[q];
-        if (at == -1) continue;  // a window wholly in the padding: nothing to route back
-        if (at < 0 || at >= d.H * d.W) {
-          out_of_range = true;
-          continue;
-        }
-        gx[at] = convert<T>(convert<Acc>(gx[at]) + convert<Acc>(pg[q]));
+      bool bad = false;
+      route(plane, gx, bad);
+      if (bad) out_of_range = true;
+    }
+  });
+  return out_of_range;
+}
+
+// grad += g, added in T's compute type.
+template <class T> void add_grad(T& grad, T g) {
+  using Acc = compute_t<T>;
+  grad = convert<T>(convert<Acc>(grad) + convert<Acc>(g));
+}
+
+template <class T>
+void max_pool_backward(const Tensor& grad_out, const Tensor& indices, Tensor& grad_x) {
+  const PoolDims d = pool_dims(grad_x.shape(), grad_out.shape());
+  const T* pg = grad_out.data<T>();
+  const int64_t* pi = indices.data<int64_t>();
+  const bool out_of_range = route_max_pool_grad<T>(d, grad_x, [&](int64_t plane, T* gx, bool& bad) {
+    for (int64_t q = plane * d.Ho * d.Wo; q < (plane + 1) * d.Ho * d.Wo; ++q) {
+      const int64_t at = pi[q];
+      if (at == -1) continue;  // a window wholly in the padding: nothing to route back
+      if (at < 0 || at >= d.H * d.W) {
+        bad = true;
+        continue;
       }
+      add_grad(gx[at], pg[q]);
     }
   });
   if (out_of_range)
@@ -507,34 +524,27 @@ void max_pool_backward(const Tensor& grad_out, const Tensor& indices, Tensor& gr
 template <class T, class I>
 void max_pool_offsets_backward(const Tensor& grad_out, const Tensor& offsets, Tensor& grad_x,
                                const Pool2dParams& p) {
-  using Acc = compute_t<T>;
   const PoolDims d = pool_dims(grad_x.shape(), grad_out.shape());
   const int64_t taps = p.kernel_h * p.kernel_w;
   const bool two_by_two = is_2x2_stride_2(d, p);
   const T* pg = grad_out.data<T>();
   const I* po = offsets.data<I>();
-  T* px = grad_x.data<T>();
-  std::atomic<bool> out_of_range{false};
-  parallel_for(d.planes, d.H * d.W + d.Ho * d.Wo, [&](int64_t begin, int64_t end) {
-    for (int64_t plane = begin; plane < end; ++plane) {
-      T* gx = px + plane * d.H * d.W;
-      std::fill(gx, gx + d.H * d.W, T(0));
-      const T* g = pg + plane * d.Ho * d.Wo;
-      const I* off = po + plane * d.Ho * d.Wo;
-      for (int64_t oh = 0; oh < d.Ho; ++oh)
-        for (int64_t ow = 0; ow < d.Wo; ++ow) {
-          const int64_t tap = int64_t(off[oh * d.Wo + ow]);
-          if (tap < 0 || tap >= taps) {
-            out_of_range = true;
-            continue;
-          }
-          // The usual 2x2 pool without tap_position's divisions and bounds tests.
-          const int64_t at = two_by_two ? 2 * oh * d.W + 2 * ow + (tap >> 1) * d.W + (tap & 1)
-                                        : tap_position(d, p, oh, ow, tap);
-          if (at < 0) continue;  // a tap in the padding: a window with no input element
-          gx[at] = convert<T>(convert<Acc>(gx[at]) + convert<Acc>(g[oh * d.Wo + ow]));
+  const bool out_of_range = route_max_pool_grad<T>(d, grad_x, [&](int64_t plane, T* gx, bool& bad) {
+    const T* g = pg + plane * d.Ho * d.Wo;
+    const I* off = po + plane * d.Ho * d.Wo;
+    for (int64_t oh = 0; oh < d.Ho; ++oh)
+      for (int64_t ow = 0; ow < d.Wo; ++ow) {
+        const int64_t tap = int64_t(off[oh * d.Wo + ow]);
+        if (tap < 0 || tap >= taps) {
+          bad = true;
+          continue;
         }
-    }
+        // The usual 2x2 pool without tap_position's divisions and bounds tests.
+        const int64_t at = two_by_two ? 2 * oh * d.W + 2 * ow + (tap >> 1) * d.W + (tap & 1)
+                                      : tap_position(d, p, oh, ow, tap);
+        if (at < 0) continue;  // a tap in the padding: a window with no input element
+        add_grad(gx[at], g[oh * d.Wo + ow]);
+      }
   });
   if (out_of_range) throw_bad_offsets("max_pool2d_offsets_backward", p);
 }

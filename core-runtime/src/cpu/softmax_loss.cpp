@@ -112,6 +112,13 @@ template <class T, class C> C* row_target(const RowView<T>& y, int64_t r, std::v
     if (y.stride == 1) return y.row(r);
   return buf.data();
 }
+// The scratch row of one chunk for row_in or row_target over v: empty where v's rows already are
+// the compute type at unit stride (their own memory serves), else n values.
+template <class C, class T> std::vector<C> row_buffer(const RowView<T>& v, int64_t n) {
+  std::vector<C> buf;
+  if (!std::is_same_v<T, C> || v.stride != 1) buf.resize(size_t(n));
+  return buf;
+}
 template <class T, class C> void row_out(const RowView<T>& y, int64_t r, int64_t n, const C* v) {
   T* out = y.row(r);
   if (static_cast<const void*>(out) == static_cast<const void*>(v)) return;
@@ -131,9 +138,7 @@ template <class T> void softmax_rows(const Tensor& x, bool log, Tensor& y) {
   const RowView<T> xv(x), yv(y);
   const int64_t n = last_size(x);
   parallel_for(xv.rows.numel, 4 * n, [&](int64_t b, int64_t e) {
-    std::vector<C> in_buf, out_buf;  // used only by rows that are not float/double unit-stride
-    if (!std::is_same_v<T, C> || xv.stride != 1) in_buf.resize(size_t(n));
-    if (!std::is_same_v<T, C> || yv.stride != 1) out_buf.resize(size_t(n));
+    std::vector<C> in_buf = row_buffer<C>(xv, n), out_buf = row_buffer<C>(yv, n);
     for (int64_t r = b; r < e; ++r) {
       const C* in = row_in(xv, r, n, in_buf);
       C* out = row_target(yv, r, out_buf);
@@ -230,8 +235,7 @@ void cross_entropy_rows(const Tensor& logits, const Tensor& target, const Tensor
   const C eps = C(label_smoothing);
   C* out = loss.data<C>();
   parallel_for(xv.rows.numel, 3 * n, [&](int64_t b, int64_t e) {
-    std::vector<C> buf;  // used only by rows that are not float/double unit-stride
-    if (!std::is_same_v<T, C> || xv.stride != 1) buf.resize(size_t(n));
+    std::vector<C> buf = row_buffer<C>(xv, n);
     for (int64_t r = b; r < e; ++r) {
       const int64_t t = tv[r];
       if (t == ignore_index) {
@@ -272,9 +276,7 @@ void cross_entropy_backward_rows(const Tensor& g, const Tensor& logits, const Te
   const ClassWeights<C> w(weight, n);
   const C eps = C(label_smoothing);
   parallel_for(xv.rows.numel, 4 * n, [&](int64_t b, int64_t e) {
-    std::vector<C> in_buf, out_buf;  // used only by rows that are not float/double unit-stride
-    if (!std::is_same_v<T, C> || xv.stride != 1) in_buf.resize(size_t(n));
-    if (!std::is_same_v<T, C> || gxv.stride != 1) out_buf.resize(size_t(n));
+    std::vector<C> in_buf = row_buffer<C>(xv, n), out_buf = row_buffer<C>(gxv, n);
     for (int64_t r = b; r < e; ++r) {
       const int64_t t = tv[r];
       if (t == ignore_index) {

@@ -365,6 +365,16 @@ __global__ void max_pool_backward(const T* go, const int64_t* idx, int64_t total
   }
 }
 
+// The tap off[e] of window e; where it lies outside the window's taps, reported to sink and -1.
+template <class I>
+__device__ __forceinline__ int64_t checked_tap(const I* off, int64_t e, int64_t taps,
+                                               const DeviceErrorSink& sink) {
+  const int64_t tap = int64_t(off[e]);
+  if (tap >= 0 && tap < taps) return tap;
+  sink.report(tap);
+  return -1;
+}
+
 // The same from window offsets: grad_x (zeroed) at the position of tap off[e] of window e +=
 // grad_out[e]; nothing where the tap lies in the padding.
 template <class T, class I>
@@ -372,11 +382,8 @@ __global__ void max_pool_offsets_backward(const T* go, const I* off, PoolShape s
                                           DeviceErrorSink sink) {
   const int64_t total = s.planes * s.Ho * s.Wo, taps = int64_t(s.kh) * s.kw;
   EMBER_GRID_STRIDE(e, total) {
-    const int64_t tap = int64_t(off[e]);
-    if (tap < 0 || tap >= taps) {
-      sink.report(tap);
-      continue;
-    }
+    const int64_t tap = checked_tap(off, e, taps, sink);
+    if (tap < 0) continue;
     const int64_t at = tap_position(s, int(e / s.Wo % s.Ho), int(e % s.Wo), tap);
     if (at >= 0)
       atomic_add(grad_x + e / (int64_t(s.Ho) * s.Wo) * s.H * s.W + at, compute_t<T>(go[e]));
@@ -389,11 +396,8 @@ __global__ void max_pool_offsets_to_indices(const I* off, PoolShape s, int64_t* 
                                             DeviceErrorSink sink) {
   const int64_t total = s.planes * s.Ho * s.Wo, taps = int64_t(s.kh) * s.kw;
   EMBER_GRID_STRIDE(e, total) {
-    const int64_t tap = int64_t(off[e]);
-    if (tap < 0 || tap >= taps) {
-      sink.report(tap);
-      continue;
-    }
+    const int64_t tap = checked_tap(off, e, taps, sink);
+    if (tap < 0) continue;
     idx[e] = tap_position(s, int(e / s.Wo % s.Ho), int(e % s.Wo), tap);
   }
 }
@@ -519,6 +523,11 @@ void max_pool2d(const Tensor& x, Tensor& out, Tensor& indices, const Pool2dParam
   });
 }
 
+// t = 0 on its device's stream: the max-pool backwards scatter-add into a zeroed grad_x.
+void zero_on_stream(Tensor& t, const char* op) {
+  EMBER_CUDA_CHECK(cudaMemsetAsync(t.data_ptr(), 0, size_t(t.nbytes()), stream(t.device())), op);
+}
+
 // The CPU's IndexError for offsets outside the window, naming the first bad value, at the next
 // synchronising point.
 DeviceErrorSink arm_offsets_error(const char* op, Device device, const Pool2dParams& p) {
@@ -537,9 +546,7 @@ void max_pool2d_offsets_backward(const Tensor& go, const Tensor& offsets, Tensor
   if (grad_x.numel() == 0) return;
   const PoolShape s = pool_shape(grad_x.shape(), go.shape(), p, op);
   DeviceGuard guard(grad_x.device());
-  EMBER_CUDA_CHECK(cudaMemsetAsync(grad_x.data_ptr(), 0, size_t(grad_x.nbytes()),
-                                   stream(grad_x.device())),
-                   op);
+  zero_on_stream(grad_x, op);
   const DeviceErrorSink sink = arm_offsets_error(op, grad_x.device(), p);
   dispatch_floating(go.dtype(), op, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -575,9 +582,7 @@ void max_pool2d_backward(const Tensor& go, const Tensor& indices, Tensor& grad_x
   const char* op = "max_pool2d_backward";
   if (grad_x.numel() == 0) return;
   DeviceGuard guard(grad_x.device());
-  EMBER_CUDA_CHECK(cudaMemsetAsync(grad_x.data_ptr(), 0, size_t(grad_x.nbytes()),
-                                   stream(grad_x.device())),
-                   op);
+  zero_on_stream(grad_x, op);
   const int64_t out_hw = go.size(2) * go.size(3), in_hw = grad_x.size(2) * grad_x.size(3);
   // The CPU's IndexError, naming the first bad value, at the next synchronising point.
   const DeferredError error{DeferredError::Kind::Index, op, "indices hold ",
@@ -597,52 +602,41 @@ void max_pool2d_backward(const Tensor& go, const Tensor& indices, Tensor& grad_x
   });
 }
 
-void avg_pool2d(const Tensor& x, Tensor& out, const Pool2dParams& p) {
-  const char* op = "avg_pool2d";
-  const PoolShape s = pool_shape(x.shape(), out.shape(), p, op);
-  DeviceGuard guard(x.device());
-  dispatch_floating(x.dtype(), op, [&](auto tag) {
+// The average pools, forward and backward, fixed and adaptive windows: one thread per element
+// of dst, reading src, on the device of in (x for a forward, grad_x for a backward). They differ
+// only in the kernel, which kernel_for(tag) picks for the element type.
+template <class KernelFor>
+void launch_avg_pool(const char* op, const Tensor& src, Tensor& dst, const Tensor& in,
+                     const Tensor& out, const Pool2dParams& p, KernelFor kernel_for) {
+  const PoolShape s = pool_shape(in.shape(), out.shape(), p, op);
+  DeviceGuard guard(in.device());
+  dispatch_floating(src.dtype(), op, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    launch_pool(op, x, out.numel(), {&x, &out}, [&](unsigned blocks, cudaStream_t st) {
-      avg_pool_forward<T><<<blocks, 256, 0, st>>>(x.data<T>(), s, out.data<T>());
+    const auto kernel = kernel_for(tag);
+    launch_pool(op, src, dst.numel(), {&src, &dst}, [&](unsigned blocks, cudaStream_t st) {
+      kernel<<<blocks, 256, 0, st>>>(src.data<T>(), s, dst.data<T>());
     });
   });
+}
+
+void avg_pool2d(const Tensor& x, Tensor& out, const Pool2dParams& p) {
+  launch_avg_pool("avg_pool2d", x, out, x, out, p,
+                  [](auto tag) { return &avg_pool_forward<typename decltype(tag)::type>; });
 }
 
 void avg_pool2d_backward(const Tensor& go, Tensor& grad_x, const Pool2dParams& p) {
-  const char* op = "avg_pool2d_backward";
-  const PoolShape s = pool_shape(grad_x.shape(), go.shape(), p, op);
-  DeviceGuard guard(grad_x.device());
-  dispatch_floating(go.dtype(), op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    launch_pool(op, go, grad_x.numel(), {&go, &grad_x}, [&](unsigned blocks, cudaStream_t st) {
-      avg_pool_backward<T><<<blocks, 256, 0, st>>>(go.data<T>(), s, grad_x.data<T>());
-    });
-  });
+  launch_avg_pool("avg_pool2d_backward", go, grad_x, grad_x, go, p,
+                  [](auto tag) { return &avg_pool_backward<typename decltype(tag)::type>; });
 }
 
 void adaptive_avg_pool2d(const Tensor& x, Tensor& out) {
-  const char* op = "adaptive_avg_pool2d";
-  const PoolShape s = pool_shape(x.shape(), out.shape(), Pool2dParams{}, op);
-  DeviceGuard guard(x.device());
-  dispatch_floating(x.dtype(), op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    launch_pool(op, x, out.numel(), {&x, &out}, [&](unsigned blocks, cudaStream_t st) {
-      adaptive_avg_forward<T><<<blocks, 256, 0, st>>>(x.data<T>(), s, out.data<T>());
-    });
-  });
+  launch_avg_pool("adaptive_avg_pool2d", x, out, x, out, Pool2dParams{},
+                  [](auto tag) { return &adaptive_avg_forward<typename decltype(tag)::type>; });
 }
 
 void adaptive_avg_pool2d_backward(const Tensor& go, Tensor& grad_x) {
-  const char* op = "adaptive_avg_pool2d_backward";
-  const PoolShape s = pool_shape(grad_x.shape(), go.shape(), Pool2dParams{}, op);
-  DeviceGuard guard(grad_x.device());
-  dispatch_floating(go.dtype(), op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    launch_pool(op, go, grad_x.numel(), {&go, &grad_x}, [&](unsigned blocks, cudaStream_t st) {
-      adaptive_avg_backward<T><<<blocks, 256, 0, st>>>(go.data<T>(), s, grad_x.data<T>());
-    });
-  });
+  launch_avg_pool("adaptive_avg_pool2d_backward", go, grad_x, grad_x, go, Pool2dParams{},
+                  [](auto tag) { return &adaptive_avg_backward<typename decltype(tag)::type>; });
 }
 
 }  // namespace

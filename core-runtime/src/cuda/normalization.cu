@@ -88,6 +88,20 @@ template <class F> void with_index_type(int64_t n, F&& fn) {
   else fn(int64_t());
 }
 
+// The batch-norm launchers over x [N, C, S]: on x's device, with T x's dtype, Acc its accumulator
+// and Index the narrowest index type that holds x.numel(), launch(TypeTag<T>, TypeTag<Acc>,
+// Index) launches the kernel; the launch is then checked against operands.
+template <class F>
+void launch_batch_norm(const char* op, const Tensor& x,
+                       std::initializer_list<const Tensor*> operands, F&& launch) {
+  DeviceGuard guard(x.device());
+  dispatch_floating(x.dtype(), op, [&](auto tag) {
+    using Acc = compute_t<typename decltype(tag)::type>;
+    with_index_type(x.numel(), [&](auto index) { launch(tag, TypeTag<Acc>{}, index); });
+  });
+  check_launch(op, operands);
+}
+
 // ---- batch norm: x [N, C, S] ----
 
 // Block ch: the statistics of channel ch over its N * S values.
@@ -109,18 +123,14 @@ __global__ void __launch_bounds__(kChannelThreads)
 
 void batch_norm_stats(const Tensor& x, double eps, Tensor& save_mean, Tensor& save_invstd,
                       Tensor& batch_var) {
-  DeviceGuard guard(x.device());
-  dispatch_floating(x.dtype(), "batch_norm", [&](auto tag) {
+  launch_batch_norm("batch_norm", x, {&x, &save_mean}, [&](auto tag, auto acc, auto index) {
     using T = typename decltype(tag)::type;
-    using Acc = compute_t<T>;
-    with_index_type(x.numel(), [&](auto index) {
-      using Index = decltype(index);
-      bn_stats<T, Acc, Index><<<unsigned(x.size(1)), kChannelThreads, 0, stream(x.device())>>>(
-          x.data<T>(), Index(x.size(0)), Index(x.size(1)), Index(x.size(2)), Acc(eps),
-          save_mean.data<Acc>(), save_invstd.data<Acc>(), batch_var.data<Acc>());
-    });
+    using Acc = typename decltype(acc)::type;
+    using Index = decltype(index);
+    bn_stats<T, Acc, Index><<<unsigned(x.size(1)), kChannelThreads, 0, stream(x.device())>>>(
+        x.data<T>(), Index(x.size(0)), Index(x.size(1)), Index(x.size(2)), Acc(eps),
+        save_mean.data<Acc>(), save_invstd.data<Acc>(), batch_var.data<Acc>());
   });
-  check_launch("batch_norm", {&x, &save_mean});
 }
 
 // Thread ch: channel ch's running statistics, updated in place.
@@ -136,21 +146,33 @@ __global__ void bn_update_stats(const Acc* mean, const Acc* var, int64_t c, Acc 
   rv = T((Acc(1) - momentum) * Acc(rv) + momentum * var[ch] * unbias);
 }
 
-void batch_norm_update_stats(const Tensor& batch_mean, const Tensor& batch_var, double momentum,
-                             double unbias, const Tensor& running_mean, const Tensor& running_var) {
+// The launchers of one thread per channel of the running statistics [C]: on their device, with T
+// their dtype and Acc its accumulator, launch(TypeTag<T>, TypeTag<Acc>, C, blocks, stream)
+// launches the kernel; the launch is then checked.
+template <class F>
+void launch_per_channel(const char* op, const Tensor& running_mean, const Tensor& running_var,
+                        F&& launch) {
   DeviceGuard guard(running_mean.device());
   const int64_t c = running_mean.size(0);
-  dispatch_floating(running_mean.dtype(), "batch_norm_update_stats", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    using Acc = compute_t<T>;
-    bn_update_stats<T, Acc>
-        <<<unsigned((c + kMapThreads - 1) / kMapThreads), kMapThreads, 0,
-           stream(running_mean.device())>>>(batch_mean.data<Acc>(), batch_var.data<Acc>(), c,
-                                            Acc(momentum), Acc(unbias), running_mean.data<T>(),
-                                            running_mean.stride(0), running_var.data<T>(),
-                                            running_var.stride(0));
+  dispatch_floating(running_mean.dtype(), op, [&](auto tag) {
+    using Acc = compute_t<typename decltype(tag)::type>;
+    launch(tag, TypeTag<Acc>{}, c, unsigned((c + kMapThreads - 1) / kMapThreads),
+           stream(running_mean.device()));
   });
-  check_launch("batch_norm_update_stats", {&running_mean, &running_var});
+  check_launch(op, {&running_mean, &running_var});
+}
+
+void batch_norm_update_stats(const Tensor& batch_mean, const Tensor& batch_var, double momentum,
+                             double unbias, const Tensor& running_mean, const Tensor& running_var) {
+  launch_per_channel("batch_norm_update_stats", running_mean, running_var,
+                     [&](auto tag, auto acc, int64_t c, unsigned blocks, cudaStream_t st) {
+                       using T = typename decltype(tag)::type;
+                       using Acc = typename decltype(acc)::type;
+                       bn_update_stats<T, Acc><<<blocks, kMapThreads, 0, st>>>(
+                           batch_mean.data<Acc>(), batch_var.data<Acc>(), c, Acc(momentum),
+                           Acc(unbias), running_mean.data<T>(), running_mean.stride(0),
+                           running_var.data<T>(), running_var.stride(0));
+                     });
 }
 
 template <class T, class Acc>
@@ -164,19 +186,15 @@ __global__ void bn_eval_stats(const T* rmean, int64_t rmean_stride, const T* rva
 
 void batch_norm_eval_stats(const Tensor& running_mean, const Tensor& running_var, double eps,
                            Tensor& save_mean, Tensor& save_invstd) {
-  DeviceGuard guard(running_mean.device());
-  const int64_t c = running_mean.size(0);
-  dispatch_floating(running_mean.dtype(), "batch_norm", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    using Acc = compute_t<T>;
-    bn_eval_stats<T, Acc>
-        <<<unsigned((c + kMapThreads - 1) / kMapThreads), kMapThreads, 0,
-           stream(running_mean.device())>>>(running_mean.data<T>(), running_mean.stride(0),
-                                            running_var.data<T>(), running_var.stride(0), c,
-                                            Acc(eps), save_mean.data<Acc>(),
-                                            save_invstd.data<Acc>());
-  });
-  check_launch("batch_norm", {&running_mean, &running_var});
+  launch_per_channel("batch_norm", running_mean, running_var,
+                     [&](auto tag, auto acc, int64_t c, unsigned blocks, cudaStream_t st) {
+                       using T = typename decltype(tag)::type;
+                       using Acc = typename decltype(acc)::type;
+                       bn_eval_stats<T, Acc><<<blocks, kMapThreads, 0, st>>>(
+                           running_mean.data<T>(), running_mean.stride(0), running_var.data<T>(),
+                           running_var.stride(0), c, Acc(eps), save_mean.data<Acc>(),
+                           save_invstd.data<Acc>());
+                     });
 }
 
 // y = (x - mean[c]) * invstd[c] * w[c] + b[c], grid-stride over all N * C * S values.
@@ -193,21 +211,17 @@ __global__ void bn_apply(const T* x, Index total, Index c, Index s, const Acc* m
 
 void batch_norm_apply(const Tensor& x, const Tensor& save_mean, const Tensor& save_invstd,
                       const Tensor& weight, const Tensor& bias, Tensor& y) {
-  DeviceGuard guard(x.device());
   const int dev = x.device().index;
-  dispatch_floating(x.dtype(), "batch_norm", [&](auto tag) {
+  launch_batch_norm("batch_norm", x, {&x, &y}, [&](auto tag, auto acc, auto index) {
     using T = typename decltype(tag)::type;
-    using Acc = compute_t<T>;
-    with_index_type(x.numel(), [&](auto index) {
-      using Index = decltype(index);
-      bn_apply<T, Acc, Index>
-          <<<grid_size(x.numel(), kMapThreads, dev), kMapThreads, 0, stream(dev)>>>(
-              x.data<T>(), Index(x.numel()), Index(x.size(1)), Index(x.size(2)),
-              save_mean.data<Acc>(), save_invstd.data<Acc>(), data_or_null<T>(weight),
-              data_or_null<T>(bias), y.data<T>());
-    });
+    using Acc = typename decltype(acc)::type;
+    using Index = decltype(index);
+    bn_apply<T, Acc, Index>
+        <<<grid_size(x.numel(), kMapThreads, dev), kMapThreads, 0, stream(dev)>>>(
+            x.data<T>(), Index(x.numel()), Index(x.size(1)), Index(x.size(2)),
+            save_mean.data<Acc>(), save_invstd.data<Acc>(), data_or_null<T>(weight),
+            data_or_null<T>(bias), y.data<T>());
   });
-  check_launch("batch_norm", {&x, &y});
 }
 
 // Block ch: sum_dy[ch] = sum dy, sum_dy_xhat[ch] = invstd * sum dy * (x - mean).
@@ -234,20 +248,16 @@ __global__ void __launch_bounds__(kChannelThreads)
 
 void batch_norm_backward_reduce(const Tensor& dy, const Tensor& x, const Tensor& save_mean,
                                 const Tensor& save_invstd, Tensor& sum_dy, Tensor& sum_dy_xhat) {
-  DeviceGuard guard(x.device());
-  dispatch_floating(x.dtype(), "batch_norm_backward", [&](auto tag) {
+  launch_batch_norm("batch_norm_backward", x, {&dy, &x}, [&](auto tag, auto acc, auto index) {
     using T = typename decltype(tag)::type;
-    using Acc = compute_t<T>;
-    with_index_type(x.numel(), [&](auto index) {
-      using Index = decltype(index);
-      bn_backward_reduce<T, Acc, Index>
-          <<<unsigned(x.size(1)), kChannelThreads, 0, stream(x.device())>>>(
-              dy.data<T>(), x.data<T>(), Index(x.size(0)), Index(x.size(1)), Index(x.size(2)),
-              save_mean.data<Acc>(), save_invstd.data<Acc>(), sum_dy.data<Acc>(),
-              sum_dy_xhat.data<Acc>());
-    });
+    using Acc = typename decltype(acc)::type;
+    using Index = decltype(index);
+    bn_backward_reduce<T, Acc, Index>
+        <<<unsigned(x.size(1)), kChannelThreads, 0, stream(x.device())>>>(
+            dy.data<T>(), x.data<T>(), Index(x.size(0)), Index(x.size(1)), Index(x.size(2)),
+            save_mean.data<Acc>(), save_invstd.data<Acc>(), sum_dy.data<Acc>(),
+            sum_dy_xhat.data<Acc>());
   });
-  check_launch("batch_norm_backward", {&dy, &x});
 }
 
 // dx = a * dy - b - g * (x - mean) with a = w * invstd, b = a * sum_dy / M,
@@ -271,22 +281,18 @@ void batch_norm_backward_input(const Tensor& dy, const Tensor& x, const Tensor& 
                                const Tensor& save_invstd, const Tensor& weight,
                                const Tensor& sum_dy, const Tensor& sum_dy_xhat, bool training,
                                Tensor& dx) {
-  DeviceGuard guard(x.device());
   const int dev = x.device().index;
-  dispatch_floating(x.dtype(), "batch_norm_backward", [&](auto tag) {
+  launch_batch_norm("batch_norm_backward", x, {&dy, &x, &dx}, [&](auto tag, auto acc, auto index) {
     using T = typename decltype(tag)::type;
-    using Acc = compute_t<T>;
-    with_index_type(x.numel(), [&](auto index) {
-      using Index = decltype(index);
-      bn_backward_input<T, Acc, Index>
-          <<<grid_size(x.numel(), kMapThreads, dev), kMapThreads, 0, stream(dev)>>>(
-              dy.data<T>(), x.data<T>(), Index(x.numel()), Index(x.size(1)), Index(x.size(2)),
-              Acc(x.size(0) * x.size(2)), save_mean.data<Acc>(), save_invstd.data<Acc>(),
-              data_or_null<T>(weight), sum_dy.data<Acc>(), sum_dy_xhat.data<Acc>(), training,
-              dx.data<T>());
-    });
+    using Acc = typename decltype(acc)::type;
+    using Index = decltype(index);
+    bn_backward_input<T, Acc, Index>
+        <<<grid_size(x.numel(), kMapThreads, dev), kMapThreads, 0, stream(dev)>>>(
+            dy.data<T>(), x.data<T>(), Index(x.numel()), Index(x.size(1)), Index(x.size(2)),
+            Acc(x.size(0) * x.size(2)), save_mean.data<Acc>(), save_invstd.data<Acc>(),
+            data_or_null<T>(weight), sum_dy.data<Acc>(), sum_dy_xhat.data<Acc>(), training,
+            dx.data<T>());
   });
-  check_launch("batch_norm_backward", {&dy, &x, &dx});
 }
 
 // ---- layer norm: x [M, D], a warp per row (blockDim = 32 x kRowsPerBlock) ----

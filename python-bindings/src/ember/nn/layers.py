@@ -55,6 +55,18 @@ class Linear(Module):
         )
 
 
+def _add_conv_parameters(conv, bias, device, dtype):
+    """Gives a convolution module (in_channels, out_channels, groups and kernel_size set) its
+    weight [out_channels, in_channels / groups, *kernel_size] and bias [out_channels] (None
+    without bias), initialised by its reset_parameters."""
+    shape = (conv.out_channels, conv.in_channels // conv.groups, *conv.kernel_size)
+    conv.weight = Parameter(_core.empty(shape, dtype=dtype, device=device))
+    conv.bias = (
+        Parameter(_core.empty(conv.out_channels, dtype=dtype, device=device)) if bias else None
+    )
+    conv.reset_parameters()
+
+
 class Conv2d(Module):
     """2-D convolution (cross-correlation): x [N, in_channels, H, W] -> [N, out_channels, Ho, Wo]
     (or unbatched, [in_channels, H, W] -> [out_channels, Ho, Wo], as PyTorch takes it); weight
@@ -67,12 +79,7 @@ class Conv2d(Module):
         self.kernel_size, self.stride = _pair(kernel_size), _pair(stride)
         self.padding = padding if isinstance(padding, str) else _pair(padding)
         self.dilation, self.groups = _pair(dilation), groups
-        shape = (out_channels, in_channels // groups, *self.kernel_size)
-        self.weight = Parameter(_core.empty(shape, dtype=dtype, device=device))
-        self.bias = (
-            Parameter(_core.empty(out_channels, dtype=dtype, device=device)) if bias else None
-        )
-        self.reset_parameters()
+        _add_conv_parameters(self, bias, device, dtype)
 
     def reset_parameters(self):
         """PyTorch's default initialisation (nn.init.default_init_)."""
@@ -139,12 +146,7 @@ class Conv1d(Module):
         self.kernel_size, self.stride = _single(kernel_size), _single(stride)
         self.padding = padding if isinstance(padding, str) else _single(padding)
         self.dilation, self.groups, self.padding_mode = _single(dilation), groups, padding_mode
-        shape = (out_channels, in_channels // groups, *self.kernel_size)
-        self.weight = Parameter(_core.empty(shape, dtype=dtype, device=device))
-        self.bias = (
-            Parameter(_core.empty(out_channels, dtype=dtype, device=device)) if bias else None
-        )
-        self.reset_parameters()
+        _add_conv_parameters(self, bias, device, dtype)
 
     def reset_parameters(self):
         """PyTorch's default initialisation (nn.init.default_init_)."""
