@@ -69,17 +69,20 @@ def _state_names(owners):
 _MODULE_TABLES = ("training", "_parameters", "_buffers", "_modules")
 
 
+def _attribute_text(value):
+    """repr of a plain number, string, None or tuple/list of them; else type and identity."""
+    plain = (bool, int, float, str, type(None))
+    if isinstance(value, plain) or (
+            isinstance(value, (tuple, list)) and all(isinstance(x, plain) for x in value)):
+        return repr(value)
+    return f"<{type(value).__name__} {id(value):x}>"
+
+
 def _plain_attributes(module):
     """'p=0.5, inplace=False': a module's attributes other than its tables and mode; values that
     are not plain numbers, strings or tuples of them stand as their type and identity."""
-    def text(v):
-        if v is None or isinstance(v, (bool, int, float, str)):
-            return repr(v)
-        if isinstance(v, (tuple, list)) and all(x is None or isinstance(x, (bool, int, float, str))
-                                                for x in v):
-            return repr(v)
-        return f"<{type(v).__name__} {id(v):x}>"
-    return ", ".join(f"{k}={text(v)}" for k, v in vars(module).items() if k not in _MODULE_TABLES)
+    return ", ".join(f"{k}={_attribute_text(v)}" for k, v in vars(module).items()
+                     if k not in _MODULE_TABLES)
 
 
 def _user_frame(error):
@@ -175,7 +178,8 @@ class CompiledFunction:
         out = []
         for name, obj in self._owners:
             if isinstance(obj, Module):
-                modes = "".join("t" if m.training else "e" for m in obj.modules())
+                modules = list(obj.named_modules())
+                modes = "".join("t" if m.training else "e" for _, m in modules)
                 out.append((f"{name}.training", modes))
                 # A parameter or buffer replaced by another tensor object (model.fc.weight =
                 # Parameter(...)): the step must bind the new one.
@@ -184,7 +188,7 @@ class CompiledFunction:
                 out.append((f"{name} tensors", f"{len(tensors)} objects, identity {ids:x}"))
                 # The numbers a module's forward reads from its attributes (Dropout's p,
                 # BatchNorm's momentum, a stride) are constants of the traced graph.
-                for path, m in obj.named_modules():
+                for path, m in modules:
                     attrs = _plain_attributes(m)
                     if attrs:
                         out.append((f"{name}.{path}" if path else name, attrs))
