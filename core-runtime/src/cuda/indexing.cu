@@ -1,9 +1,11 @@
 // indexing.cu — CUDA kernels of the indexing family (contracts in ops/indexing_kernels.h).
-// Kernels that only move elements are instantiated per element size; kernels that accumulate
-// (index_add, scatter_add) use atomic adds, so the order of repeated indices' additions, and with
-// floats the last bits of the result, may vary from run to run.
+// Kernels that only move elements are instantiated per element size. index_add (embedding's
+// backward) sorts its indices first and adds each row's sources in index order, so its results are
+// the CPU's to the bit and the same from run to run; scatter_add uses atomic adds, so the order of
+// repeated indices' additions, and with floats the last bits of its result, may vary.
 #include <climits>
 #include <cstring>
+#include <cub/device/device_radix_sort.cuh>
 #include <type_traits>
 
 #include "convert.h"
@@ -112,26 +114,63 @@ void index_select(const Tensor& x, const Tensor& index, Tensor& out) {
   check_launch("index_select", {&x, &index, &out});
 }
 
-// out[o, idx[j], i] += src[o, j, i], one thread per src element; skipped where idx[j] is out of
-// range (the front function's check reports it).
+// iota[j] = j: the positions that the sort carries along with the index values.
+__global__ void fill_positions(int64_t* iota, int64_t k) {
+  const int64_t step = int64_t(blockDim.x) * gridDim.x;
+  for (int64_t j = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; j < k; j += step) iota[j] = j;
+}
+
+// out[o, row, i] += src[o, j, i] for every j with idx[j] = row, in increasing j. rows: idx sorted;
+// at: their positions j (a stable sort keeps equal rows in j order). One thread per (o, s, i)
+// where s starts a run of equal rows: it adds the run's sources one by one, rounding to T after
+// each addition as the CPU kernel does, so both give the same bits. Rows outside [0, n) are
+// skipped (the front function's check reports them).
 template <class T>
-__global__ void index_add_rows(T* out, const int64_t* idx, const T* src, int64_t n, int64_t k,
-                               int64_t inner, int64_t total) {
+__global__ void index_add_runs(T* out, const int64_t* rows, const int64_t* at, const T* src,
+                               int64_t n, int64_t k, int64_t inner, int64_t total) {
+  using Acc = compute_t<T>;
   const int64_t step = int64_t(blockDim.x) * gridDim.x;
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += step) {
-    const int64_t i = e % inner, r = e / inner, j = r % k, o = r / k;
-    const int64_t row = idx[j];
-    if (row >= 0 && row < n) atomic_add(out + (o * n + row) * inner + i, src[e]);
+    const int64_t i = e % inner, r = e / inner, s = r % k, o = r / k;
+    const int64_t row = rows[s];
+    if ((s > 0 && rows[s - 1] == row) || row < 0 || row >= n) continue;
+    T* d = out + (o * n + row) * inner + i;
+    T sum = *d;
+    for (int64_t t = s; t < k && rows[t] == row; ++t)
+      sum = T(Acc(sum) + Acc(src[(o * k + at[t]) * inner + i]));
+    *d = sum;
   }
 }
 
+// Sorts (index value, position) pairs, then adds each row's run in one thread per column: no
+// atomics, so repeated indices add up in a fixed order (PyTorch's embedding backward also sorts).
 void index_add(Tensor& out, const Tensor& index, const Tensor& src) {
-  DeviceGuard guard(out.device());
+  const Device device = out.device();
+  DeviceGuard guard(device);
+  cudaStream_t s = stream(device);
+  const int64_t k = index.size(0);
+  Tensor positions = Tensor::empty({k}, DType::Int64, device, "index_add_");
+  Tensor rows = Tensor::empty({k}, DType::Int64, device, "index_add_");
+  Tensor at = Tensor::empty({k}, DType::Int64, device, "index_add_");
+  fill_positions<<<blocks_for(k, device), kThreads, 0, s>>>(positions.data<int64_t>(), k);
+  size_t temp_bytes = 0;  // first call: how much scratch the sort needs
+  EMBER_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, index.data<int64_t>(),
+                                                   rows.data<int64_t>(), positions.data<int64_t>(),
+                                                   at.data<int64_t>(), k, 0, 64, s),
+                   "index_add_");
+  Tensor temp = Tensor::empty({int64_t(temp_bytes)}, DType::UInt8, device, "index_add_");
+  EMBER_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp.data_ptr(), temp_bytes,
+                                                   index.data<int64_t>(), rows.data<int64_t>(),
+                                                   positions.data<int64_t>(), at.data<int64_t>(), k,
+                                                   0, 64, s),
+                   "index_add_");
   dispatch_numeric(out.dtype(), "index_add_", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    index_add_rows<T><<<blocks_for(src.numel(), out.device()), kThreads, 0, stream(out.device())>>>(
-        out.data<T>(), index.data<int64_t>(), src.data<T>(), out.size(1), index.size(0),
-        out.size(2), src.numel());
+    index_add_runs<T>
+        <<<blocks_for(src.numel(), device), kThreads, 0, s>>>(out.data<T>(), rows.data<int64_t>(),
+                                                              at.data<int64_t>(), src.data<T>(),
+                                                              out.size(1), k, out.size(2),
+                                                              src.numel());
   });
   check_launch("index_add_", {&out, &index, &src});
 }
