@@ -78,7 +78,7 @@ std::vector<Tensor> run_fused_node(const std::vector<Tensor>& in, const Attrs& a
     if (k.target == Target::Cpu) {
       k.cpu->run(pointers.data, k.rendered.items, k.rendered.cost_per_item);
     } else {
-      jit::launch_cuda(k.cuda_image, k.rendered.entry, device.index, pointers, k.rendered.items);
+      jit::launch_cuda(k.cuda, device.index, pointers, k.rendered.items);
     }
   }
   return outs;

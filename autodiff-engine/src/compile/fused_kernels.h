@@ -24,7 +24,7 @@ struct FusedKernel {
   RenderedKernel rendered;
   Target target = Target::Cpu;
   std::shared_ptr<const jit::CpuKernel> cpu;  // Target::Cpu
-  std::string cuda_image;                     // Target::Cuda: the cubin
+  jit::CudaKernel cuda;                       // Target::Cuda: the loaded cubin's kernel
   std::vector<std::string> ops;               // the graph's ops it computes, in order
 };
 

@@ -72,15 +72,23 @@ EMBER_API CudaCompile compile_cuda(const std::string& source, int sm, bool ptx =
 // Whether NVRTC is built in.
 EMBER_API bool nvrtc_available();
 
-// Launches `entry` of a cubin from compile_cuda on the current stream of GPU `device`, as
+// Kernel `entry` of a cubin from compile_cuda, loaded into this process (the image stays loaded
+// for every GPU). Loading finds an image loaded before by its hash, so a caller that launches a
+// kernel often loads it once and keeps this handle: a launch then costs no lookup.
+struct CudaKernel {
+  const void* handle = nullptr;  // the CUDA runtime's cudaKernel_t
+};
+EMBER_API CudaKernel load_cuda(const std::string& image, const std::string& entry);
+
+// Launches `kernel` on the current stream of GPU `device`, as
 //   entry(CudaPointers pointers, int64_t items)
 // with a grid-stride loop's grid over `items`. data[0] is the output, data[1..count) the inputs.
 struct CudaPointers {
   static constexpr int kMax = 32;
   char* data[kMax];
 };
-EMBER_API void launch_cuda(const std::string& image, const std::string& entry, int device,
-                           const CudaPointers& pointers, int64_t items);
+EMBER_API void launch_cuda(const CudaKernel& kernel, int device, const CudaPointers& pointers,
+                           int64_t items);
 
 // The library's vectorisable float functions (exp_vectorisable, log_, tanh_, sigmoid_ and
 // erf_vectorisable of src/cpu/vector_exp.h and vector_math.h) as C++ source, in namespace

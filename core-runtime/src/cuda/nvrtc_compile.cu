@@ -19,7 +19,7 @@ namespace {
 
 std::mutex g_mutex;
 std::map<std::string, CudaCompile> g_compiled;  // key -> image or failure
-std::map<std::string, cudaKernel_t> g_kernels;  // hash of image + entry -> kernel
+std::map<std::string, const void*> g_kernels;   // hash of image + entry -> cudaKernel_t
 std::vector<cudaLibrary_t> g_libraries;         // kept loaded for the process
 
 int current_capability() {
@@ -110,34 +110,33 @@ CudaCompile compile_cuda(const std::string& source, int sm, bool ptx) {
   return result;
 }
 
-void launch_cuda(const std::string& image, const std::string& entry, int device,
-                 const CudaPointers& pointers, int64_t items) {
-  if (items <= 0) return;
-  cuda::DeviceGuard guard(device);
+CudaKernel load_cuda(const std::string& image, const std::string& entry) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  const std::string id = hex64(fnv1a64(image)) + "/" + std::to_string(image.size()) + "/" + entry;
+  if (auto found = g_kernels.find(id); found != g_kernels.end()) return {found->second};
+  cudaLibrary_t library = nullptr;
+  EMBER_CUDA_CHECK(cudaLibraryLoadData(&library, image.data(), nullptr, nullptr, 0, nullptr,
+                                       nullptr, 0),
+                   "fused kernel");
+  g_libraries.push_back(library);
   cudaKernel_t kernel = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(g_mutex);
-    const std::string id = hex64(fnv1a64(image)) + "/" + std::to_string(image.size()) + "/" + entry;
-    auto found = g_kernels.find(id);
-    if (found == g_kernels.end()) {
-      cudaLibrary_t library = nullptr;
-      EMBER_CUDA_CHECK(cudaLibraryLoadData(&library, image.data(), nullptr, nullptr, 0, nullptr,
-                                           nullptr, 0),
-                       "fused kernel");
-      g_libraries.push_back(library);
-      EMBER_CUDA_CHECK(cudaLibraryGetKernel(&kernel, library, entry.c_str()), "fused kernel");
-      g_kernels[id] = kernel;
-    } else {
-      kernel = found->second;
-    }
-  }
+  EMBER_CUDA_CHECK(cudaLibraryGetKernel(&kernel, library, entry.c_str()), "fused kernel");
+  g_kernels[id] = kernel;
+  return {kernel};
+}
+
+void launch_cuda(const CudaKernel& kernel, int device, const CudaPointers& pointers,
+                 int64_t items) {
+  if (items <= 0) return;
+  if (!kernel.handle)
+    throw ValueError("jit::launch_cuda", "the kernel was not loaded; call jit::load_cuda first");
+  cuda::DeviceGuard guard(device);
   constexpr int kThreads = 256;
   CudaPointers arguments = pointers;
   int64_t count = items;
   void* parameters[] = {&arguments, &count};
-  EMBER_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(kernel),
-                                    dim3(cuda::grid_size(items, kThreads, device)), dim3(kThreads),
-                                    parameters, 0, cuda::stream(device)),
+  EMBER_CUDA_CHECK(cudaLaunchKernel(kernel.handle, dim3(cuda::grid_size(items, kThreads, device)),
+                                    dim3(kThreads), parameters, 0, cuda::stream(device)),
                    "fused kernel");
   cuda::check_launch("fused kernel", {});
 }

@@ -216,7 +216,8 @@ FusedRun run_fused(const FusionGroup& group, const std::vector<Tensor>& inputs) 
     const jit::CudaCompile compiled = jit::compile_cuda(kernel.source, /*sm=*/0);
     if (compiled.status != jit::Status::Ok) return fall_back(compiled.reason);
     run.from_cache = compiled.from_cache;
-    jit::launch_cuda(compiled.image, kernel.entry, device.index, pointers, kernel.items);
+    jit::launch_cuda(jit::load_cuda(compiled.image, kernel.entry), device.index, pointers,
+                     kernel.items);
   }
   return run;
 }

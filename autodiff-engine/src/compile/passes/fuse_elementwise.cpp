@@ -390,7 +390,12 @@ Program fuse_elementwise(const Program& program, Explain& explain) {
         break;
       }
       kernels_from_cache += built.from_cache;
-      kernel->cuda_image = built.image;
+      try {
+        kernel->cuda = jit::load_cuda(built.image, kernel->rendered.entry);
+      } catch (const Error& e) {  // the driver refused the cubin: run unfused, as for no compiler
+        failure = e.what();
+        break;
+      }
     }
     group.kernel = kernel;
   }
