@@ -1,0 +1,139 @@
+"""Which GPU kernels one step runs, and for how long: a workload run under Nsight Compute.
+
+    ncu --profile-from-start off --metrics gpu__time_duration.sum --csv --log-file K.csv \\
+        python3 benchmarks/tools/kernel_profile.py WORKLOAD
+    python3 benchmarks/tools/kernel_profile.py --summarise K.csv [--top N]
+
+The first form warms WORKLOAD up (three calls: traces, plans, CUDA-graph captures and cuBLAS's
+workspaces happen there), then runs it once more between cudaProfilerStart and cudaProfilerStop,
+so ncu times exactly one step's kernels (a CUDA graph's kernels are timed node by node). The
+second form turns ncu's CSV into one line per kernel name (calls, total microseconds, share)
+and the step's total GPU time: where a step's time goes on the card, Ember's and PyTorch's
+alike, which is what explains a step slower than its reference.
+
+Workloads (all on cuda:0; PyTorch's run in its own process as Ember's do):
+  cnn-ember-eager B | cnn-ember-compiled B | cnn-torch-eager B
+      the digits CNN's training step at batch B (benchmarks/families/training.py's model, SGD)
+  sdpa-ember T | sdpa-torch T
+      causal scaled-dot-product attention forward + backward, bfloat16, batch 8, 4 heads, head
+      dim 64, length T (the attention family's sdpa_ladder case)
+  chain8-fused N | chain8-copy N
+      the fusion family's 8-op chain as one generated kernel on N floats, and PyTorch's copy of
+      as many floats (the bandwidth reference)
+"""
+
+import argparse
+import csv
+import os
+import sys
+from collections import defaultdict
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+
+def cnn(xp, batch, compiled):
+    from families.training import LR, MOMENTUM, WEIGHT_DECAY, small_cnn
+    xp.manual_seed(0)
+    model = small_cnn(xp.nn).to("cuda")
+    optimizer = xp.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM,
+                             weight_decay=WEIGHT_DECAY)
+    loss_fn = xp.nn.CrossEntropyLoss()
+    x = xp.rand(batch, 1, 28, 28, device="cuda")
+    labels = xp.randint(0, 10, (batch,), device="cuda")
+
+    def step():
+        optimizer.zero_grad()
+        loss = loss_fn(model(x), labels)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    if compiled:
+        step = xp.compile(step)
+    return lambda: step(), (step.explain if compiled else None)
+
+
+def sdpa(xp, length):
+    q, k, v, g = (xp.rand(8, 4, length, 64, device="cuda").to(xp.bfloat16) for _ in range(4))
+    for t in (q, k, v):
+        t.requires_grad_()
+    f = xp.nn.functional.scaled_dot_product_attention
+    return lambda: f(q, k, v, is_causal=True).backward(g), None
+
+
+def chain8(xp, n, fused):
+    x = xp.rand(n, device="cuda")
+    if not fused:
+        out = xp.empty_like(x)
+        return lambda: out.copy_(x), None
+    import importlib
+
+    from families.fusion import CHAIN8
+    kernel = importlib.import_module(xp.__name__ + "._core")._fused_elementwise
+    return lambda: kernel(CHAIN8, [x]), None
+
+
+def build(workload, size):
+    lib, _, rest = workload.partition("-")
+    import torch
+    xp = torch
+    if lib in ("cnn", "sdpa", "chain8") and ("ember" in rest or rest == "fused"):
+        import ember
+        xp = ember
+    if lib == "cnn":
+        return cnn(xp, size, compiled=rest.endswith("compiled")), torch, xp
+    if lib == "sdpa":
+        return sdpa(xp, size), torch, xp
+    return chain8(xp, size, fused=rest == "fused"), torch, xp
+
+
+def run(workload, size):
+    (call, explain), torch, xp = build(workload, size)
+    for _ in range(3):
+        call()
+    sync = xp.cuda.synchronize
+    sync()
+    if explain is not None:
+        print(explain(), file=sys.stderr)
+    torch.cuda.profiler.start()  # cudaProfilerStart: process-wide, Ember's kernels too
+    call()
+    sync()
+    torch.cuda.profiler.stop()
+
+
+def summarise(path, top):
+    per_kernel = defaultdict(lambda: [0, 0.0])
+    with open(path) as f:
+        rows = [line for line in f if line.startswith('"')]  # ncu's own lines come first
+    for row in csv.DictReader(rows):
+        if row.get("Metric Name") != "gpu__time_duration.sum":
+            continue
+        scale = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3}[row["Metric Unit"]]
+        entry = per_kernel[row["Kernel Name"][:90]]
+        entry[0] += 1
+        entry[1] += float(row["Metric Value"].replace(",", "")) * scale
+    total = sum(us for _, us in per_kernel.values())
+    print(f"{os.path.basename(path)}: {sum(c for c, _ in per_kernel.values())} kernels, "
+          f"{total:.1f} us of GPU time")
+    for name, (count, us) in sorted(per_kernel.items(), key=lambda kv: -kv[1][1])[:top]:
+        print(f"  {us:9.1f} us {100 * us / max(total, 1e-9):5.1f} %  x{count:<3d} {name}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("workload", nargs="?", help="e.g. cnn-ember-compiled")
+    parser.add_argument("size", nargs="?", type=int, default=32,
+                        help="batch, length or element count")
+    parser.add_argument("--summarise", metavar="NCU_CSV", help="summarise ncu's CSV instead")
+    parser.add_argument("--top", type=int, default=12, help="kernels listed by --summarise")
+    a = parser.parse_args()
+    if a.summarise:
+        summarise(a.summarise, a.top)
+    elif a.workload:
+        run(a.workload, a.size)
+    else:
+        parser.error("name a workload or --summarise a CSV")
+
+
+if __name__ == "__main__":
+    main()
