@@ -166,6 +166,23 @@ TEST_P(Matmul, EveryDType) {
   }
 }
 
+// float16 / bfloat16 in every layout the GEMM reads in place (on CUDA: cuBLASLt's layouts and
+// batch strides), at sizes off every tile multiple, against the float64 reference.
+TEST_P(Matmul, HalfTypesInEveryLayout) {
+  for (DType t : {DType::Float16, DType::BFloat16}) {
+    SCOPED_TRACE(dtype_name(t));
+    Tensor a = rnd({70, 130}, 1, device(), t), b = rnd({65, 130}, 2, device(), t);
+    check_matmul(a, b.t());                                          // b read transposed
+    check_matmul(a.t().contiguous().t(), b.t().contiguous());        // a column-major
+    check_matmul(a.slice(1, 3, 68), rnd({65, 17}, 3, device(), t));  // leading dim > columns
+    Tensor batched = rnd({3, 33, 40}, 4, device(), t);
+    check_matmul(batched, rnd({3, 40, 9}, 5, device(), t));
+    check_matmul(batched.transpose(1, 2), rnd({3, 33, 24}, 6, device(), t));
+    check_matmul(batched.permute({1, 0, 2}), rnd({40, 8}, 7, device(), t));  // batch stride 40
+    check_matmul(rnd({1, 40}, 8, device(), t), batched.select(1, 0).t());    // one row
+  }
+}
+
 TEST_P(Matmul, IntegerResultsWrapLikeTheirDType) {
   // 16 * 16 = 256 does not fit int8: accumulated in int64, then wrapped as a cast does.
   Tensor a = Tensor::from_vector<int8_t>({16}, {1, 1}).to(device());

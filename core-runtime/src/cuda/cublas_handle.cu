@@ -1,4 +1,6 @@
 // cublas_handle.cu — per-device cuBLAS handles and the row-major GEMM (see cublas_handle.cuh).
+#include <cublasLt.h>
+
 #include <algorithm>
 #include <climits>
 #include <deque>
@@ -121,6 +123,48 @@ template <class T> BlasLayout blas_layout(const MatrixRef<T>& m, int64_t rows, i
   return {};
 }
 
+// ---- cuBLASLt, for the float16 / bfloat16 GEMMs ----
+//
+// cuBLASLt is cuBLAS's matmul with explicit layouts and algorithm choice (and epilogues). One
+// handle per process (cuBLASLt handles are thread-safe); the workspace is the stream's cuBLAS
+// workspace above, since Lt and classic GEMMs of one stream run one after another.
+
+cublasLtHandle_t lt_handle() {
+  static cublasLtHandle_t h = [] {
+    cublasLtHandle_t made = nullptr;
+    EMBER_CUBLAS_CHECK(cublasLtCreate(&made), "cuBLASLt");
+    return made;
+  }();
+  return h;
+}
+
+// Owns the descriptors of one Lt call.
+struct LtCall {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulPreference_t preference = nullptr;
+  ~LtCall() {
+    if (preference) cublasLtMatmulPreferenceDestroy(preference);
+    for (cublasLtMatrixLayout_t l : {a, b, c})
+      if (l) cublasLtMatrixLayoutDestroy(l);
+    if (desc) cublasLtMatmulDescDestroy(desc);
+  }
+};
+
+// A column-major [rows, cols] layout with leading dimension ld, `batch` matrices apart by stride.
+cublasLtMatrixLayout_t lt_layout(cudaDataType_t t, int rows, int cols, int ld, int batch,
+                                 long long stride) {
+  cublasLtMatrixLayout_t l = nullptr;
+  EMBER_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l, t, uint64_t(rows), uint64_t(cols), ld),
+                     "cuBLASLt");
+  if (batch > 1) {
+    cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof(batch));
+    int64_t s = stride;
+    cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &s, sizeof(s));
+  }
+  return l;
+}
+
 }  // namespace
 
 cublasHandle_t cublas_handle(Device device) {
@@ -185,8 +229,41 @@ template <class T> void blas_gemm(Device device, const GemmArgs<T>& g, const cha
                                                  sc, batch),
                        op);
   } else {
-    // float16 / bfloat16 storage, float32 accumulation (alpha and beta are float).
+    // float16 / bfloat16 storage, float32 accumulation (alpha and beta are float): cuBLASLt's
+    // best algorithm for these layouts, or cublasGemmEx where its heuristic offers none.
     const cudaDataType_t t = std::is_same_v<T, Half> ? CUDA_R_16F : CUDA_R_16BF;
+    LtCall lt;
+    EMBER_CUBLAS_CHECK(cublasLtMatmulDescCreate(&lt.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), op);
+    cublasLtMatmulDescSetAttribute(lt.desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_b, sizeof(op_b));
+    cublasLtMatmulDescSetAttribute(lt.desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_a, sizeof(op_a));
+    // Column-major as stored: B^T is [n, k] (or [k, n] when transposed), A^T [k, m], C^T [n, m].
+    lt.a = op_b == CUBLAS_OP_N ? lt_layout(t, g.n, g.k, ldb, batch, sb)
+                               : lt_layout(t, g.k, g.n, ldb, batch, sb);
+    lt.b = op_a == CUBLAS_OP_N ? lt_layout(t, g.k, g.m, lda, batch, sa)
+                               : lt_layout(t, g.m, g.k, lda, batch, sa);
+    lt.c = lt_layout(t, g.n, g.m, ldc, batch, sc);
+    size_t workspace_bytes = 0;
+    void* workspace = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(g_mutex);
+      DeviceBlas& d = device_blas(device);
+      workspace = workspace_of(d, device, stream(device));
+      workspace_bytes = d.workspace_bytes;
+    }
+    EMBER_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&lt.preference), op);
+    cublasLtMatmulPreferenceSetAttribute(lt.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                         &workspace_bytes, sizeof(workspace_bytes));
+    cublasLtMatmulHeuristicResult_t best{};
+    int found = 0;
+    if (cublasLtMatmulAlgoGetHeuristic(lt_handle(), lt.desc, lt.a, lt.b, lt.c, lt.c, lt.preference,
+                                       1, &best, &found) == CUBLAS_STATUS_SUCCESS &&
+        found > 0) {
+      EMBER_CUBLAS_CHECK(cublasLtMatmul(lt_handle(), lt.desc, &alpha, g.b.data, lt.a, g.a.data,
+                                        lt.b, &beta, g.c.data, lt.c, g.c.data, lt.c, &best.algo,
+                                        workspace, workspace_bytes, stream(device)),
+                         op);
+      return;
+    }
     EMBER_CUBLAS_CHECK(cublasGemmStridedBatchedEx(h, op_b, op_a, g.n, g.m, g.k, &alpha, g.b.data, t,
                                                   ldb, sb, g.a.data, t, lda, sa, &beta, g.c.data, t,
                                                   ldc, sc, batch, CUBLAS_COMPUTE_32F,

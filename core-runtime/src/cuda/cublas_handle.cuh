@@ -1,6 +1,6 @@
 // cublas_handle.cuh — cuBLAS for the CUDA backend (internal header): a handle per thread and
 // device, and blas_gemm(), the one function through which every GEMM of the backend (matmul,
-// linear, the im2col convolutions) reaches cuBLAS.
+// linear, the im2col convolutions) reaches cuBLAS (cuBLASLt for float16 and bfloat16).
 //
 // GemmArgs describes a batched GEMM on *row-major logical* matrices whose memory layout is given
 // by strides, so a transposed operand (a.t()) is described, never copied. The hand-tiled kernels
@@ -10,7 +10,8 @@
 // CPU to float32 rounding. set_allow_tf32(true) (ember/cuda.h; EMBER_ALLOW_TF32=1 in the
 // environment starts it on) switches cuBLAS to TF32 tensor cores for float32: about 8x faster on
 // an H100/H200, with a 10-bit mantissa in the products. float16/bfloat16 always use tensor cores
-// with float32 accumulation.
+// with float32 accumulation, through cuBLASLt (the algorithm its heuristic ranks first for the
+// layouts; cublasGemmEx where it offers none).
 #pragma once
 #include <cublas_v2.h>
 

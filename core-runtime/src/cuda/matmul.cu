@@ -4,8 +4,9 @@
 //
 // Which code runs:
 //   float32, float64, float16, bfloat16, MatmulAlgo::Default -> cuBLAS (cublas_handle.cuh), one
-//       strided-batched call; transposes are passed as cuBLAS flags, never copied. float32 stays
-//       true FP32 unless set_allow_tf32(true) (ember/cuda.h).
+//       strided-batched call (cuBLASLt's for float16/bfloat16, on tensor cores); transposes are
+//       passed as cuBLAS flags, never copied. float32 stays true FP32 unless
+//       set_allow_tf32(true) (ember/cuda.h).
 //   float32, MatmulAlgo::Tiled -> the hand-written SGEMM (gemm_tiled.cuh), version
 //       EMBER_GEMM_TILED_VERSION (1..5) or, unset, the fastest (kTiledBest).
 //   float64, float16, bfloat16, MatmulAlgo::Tiled -> tiled v2 templated on the dtype.
