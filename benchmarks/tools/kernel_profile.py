@@ -32,25 +32,13 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 
 def cnn(xp, batch, compiled):
-    from families.training import LR, MOMENTUM, WEIGHT_DECAY, small_cnn
-    xp.manual_seed(0)
-    model = small_cnn(xp.nn).to("cuda")
-    optimizer = xp.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM,
-                             weight_decay=WEIGHT_DECAY)
-    loss_fn = xp.nn.CrossEntropyLoss()
+    from types import SimpleNamespace
+
+    from families.compiled import trainer
+    step = trainer(SimpleNamespace(xp=xp, device="cuda"), compiled=compiled)[2]
     x = xp.rand(batch, 1, 28, 28, device="cuda")
     labels = xp.randint(0, 10, (batch,), device="cuda")
-
-    def step():
-        optimizer.zero_grad()
-        loss = loss_fn(model(x), labels)
-        loss.backward()
-        optimizer.step()
-        return loss
-
-    if compiled:
-        step = xp.compile(step)
-    return lambda: step(), (step.explain if compiled else None)
+    return lambda: step(x, labels), (step.explain if compiled else None)
 
 
 def sdpa(xp, length):
