@@ -42,17 +42,25 @@ std::string result(const FusionGroup& group) {
   return "v" + std::to_string(group.nodes().size() - 1);
 }
 
-// Splits `index` over dims (outermost first), adding each input's offset into b<i>.
+// Splits `index` (< the product of dims' sizes) over dims (outermost first), adding each input's
+// offset into b<i>. The outermost dim takes what is left, without a division, so a contiguous
+// group's offsets are the index itself; below 2^32 elements the divisions are 32-bit, which a GPU
+// does in a few instructions where 64-bit ones take dozens.
 std::string split_index(const std::vector<LoopDim>& dims, size_t inputs, const std::string& index,
                         const std::string& indent) {
-  std::string text = indent + "e_i64 rest = " + index + ";\n";
+  int64_t count = 1;
+  for (const LoopDim& d : dims) count *= d.size;
+  const bool narrow = count <= int64_t(std::numeric_limits<uint32_t>::max());
+  const std::string type = narrow ? "e_u32" : "e_i64";
+  std::string text = indent + type + " rest = (" + type + ")" + index + ";\n";
   for (size_t i = 0; i < inputs; ++i) text += indent + "e_i64 " + base(i) + " = 0;\n";
   for (size_t d = dims.size(); d-- > 0;) {
-    text += indent + "{ const e_i64 c = rest % " + num(dims[d].size) +
-            "; rest /= " + num(dims[d].size) + ";";
+    const std::string size = std::to_string(dims[d].size) + (narrow ? "u" : "LL");
+    text += indent + "{ const " + type + " c = " +
+            (d == 0 ? std::string("rest;") : "rest % " + size + "; rest /= " + size + ";");
     for (size_t i = 0; i < inputs; ++i)
       if (dims[d].steps[1 + i] != 0)
-        text += " " + base(i) + " += c * " + num(dims[d].steps[1 + i]) + ";";
+        text += " " + base(i) + " += (e_i64)c * " + num(dims[d].steps[1 + i]) + ";";
     text += " }\n";
   }
   return text;
