@@ -15,15 +15,30 @@
 //       running max, running sum and output accumulator (the online softmax), so the scores
 //       never leave the chip and memory is O(L).
 //   v3  v2 on tensor cores (float16/bfloat16 with E and Ev multiples of 16): a warp owns 16
-//       query rows; q k^T and p v are 16x16x16 wmma products with float accumulation, the online
-//       softmax runs on the scores in shared memory in float.
-// The backward is one fused kernel at v2's level: a block owns 32 keys (one thread each) and
-// walks the query rows, recomputing each probability from logsumexp; dK and dV accumulate in
-// shared memory, dQ in a float (double) buffer by atomic adds.
+//       query rows; q k^T and p v are 16x16x16 wmma products with float accumulation. The
+//       online softmax runs on all 32 lanes of the warp (two a row, joined by shuffles), with the
+//       running max and sum in registers, and p v accumulates straight into the accumulator's
+//       fragments; tiles fully masked by the causal rule are skipped. The tensor cores do the
+//       products fast enough that the elementwise softmax, and the shared-memory round trips
+//       around it, set the pace: hence every lane on it, and no buffer the product passes through.
+// The backward recomputes the probabilities from logsumexp (the forward keeps no [L, S] matrix),
+// with delta_i = dO_i . O_i:  P = exp(S - lse), dV = (P Z)^T dO, dP = dO V^T Z,
+// dS = P (dP - delta) scale, dK = dS^T Q, dQ = dS K  (Z: the dropout's factors). Two kernels:
+//   b2  at v2's level (float32, float64, and the 16-bit types where v3 does not apply): a block
+//       owns 32 keys (one thread each) and walks the query rows; dK and dV accumulate in shared
+//       memory, dQ in a float (double) buffer by atomic adds.
+//   b3  at v3's level, after FlashAttention-2: a block owns 64 keys (16 a warp), stages them and
+//       their values once, and walks the query tiles of 64 rows (from the diagonal on under the
+//       causal rule). Every product (S^T, dP^T, dV, dK, dQ) is a wmma product with float
+//       accumulation; the elementwise step uses all 32 lanes; dK and dV accumulate in float in
+//       shared memory, dQ by float atomic adds (one kernel: no second pass recomputing P).
+//       Computing S and dP transposed (keys as rows) makes each warp's products run on its own
+//       rows, so only the dQ product, which needs every warp's dS, waits for the block.
 //
 // Selecting a version: the op runs EMBER_ATTENTION_VERSION (0..3, read at every call so that a
 // benchmark or a test can switch), or, unset, v3 where it applies and v2 elsewhere. v3 asked for
-// where it does not apply (float32, float64, E or Ev not a multiple of 16) runs v2. v2 and v3
+// where it does not apply (float32, float64, E or Ev not a multiple of 16) runs v2. The backward
+// follows: b3 where v3 applies, unless 0, 1 or 2 is asked for; b2 otherwise. v2 and v3
 // need their tiles to fit the GPU's shared memory (E and Ev up to several hundred); beyond that
 // the forward runs v1, and the backward raises NotSupportedError naming the sizes.
 #include <cuda_bf16.h>
@@ -430,11 +445,11 @@ __global__ void __launch_bounds__(kV3Warps * 32)
   using Acc = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
   extern __shared__ __align__(32) unsigned char v3_smem[];
   const int E = int(p.E), Ev = int(p.Ev);
-  W* qs = reinterpret_cast<W*>(v3_smem);                             // [kV3Rows][E]
-  W* ks = qs + kV3Rows * E;                                          // [kV3Keys][E]
-  W* vs = ks + kV3Keys * E;                                          // [kV3Keys][Ev]
-  float* sc = reinterpret_cast<float*>(vs + kV3Keys * Ev);           // [kV3Rows][kV3ScoreLd]
-  W* ps = reinterpret_cast<W*>(sc + kV3Rows * kV3ScoreLd);           // [kV3Rows][kV3ProbLd]
+  W* qs = reinterpret_cast<W*>(v3_smem);                            // [kV3Rows][E]
+  W* ks = qs + kV3Rows * E;                                         // [kV3Keys][E]
+  W* vs = ks + kV3Keys * E;                                         // [kV3Keys][Ev]
+  float* sc = reinterpret_cast<float*>(vs + kV3Keys * Ev);          // [kV3Rows][kV3ScoreLd]
+  W* ps = reinterpret_cast<W*>(sc + kV3Rows * kV3ScoreLd);          // [kV3Rows][kV3ProbLd]
   float* acc = reinterpret_cast<float*>(ps + kV3Rows * kV3ProbLd);  // [kV3Rows][Ev]
   float* row_f = acc + kV3Rows * Ev;  // [kV3Rows]: the tile's rescaling factor, at the end 1 / l
   const int64_t b = blockIdx.x, i0 = int64_t(blockIdx.y) * kV3Rows;
@@ -547,7 +562,7 @@ bool v3_forward_launch(const Tensor& q, const Tensor& k, const Tensor& v, const 
 }
 
 // ================================================================================================
-// Backward, fused at v2's level.
+// b2 — the backward, fused at v2's level.
 //
 // delta[b, i] = dO_i . O_i first (one thread per row). Then grid (BH, ceil(S / 32)); block 32
 // threads, thread t owns key j0 + t: its k and v rows, and its dK, dV accumulators, in shared
@@ -670,8 +685,9 @@ __global__ void __launch_bounds__(kB2Keys)
 // 16 w ... + 15 of the tile, dS [16][64] K [64][E] (dS read as a column-major view of dS^T), and
 // adds it into the float dQ buffer by atomic adds: the blocks of the other keys add to the same
 // rows. Atomics keep this one kernel (no second pass over the query tiles recomputing P); the
-// float buffer keeps their rounding small. Keys past S and rows past L are zero-filled, and their
-// probabilities are 0 (rows past L get logsumexp -inf, as a fully masked row has).
+// float buffer keeps their rounding small. P Z and dS enter their products rounded to W, as the
+// forward's p does (FlashAttention-2 does the same). Keys past S and rows past L are zero-filled,
+// and their probabilities are 0 (rows past L get logsumexp -inf, as a fully masked row has).
 
 constexpr int kB3Warps = 4;
 constexpr int kB3Keys = 16 * kB3Warps;  // a block's keys, 16 per warp
@@ -684,18 +700,17 @@ __host__ __device__ __forceinline__ int64_t b3_st_floats(const AttentionParams& 
 
 size_t b3_shared_bytes(const AttentionParams& p) {
   const size_t w = 2, E = size_t(p.E), Ev = size_t(p.Ev);
-  return w * (kB3Keys * (E + Ev) + kB3Rows * (E + Ev)) +  // ks, vs, qs, dos
-         4 * (size_t(b3_st_floats(p)) + kB3Keys * kB3Rows) +     // st (dqs), dpt
-         w * (2 * kB3Keys * kB3Rows) +                   // pzt, dst
-         4 * (kB3Keys * (E + Ev)) +                      // dks, dvs
-         4 * (2 * kB3Rows);                              // lses, deltas
+  return w * (kB3Keys * (E + Ev) + kB3Rows * (E + Ev)) +      // ks, vs, qs, dos
+         4 * (size_t(b3_st_floats(p)) + kB3Keys * kB3Rows) +  // st (dqs), dpt
+         w * (2 * kB3Keys * kB3Rows) +                        // pzt, dst
+         4 * (kB3Keys * (E + Ev)) +                           // dks, dvs
+         4 * (2 * kB3Rows);                                   // lses, deltas
 }
 
 template <class T>
 __global__ void __launch_bounds__(kB3Warps * 32)
-    b3_backward(const T* dout, const T* q, const T* k, const T* v, MaskView mask,
-                const float* lse, const float* delta, AttentionParams p, float* dq, T* dk,
-                T* dv) {
+    b3_backward(const T* dout, const T* q, const T* k, const T* v, MaskView mask, const float* lse,
+                const float* delta, AttentionParams p, float* dq, T* dk, T* dv) {
   namespace wmma = nvcuda::wmma;
   using W = typename Wmma<T>::type;
   using FragA = wmma::fragment<wmma::matrix_a, 16, 16, 16, W, wmma::row_major>;
@@ -706,19 +721,19 @@ __global__ void __launch_bounds__(kB3Warps * 32)
   extern __shared__ __align__(32) unsigned char b3_smem[];
   const int E = int(p.E), Ev = int(p.Ev);
   constexpr int R = kB3Rows;
-  W* ks = reinterpret_cast<W*>(b3_smem);                          // [kB3Keys][E]
-  W* vs = ks + kB3Keys * E;                                       // [kB3Keys][Ev]
-  W* qs = vs + kB3Keys * Ev;                                      // [R][E]
-  W* dos = qs + R * E;                                            // [R][Ev]
-  float* st = reinterpret_cast<float*>(dos + R * Ev);             // [kB3Keys][R]; dqs [R][E]
-  float* dqs = st;                                                //
-  float* dpt = st + b3_st_floats(p);                              // [kB3Keys][R]
-  W* pzt = reinterpret_cast<W*>(dpt + kB3Keys * R);               // [kB3Keys][R]
-  W* dst = pzt + kB3Keys * R;                                     // [kB3Keys][R]
-  float* dks = reinterpret_cast<float*>(dst + kB3Keys * R);       // [kB3Keys][E]
-  float* dvs = dks + kB3Keys * E;                                 // [kB3Keys][Ev]
-  float* lses = dvs + kB3Keys * Ev;                               // [R]
-  float* deltas = lses + R;                                       // [R]
+  W* ks = reinterpret_cast<W*>(b3_smem);                     // [kB3Keys][E]
+  W* vs = ks + kB3Keys * E;                                  // [kB3Keys][Ev]
+  W* qs = vs + kB3Keys * Ev;                                 // [R][E]
+  W* dos = qs + R * E;                                       // [R][Ev]
+  float* st = reinterpret_cast<float*>(dos + R * Ev);        // [kB3Keys][R]; dqs [R][E]
+  float* dqs = st;                                           //
+  float* dpt = st + b3_st_floats(p);                         // [kB3Keys][R]
+  W* pzt = reinterpret_cast<W*>(dpt + kB3Keys * R);          // [kB3Keys][R]
+  W* dst = pzt + kB3Keys * R;                                // [kB3Keys][R]
+  float* dks = reinterpret_cast<float*>(dst + kB3Keys * R);  // [kB3Keys][E]
+  float* dvs = dks + kB3Keys * E;                            // [kB3Keys][Ev]
+  float* lses = dvs + kB3Keys * Ev;                          // [R]
+  float* deltas = lses + R;                                  // [R]
   const int64_t b = blockIdx.x, j0 = int64_t(blockIdx.y) * kB3Keys;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, threads = kB3Warps * 32;
   const int r0 = warp * 16;  // this warp's first key of the block, and first row of a tile
@@ -829,10 +844,8 @@ __global__ void __launch_bounds__(kB3Warps * 32)
     }
   }
   __syncthreads();  // a block with no query tile still needs its zeroed accumulators visible
-  for (int n = threadIdx.x; n < keys * E; n += threads)
-    dk[(b * p.S + j0) * E + n] = T(dks[n]);
-  for (int n = threadIdx.x; n < keys * Ev; n += threads)
-    dv[(b * p.S + j0) * Ev + n] = T(dvs[n]);
+  for (int n = threadIdx.x; n < keys * E; n += threads) dk[(b * p.S + j0) * E + n] = T(dks[n]);
+  for (int n = threadIdx.x; n < keys * Ev; n += threads) dv[(b * p.S + j0) * Ev + n] = T(dvs[n]);
 }
 
 // The caller has allowed b3_shared_bytes(p) of shared memory (allow_shared).
@@ -843,9 +856,8 @@ void b3_backward_launch(const Tensor& grad_out, const Tensor& q, const Tensor& k
   const size_t bytes = b3_shared_bytes(p);
   const dim3 grid(unsigned(p.heads), unsigned((p.S + kB3Keys - 1) / kB3Keys));
   b3_backward<T><<<grid, kB3Warps * 32, bytes, stream(q.device())>>>(
-      grad_out.data<T>(), q.data<T>(), k.data<T>(), v.data<T>(), mask_view(mask),
-      lse.data<float>(), delta.data<float>(), p, dq.data<float>(), grad_k.data<T>(),
-      grad_v.data<T>());
+      grad_out.data<T>(), q.data<T>(), k.data<T>(), v.data<T>(), mask_view(mask), lse.data<float>(),
+      delta.data<float>(), p, dq.data<float>(), grad_k.data<T>(), grad_v.data<T>());
   check_launch(kBackward, {&grad_out, &q, &k, &v});
 }
 
