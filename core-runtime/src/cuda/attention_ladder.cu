@@ -69,14 +69,15 @@ constexpr const char* kBackward = "scaled_dot_product_attention_backward";
 // ================================================================================================
 // Shared pieces.
 
-// EMBER_ATTENTION_VERSION (0..3), read at every call; -1 when unset (the best that applies).
-int requested_version() {
+// EMBER_ATTENTION_VERSION (0..3), read at every call; -1 when unset (the best that applies). `op`
+// names the op a bad value is reported against.
+int requested_version(const char* op) {
   const char* v = std::getenv("EMBER_ATTENTION_VERSION");
   if (!v || !*v) return -1;
   const std::string s(v);
   if (s.size() != 1 || s[0] < '0' || s[0] > '3')
-    throw ValueError(kForward, "EMBER_ATTENTION_VERSION='" + s +
-                                   "'; expected 0, 1, 2 or 3 (or unset for the fastest)");
+    throw ValueError(op, "EMBER_ATTENTION_VERSION='" + s +
+                             "'; expected 0, 1, 2 or 3 (or unset for the fastest)");
   return s[0] - '0';
 }
 
@@ -869,7 +870,7 @@ void backward_typed(const Tensor& grad_out, const Tensor& q, const Tensor& k, co
                     const AttentionParams& p, Tensor& grad_q, Tensor& grad_k, Tensor& grad_v) {
   using C = compute_t<T>;
   const int dev = q.device().index;
-  const int asked = requested_version();
+  const int asked = requested_version(kBackward);
   bool tensor_cores = false;
   if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
     tensor_cores = (asked < 0 || asked == 3) && v3_applies(dtype_of_v<T>, p) &&
@@ -915,7 +916,7 @@ void attention(const AttentionOperand& q_heads, const AttentionOperand& k_heads,
                Tensor& out, Tensor& lse) {
   const Tensor &q = q_heads.values, &k = k_heads.values, &v = v_heads.values;
   DeviceGuard guard(q.device());
-  const int asked = requested_version();
+  const int asked = requested_version(kForward);
   dispatch_floating(q.dtype(), kForward, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (asked == 0) return v0_forward(q, k, v, mask, p, out, lse);
