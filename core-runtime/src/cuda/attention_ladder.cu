@@ -708,8 +708,35 @@ size_t b3_shared_bytes(const AttentionParams& p) {
          4 * (2 * kB3Rows);                                   // lses, deltas
 }
 
+// dst rows r0 ... r0 + 15 (of E floats each, the rows from `rows` on left out) += src [16][E], by
+// the warp's lanes with atomic adds: other blocks add to the same rows. sm_90 adds 4 floats an
+// instruction where dst is 16-byte aligned (E is a multiple of 16, so then every 4 floats are).
+__device__ __forceinline__ void add_rows(float* dst, const float* src, int r0, int rows, int E,
+                                         int lane) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const bool vector = reinterpret_cast<uintptr_t>(dst) % 16 == 0;
+#else
+  const bool vector = false;
+#endif
+  const int step = vector ? 4 : 1;
+  for (int n = step * lane; n < 16 * E; n += step * 32) {
+    const int r = r0 + n / E;
+    if (r >= rows) break;  // n only grows: every later row is past L too
+    float* at = dst + r * E + n % E;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if (vector) {
+      atomicAdd(reinterpret_cast<float4*>(at), *reinterpret_cast<const float4*>(src + n));
+      continue;
+    }
+#endif
+    atomicAdd(at, src[n]);
+  }
+}
+
+// At least 4 blocks an SM caps the registers at 128 a thread: left to itself, ptxas picked fewer
+// and spilled.
 template <class T>
-__global__ void __launch_bounds__(kB3Warps * 32)
+__global__ void __launch_bounds__(kB3Warps * 32, 4)
     b3_backward(const T* dout, const T* q, const T* k, const T* v, MaskView mask, const float* lse,
                 const float* delta, AttentionParams p, float* dq, T* dk, T* dv) {
   namespace wmma = nvcuda::wmma;
@@ -839,10 +866,7 @@ __global__ void __launch_bounds__(kB3Warps * 32)
       wmma::store_matrix_sync(dqs + r0 * E + n * 16, c, E, wmma::mem_row_major);
     }
     __syncwarp();
-    for (int n = lane; n < 16 * E; n += 32) {
-      const int r = r0 + n / E;
-      if (r < rows) atomicAdd(dq + (b * p.L + i0 + r) * E + n % E, dqs[r0 * E + n]);
-    }
+    add_rows(dq + (b * p.L + i0) * E, dqs + r0 * E, r0, rows, E, lane);
   }
   __syncthreads();  // a block with no query tile still needs its zeroed accumulators visible
   for (int n = threadIdx.x; n < keys * E; n += threads) dk[(b * p.S + j0) * E + n] = T(dks[n]);
