@@ -405,6 +405,56 @@ template <> struct Wmma<BFloat16> {
   }
 };
 
+// The wmma products of v3 and b3, on 16x16x16 fragments with float accumulation. Both load each
+// fragment of the operand the products share once: the compile-time counts keep those fragments
+// in registers.
+using Acc16 = nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float>;
+
+// c[n] = A B_n^T for n < N: A [16][K] row-major at a (leading dimension lda), B_n the rows
+// 16 n ... 16 n + 15 of the row-major [16 N][K] at b, read column-major (as its transpose).
+template <int N, class W>
+__device__ __forceinline__ void mma_times_rows_t(Acc16 (&c)[N], const W* a, int lda, const W* b,
+                                                 int ldb, int K) {
+  namespace wmma = nvcuda::wmma;
+#pragma unroll
+  for (int n = 0; n < N; ++n) wmma::fill_fragment(c[n], 0.0f);
+  for (int e = 0; e < K; e += 16) {
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, W, wmma::row_major> fa;
+    wmma::load_matrix_sync(fa, a + e, lda);
+#pragma unroll
+    for (int n = 0; n < N; ++n) {
+      wmma::fragment<wmma::matrix_b, 16, 16, 16, W, wmma::col_major> fb;
+      wmma::load_matrix_sync(fb, b + n * 16 * ldb + e, ldb);
+      wmma::mma_sync(c[n], fa, fb, c[n]);
+    }
+  }
+}
+
+// out [16][Nc] (float, leading dimension ldo) = (accumulate ? out : 0) + A B, where A [16][16 M]
+// at a is row-major (Layout wmma::row_major: fragment m at a + 16 m) or column-major
+// (wmma::col_major: fragment m at a + 16 m lda), and B [16 M][Nc] row-major at b.
+template <int M, class Layout, class W>
+__device__ __forceinline__ void mma_panel(float* out, int ldo, bool accumulate, const W* a, int lda,
+                                          const W* b, int ldb, int Nc) {
+  namespace wmma = nvcuda::wmma;
+  constexpr bool row = std::is_same_v<Layout, wmma::row_major>;
+  wmma::fragment<wmma::matrix_a, 16, 16, 16, W, Layout> fa[M];
+#pragma unroll
+  for (int m = 0; m < M; ++m) wmma::load_matrix_sync(fa[m], a + (row ? 16 * m : 16 * m * lda), lda);
+  for (int n = 0; n < Nc; n += 16) {
+    Acc16 c;
+    if (accumulate) wmma::load_matrix_sync(c, out + n, ldo, wmma::mem_row_major);
+    else wmma::fill_fragment(c, 0.0f);
+#pragma unroll
+    for (int m = 0; m < M; ++m) {
+      wmma::fragment<wmma::matrix_b, 16, 16, 16, W, wmma::row_major> fb;
+      wmma::load_matrix_sync(fb, b + 16 * m * ldb + n, ldb);
+      wmma::mma_sync(c, fa[m], fb, c);
+    }
+    wmma::store_matrix_sync(out + n, c, ldo, wmma::mem_row_major);
+  }
+}
+
 bool v3_applies(DType dtype, const AttentionParams& p) {
   return (dtype == DType::Float16 || dtype == DType::BFloat16) && p.E % 16 == 0 && p.Ev % 16 == 0 &&
          p.E > 0 && p.Ev > 0;
@@ -443,7 +493,6 @@ __global__ void __launch_bounds__(kV3Warps * 32)
                float* lse) {
   namespace wmma = nvcuda::wmma;
   using W = typename Wmma<T>::type;
-  using Acc = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
   extern __shared__ __align__(32) unsigned char v3_smem[];
   const int E = int(p.E), Ev = int(p.Ev);
   W* qs = reinterpret_cast<W*>(v3_smem);                            // [kV3Rows][E]
@@ -477,17 +526,13 @@ __global__ void __launch_bounds__(kV3Warps * 32)
     // they are. (A warp-uniform test: the warp's __syncwarp calls below stay matched.)
     if (r0 >= rows || (p.causal && j0 > i0 + r0 + 15)) continue;
     // scores [16][kV3Keys] of this warp's rows = q k^T
-    for (int n = 0; n < kV3Keys / 16; ++n) {
-      Acc c;
-      wmma::fill_fragment(c, 0.0f);
-      for (int e = 0; e < E; e += 16) {
-        wmma::fragment<wmma::matrix_a, 16, 16, 16, W, wmma::row_major> a;
-        wmma::fragment<wmma::matrix_b, 16, 16, 16, W, wmma::col_major> bt;
-        wmma::load_matrix_sync(a, qs + r0 * E + e, E);
-        wmma::load_matrix_sync(bt, ks + n * 16 * E + e, E);
-        wmma::mma_sync(c, a, bt, c);
-      }
-      wmma::store_matrix_sync(sc + r0 * kV3ScoreLd + n * 16, c, kV3ScoreLd, wmma::mem_row_major);
+    {
+      Acc16 c[kV3Keys / 16];
+      mma_times_rows_t(c, qs + r0 * E, E, ks, E, E);
+#pragma unroll
+      for (int n = 0; n < kV3Keys / 16; ++n)
+        wmma::store_matrix_sync(sc + r0 * kV3ScoreLd + n * 16, c[n], kV3ScoreLd,
+                                wmma::mem_row_major);
     }
     __syncwarp();
     // The online softmax of row i, two lanes a row: max and sum combine by one shuffle each.
@@ -522,18 +567,8 @@ __global__ void __launch_bounds__(kV3Warps * 32)
     for (int n = lane; n < 16 * Ev; n += 32) acc[r0 * Ev + n] *= row_f[r0 + n / Ev];
     __syncwarp();
     // acc [16][Ev] += p v, the accumulator loaded into and stored from the fragment.
-    for (int n = 0; n < Ev / 16; ++n) {
-      Acc c;
-      wmma::load_matrix_sync(c, acc + r0 * Ev + n * 16, Ev, wmma::mem_row_major);
-      for (int j = 0; j < kV3Keys; j += 16) {
-        wmma::fragment<wmma::matrix_a, 16, 16, 16, W, wmma::row_major> a;
-        wmma::fragment<wmma::matrix_b, 16, 16, 16, W, wmma::row_major> bv;
-        wmma::load_matrix_sync(a, ps + r0 * kV3ProbLd + j, kV3ProbLd);
-        wmma::load_matrix_sync(bv, vs + j * Ev + n * 16, Ev);
-        wmma::mma_sync(c, a, bv, c);
-      }
-      wmma::store_matrix_sync(acc + r0 * Ev + n * 16, c, Ev, wmma::mem_row_major);
-    }
+    mma_panel<kV3Keys / 16, wmma::row_major>(acc + r0 * Ev, Ev, true, ps + r0 * kV3ProbLd,
+                                             kV3ProbLd, vs, Ev, Ev);
   }
   if (r0 >= rows) return;  // no __syncthreads follows
   __syncwarp();
@@ -741,11 +776,6 @@ __global__ void __launch_bounds__(kB3Warps * 32, 4)
                 const float* delta, AttentionParams p, float* dq, T* dk, T* dv) {
   namespace wmma = nvcuda::wmma;
   using W = typename Wmma<T>::type;
-  using FragA = wmma::fragment<wmma::matrix_a, 16, 16, 16, W, wmma::row_major>;
-  using FragAt = wmma::fragment<wmma::matrix_a, 16, 16, 16, W, wmma::col_major>;
-  using FragB = wmma::fragment<wmma::matrix_b, 16, 16, 16, W, wmma::row_major>;
-  using FragBt = wmma::fragment<wmma::matrix_b, 16, 16, 16, W, wmma::col_major>;
-  using Acc = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
   extern __shared__ __align__(32) unsigned char b3_smem[];
   const int E = int(p.E), Ev = int(p.Ev);
   constexpr int R = kB3Rows;
@@ -784,26 +814,16 @@ __global__ void __launch_bounds__(kB3Warps * 32, 4)
     }
     __syncthreads();
     // S^T = K_w Q^T and dP^T = V_w dO^T, [16][R] each, into this warp's rows of st and dpt.
-    for (int n = 0; n < R / 16; ++n) {
-      Acc c;
-      wmma::fill_fragment(c, 0.0f);
-      for (int e = 0; e < E; e += 16) {
-        FragA a;
-        FragBt bt;
-        wmma::load_matrix_sync(a, ks + r0 * E + e, E);
-        wmma::load_matrix_sync(bt, qs + n * 16 * E + e, E);
-        wmma::mma_sync(c, a, bt, c);
-      }
-      wmma::store_matrix_sync(st + r0 * R + n * 16, c, R, wmma::mem_row_major);
-      wmma::fill_fragment(c, 0.0f);
-      for (int e = 0; e < Ev; e += 16) {
-        FragA a;
-        FragBt bt;
-        wmma::load_matrix_sync(a, vs + r0 * Ev + e, Ev);
-        wmma::load_matrix_sync(bt, dos + n * 16 * Ev + e, Ev);
-        wmma::mma_sync(c, a, bt, c);
-      }
-      wmma::store_matrix_sync(dpt + r0 * R + n * 16, c, R, wmma::mem_row_major);
+    {
+      Acc16 c[R / 16];
+      mma_times_rows_t(c, ks + r0 * E, E, qs, E, E);
+#pragma unroll
+      for (int n = 0; n < R / 16; ++n)
+        wmma::store_matrix_sync(st + r0 * R + n * 16, c[n], R, wmma::mem_row_major);
+      mma_times_rows_t(c, vs + r0 * Ev, Ev, dos, Ev, Ev);
+#pragma unroll
+      for (int n = 0; n < R / 16; ++n)
+        wmma::store_matrix_sync(dpt + r0 * R + n * 16, c[n], R, wmma::mem_row_major);
     }
     __syncwarp();
     // The probabilities and dS, as b2_backward computes them; lane-consecutive queries.
@@ -826,45 +846,12 @@ __global__ void __launch_bounds__(kB3Warps * 32, 4)
     }
     __syncwarp();
     // dV_w += (P Z)^T dO, dK_w += dS^T Q: this warp's rows of the accumulators.
-    for (int n = 0; n < Ev / 16; ++n) {
-      Acc c;
-      wmma::load_matrix_sync(c, dvs + r0 * Ev + n * 16, Ev, wmma::mem_row_major);
-      for (int jq = 0; jq < R; jq += 16) {
-        FragA a;
-        FragB bv;
-        wmma::load_matrix_sync(a, pzt + r0 * R + jq, R);
-        wmma::load_matrix_sync(bv, dos + jq * Ev + n * 16, Ev);
-        wmma::mma_sync(c, a, bv, c);
-      }
-      wmma::store_matrix_sync(dvs + r0 * Ev + n * 16, c, Ev, wmma::mem_row_major);
-    }
-    for (int n = 0; n < E / 16; ++n) {
-      Acc c;
-      wmma::load_matrix_sync(c, dks + r0 * E + n * 16, E, wmma::mem_row_major);
-      for (int jq = 0; jq < R; jq += 16) {
-        FragA a;
-        FragB bq;
-        wmma::load_matrix_sync(a, dst + r0 * R + jq, R);
-        wmma::load_matrix_sync(bq, qs + jq * E + n * 16, E);
-        wmma::mma_sync(c, a, bq, c);
-      }
-      wmma::store_matrix_sync(dks + r0 * E + n * 16, c, E, wmma::mem_row_major);
-    }
+    mma_panel<R / 16, wmma::row_major>(dvs + r0 * Ev, Ev, true, pzt + r0 * R, R, dos, Ev, Ev);
+    mma_panel<R / 16, wmma::row_major>(dks + r0 * E, E, true, dst + r0 * R, R, qs, E, E);
     __syncthreads();  // every warp's dS^T is in; st is free for dqs
     // dQ rows r0 .. r0 + 15 of the tile = dS [16][kB3Keys] K [kB3Keys][E]; dS (row i, column j)
     // is dS^T's (j, i): a column-major view of dst.
-    for (int n = 0; n < E / 16; ++n) {
-      Acc c;
-      wmma::fill_fragment(c, 0.0f);
-      for (int kk = 0; kk < kB3Keys; kk += 16) {
-        FragAt a;
-        FragB bk;
-        wmma::load_matrix_sync(a, dst + kk * R + r0, R);
-        wmma::load_matrix_sync(bk, ks + kk * E + n * 16, E);
-        wmma::mma_sync(c, a, bk, c);
-      }
-      wmma::store_matrix_sync(dqs + r0 * E + n * 16, c, E, wmma::mem_row_major);
-    }
+    mma_panel<kB3Keys / 16, wmma::col_major>(dqs + r0 * E, E, false, dst + r0, R, ks, E, E);
     __syncwarp();
     add_rows(dq + (b * p.L + i0) * E, dqs + r0 * E, r0, rows, E, lane);
   }
