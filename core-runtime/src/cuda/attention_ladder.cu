@@ -564,7 +564,9 @@ __global__ void __launch_bounds__(kV3Warps * 32)
       if (half == 0) row_f[r0 + rr] = alpha;
     }
     __syncwarp();
-    for (int n = lane; n < 16 * Ev; n += 32) acc[r0 * Ev + n] *= row_f[r0 + n / Ev];
+    // Once the rows' maxima settle, a tile leaves every factor 1: then the warp skips the pass.
+    if (!__all_sync(0xffffffffu, row_f[r0 + rr] == 1.0f))
+      for (int n = lane; n < 16 * Ev; n += 32) acc[r0 * Ev + n] *= row_f[r0 + n / Ev];
     __syncwarp();
     // acc [16][Ev] += p v, the accumulator loaded into and stored from the fragment.
     mma_panel<kV3Keys / 16, wmma::row_major>(acc + r0 * Ev, Ev, true, ps + r0 * kV3ProbLd,
