@@ -37,7 +37,8 @@
 //
 // Selecting a version: the op runs EMBER_ATTENTION_VERSION (0..3, read at every call so that a
 // benchmark or a test can switch), or, unset, v3 where it applies and v2 elsewhere. v3 asked for
-// where it does not apply (float32, float64, E or Ev not a multiple of 16) runs v2. The backward
+// where it does not apply (float32, float64, E or Ev not a multiple of 16, bfloat16 on a GPU
+// below sm_80, whose tensor cores lack it) runs v2. The backward
 // follows: b3 where v3 applies, unless 0, 1 or 2 is asked for; b2 otherwise. v2 and v3
 // need their tiles to fit the GPU's shared memory (E and Ev up to several hundred); beyond that
 // the forward runs v1, and the backward raises NotSupportedError naming the sizes.
@@ -400,8 +401,10 @@ template <> struct Wmma<Half> {
 };
 template <> struct Wmma<BFloat16> {
   using type = __nv_bfloat16;
-  static __device__ __forceinline__ __nv_bfloat16 from_float(float x) {
-    return __float2bfloat16(x);
+  // A template, so that a device pass below sm_80, whose kernels trap instead of calling it
+  // (kHasWmma), does not warn of an unused function.
+  template <class F> static __device__ __forceinline__ __nv_bfloat16 from_float(F x) {
+    return __float2bfloat16(float(x));
   }
 };
 
@@ -455,9 +458,23 @@ __device__ __forceinline__ void mma_panel(float* out, int ldo, bool accumulate, 
   }
 }
 
-bool v3_applies(DType dtype, const AttentionParams& p) {
-  return (dtype == DType::Float16 || dtype == DType::BFloat16) && p.E % 16 == 0 && p.Ev % 16 == 0 &&
-         p.E > 0 && p.Ev > 0;
+// wmma on bfloat16 needs sm_80: a device pass for an older GPU (the release set's sm_75) compiles
+// the bfloat16 kernels of v3 and b3 to a trap, and v3_applies keeps them off such a GPU.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+template <class T> constexpr bool kHasWmma = !std::is_same_v<T, BFloat16>;
+#else
+template <class T> constexpr bool kHasWmma = true;
+#endif
+
+bool v3_applies(DType dtype, const AttentionParams& p, int device) {
+  if (!(dtype == DType::Float16 || dtype == DType::BFloat16) || p.E % 16 != 0 || p.Ev % 16 != 0 ||
+      p.E == 0 || p.Ev == 0)
+    return false;
+  if (dtype == DType::Float16) return true;
+  int major = 0;
+  EMBER_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device),
+                   kForward);
+  return major >= 8;
 }
 
 // Stages rows [rows][cols] of 16-bit values (row r at src + r * cols) in shared memory as W,
@@ -488,9 +505,8 @@ size_t v3_shared_bytes(const AttentionParams& p) {
 }
 
 template <class T>
-__global__ void __launch_bounds__(kV3Warps * 32)
-    v3_forward(const T* q, const T* k, const T* v, MaskView mask, AttentionParams p, T* out,
-               float* lse) {
+__device__ __forceinline__ void v3_forward_body(const T* q, const T* k, const T* v, MaskView mask,
+                                                AttentionParams p, T* out, float* lse) {
   namespace wmma = nvcuda::wmma;
   using W = typename Wmma<T>::type;
   extern __shared__ __align__(32) unsigned char v3_smem[];
@@ -583,6 +599,14 @@ __global__ void __launch_bounds__(kV3Warps * 32)
     const int r = r0 + n / Ev;
     if (r < rows) out[(b * p.L + i0 + r) * Ev + n % Ev] = T(acc[r0 * Ev + n] * row_f[r]);
   }
+}
+
+template <class T>
+__global__ void __launch_bounds__(kV3Warps * 32)
+    v3_forward(const T* q, const T* k, const T* v, MaskView mask, AttentionParams p, T* out,
+               float* lse) {
+  if constexpr (kHasWmma<T>) v3_forward_body<T>(q, k, v, mask, p, out, lse);
+  else __trap();
 }
 
 template <class T>
@@ -770,12 +794,11 @@ __device__ __forceinline__ void add_rows(float* dst, const float* src, int r0, i
   }
 }
 
-// At least 4 blocks an SM caps the registers at 128 a thread: left to itself, ptxas picked fewer
-// and spilled.
 template <class T>
-__global__ void __launch_bounds__(kB3Warps * 32, 4)
-    b3_backward(const T* dout, const T* q, const T* k, const T* v, MaskView mask, const float* lse,
-                const float* delta, AttentionParams p, float* dq, T* dk, T* dv) {
+__device__ __forceinline__ void b3_backward_body(const T* dout, const T* q, const T* k, const T* v,
+                                                 MaskView mask, const float* lse,
+                                                 const float* delta, AttentionParams p, float* dq,
+                                                 T* dk, T* dv) {
   namespace wmma = nvcuda::wmma;
   using W = typename Wmma<T>::type;
   extern __shared__ __align__(32) unsigned char b3_smem[];
@@ -862,6 +885,16 @@ __global__ void __launch_bounds__(kB3Warps * 32, 4)
   for (int n = threadIdx.x; n < keys * Ev; n += threads) dv[(b * p.S + j0) * Ev + n] = T(dvs[n]);
 }
 
+// At least 4 blocks an SM caps the registers at 128 a thread: left to itself, ptxas picked fewer
+// and spilled.
+template <class T>
+__global__ void __launch_bounds__(kB3Warps * 32, 4)
+    b3_backward(const T* dout, const T* q, const T* k, const T* v, MaskView mask, const float* lse,
+                const float* delta, AttentionParams p, float* dq, T* dk, T* dv) {
+  if constexpr (kHasWmma<T>) b3_backward_body<T>(dout, q, k, v, mask, lse, delta, p, dq, dk, dv);
+  else __trap();
+}
+
 // The caller has allowed b3_shared_bytes(p) of shared memory (allow_shared).
 template <class T>
 void b3_backward_launch(const Tensor& grad_out, const Tensor& q, const Tensor& k, const Tensor& v,
@@ -886,7 +919,7 @@ void backward_typed(const Tensor& grad_out, const Tensor& q, const Tensor& k, co
   const int asked = requested_version(kBackward);
   bool tensor_cores = false;
   if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
-    tensor_cores = (asked < 0 || asked == 3) && v3_applies(dtype_of_v<T>, p) &&
+    tensor_cores = (asked < 0 || asked == 3) && v3_applies(dtype_of_v<T>, p, dev) &&
                    allow_shared(b3_backward<T>, b3_shared_bytes(p), dev);
   const size_t bytes = b2_shared_bytes(p, sizeof(C));
   if (!tensor_cores && !allow_shared(b2_backward<T, C>, bytes, dev))
@@ -935,7 +968,7 @@ void attention(const AttentionOperand& q_heads, const AttentionOperand& k_heads,
     if (asked == 0) return v0_forward(q, k, v, mask, p, out, lse);
     if (asked == 1) return v1_forward<T>(q, k, v, mask, p, out, lse);
     if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
-      if (asked != 2 && v3_applies(q.dtype(), p) &&
+      if (asked != 2 && v3_applies(q.dtype(), p, q.device().index) &&
           v3_forward_launch<T>(q, k, v, mask, p, out, lse))
         return;
     }
