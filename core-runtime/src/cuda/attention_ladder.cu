@@ -38,10 +38,10 @@
 // Selecting a version: the op runs EMBER_ATTENTION_VERSION (0..3, read at every call so that a
 // benchmark or a test can switch), or, unset, v3 where it applies and v2 elsewhere. v3 asked for
 // where it does not apply (float32, float64, E or Ev not a multiple of 16, bfloat16 on a GPU
-// below sm_80, whose tensor cores lack it) runs v2. The backward
-// follows: b3 where v3 applies, unless 0, 1 or 2 is asked for; b2 otherwise. v2 and v3
-// need their tiles to fit the GPU's shared memory (E and Ev up to several hundred); beyond that
-// the forward runs v1, and the backward raises NotSupportedError naming the sizes.
+// below sm_80, whose tensor cores lack it) runs v2. The backward follows: b3 where v3 applies,
+// unless 0, 1 or 2 is asked for; b2 otherwise. v2, v3 and b3 need their tiles to fit the GPU's
+// shared memory (E and Ev up to several hundred; b3 falls back to b2 beyond its own); beyond
+// that the forward runs v1, and the backward raises NotSupportedError naming the sizes.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
