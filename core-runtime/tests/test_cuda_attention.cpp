@@ -3,7 +3,12 @@
 // formula in double on the host (attention_reference.h), on sizes that cut the kernels' tiles
 // (1, 15, 17, 33, 65, 130), with masks of both kinds, causal with L != S, dropout, and every
 // floating dtype (v3 on float16/bfloat16 with head sizes that are multiples of 16, and the
-// fallback to v2 where they are not). GPU only: every test skips visibly without one.
+// fallback to v2 where they are not). The tensor-core backward (b3) and forward on float16 and
+// bfloat16 also against the formula with broadcast masks, dropout and fully masked rows, at a
+// tolerance derived from the dtype's unit roundoff. GPU only: every test skips visibly without
+// one.
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -112,6 +117,124 @@ TEST_F(CudaAttention, TensorCoresOnHalfTypesAndTheirFallback) {
   }
   LadderVersion use(3);  // E = 24 is not a multiple of 16: v3 falls back to v2
   check({2, 20, 30, 24, 8, true, 0}, DType::Float16, 1e-2, true);
+}
+
+// The tensor-core backward (b3) and forward (v3) on float16 and bfloat16.
+struct HalfCase {
+  int64_t BH, L, S, E, Ev;
+  bool causal;
+  int mask;         // 0: none, 1: bool [L, S], 2: additive [L, S]; both broadcast over heads
+  double dropout;   // p, 0 for none
+  bool masked_row;  // the mask drops every key of row L / 2
+};
+
+// The largest finite |x| of a reference, floored at 0.05: a gradient the formula makes exactly 0
+// (one key: a constant softmax) still gets the rounding of the output that delta reads.
+double max_abs(const std::vector<double>& x) {
+  double m = 0.05;
+  for (double v : x) m = std::isinf(v) ? m : std::max(m, std::fabs(v));
+  return m;
+}
+
+// Tolerance, for a result of a 16-bit dtype with unit roundoff u: the inputs are the same rounded
+// values on both sides, so the kernels' error comes from rounding p (and, in the backward, P Z,
+// dS and the output that delta reads) to the 16-bit type before their products, float
+// accumulation, and the final rounding: each a few u relative to the terms. The terms of a
+// gradient's sums are of its own size or smaller, so 16 u times the tensor's largest magnitude
+// (plus 16 u relative) leaves a wide margin over those roundings, yet fails a lost or doubled
+// tile, a wrong scale or a misplaced mask, each off by far more than 6% (bfloat16) or 0.8%
+// (float16) of the largest gradient.
+void expect_close_16(const Tensor& got, const std::vector<double>& want) {
+  const double tol = 16 * test::unit_roundoff(got.dtype());
+  expect_close(got, want, tol * max_abs(want), tol);
+}
+
+void check_half_case(const HalfCase& c, DType dtype) {
+  const Tensor q = random_tensor({c.BH, c.L, c.E}, 1, dtype, kCuda);
+  const Tensor k = random_tensor({c.BH, c.S, c.E}, 2, dtype, kCuda);
+  const Tensor v = random_tensor({c.BH, c.S, c.Ev}, 3, dtype, kCuda);
+  const Tensor g = random_tensor({c.BH, c.L, c.Ev}, 4, dtype, kCuda);
+  const int64_t dead = c.masked_row ? c.L / 2 : -1;  // the fully masked row, if any
+  // The [L, S] bias of every head (-inf where a key is dropped), and the mask the op takes.
+  std::vector<double> bias2(size_t(c.L * c.S), 0.0);
+  Tensor mask;
+  if (c.mask == 1) {
+    std::vector<double> m(size_t(c.L * c.S), 1.0);
+    for (int64_t i = 0; i < c.L; ++i) m[size_t(i * c.S + (i * 7) % c.S)] = 0;  // one key each
+    if (dead >= 0)
+      for (int64_t j = 0; j < c.S; ++j) m[size_t(dead * c.S + j)] = 0;
+    mask = Tensor::from_vector(m, {c.L, c.S}).to(kCuda, DType::Bool);
+    for (size_t n = 0; n < m.size(); ++n) bias2[n] = m[n] != 0 ? 0.0 : -kInf;
+  } else if (c.mask == 2) {
+    std::vector<double> m = test::random_values(c.L * c.S, 5);
+    if (dead >= 0)
+      for (int64_t j = 0; j < c.S; ++j) m[size_t(dead * c.S + j)] = -kInf;
+    mask = Tensor::from_vector(m, {c.L, c.S}).to(kCuda, dtype);
+    bias2 = mask.to_vector<double>();  // the values rounded to dtype, as the kernels see them
+  }
+  std::vector<double> bias(size_t(c.BH * c.L * c.S));
+  for (int64_t h = 0; h < c.BH; ++h)
+    for (int64_t i = 0; i < c.L; ++i)
+      for (int64_t j = 0; j < c.S; ++j)
+        bias[size_t((h * c.L + i) * c.S + j)] =
+            c.causal && j > i ? -kInf : bias2[size_t(i * c.S + j)];
+  AttentionRef ref = make_ref(q, k, v, bias, 1 / std::sqrt(double(c.E)));
+  AttentionDropout d;
+  if (c.dropout > 0) {
+    Generator gen(11);
+    d = attention_dropout(c.dropout, &gen);
+    // The factors the CPU stream gives: the GPU's must be the same ones.
+    ref.keep =
+        attention_dropout_scale({c.BH}, c.L, c.S, d, DType::Float64, Device()).to_vector<double>();
+  }
+  std::vector<double> out, lse, dq, dk, dv;
+  ref.forward(out, lse);
+  ref.backward(g.to_vector<double>(), dq, dk, dv);
+
+  const AttentionResult r = scaled_dot_product_attention(q, k, v, mask, d, c.causal);
+  expect_close_16(r.output, out);
+  test::expect_close_lse(r.logsumexp, lse, 16 * test::unit_roundoff(dtype));
+  const AttentionGrads grads =
+      scaled_dot_product_attention_backward(g, q, k, v, mask, r.output, r.logsumexp, d, c.causal);
+  expect_close_16(grads.grad_q, dq);
+  expect_close_16(grads.grad_k, dk);
+  expect_close_16(grads.grad_v, dv);
+  if (dead >= 0) {  // the fully masked row: output and dQ exactly 0 (no NaN from 0 / 0)
+    const std::vector<double> o = r.output.to_vector<double>();
+    const std::vector<double> gq = grads.grad_q.to_vector<double>();
+    for (int64_t h = 0; h < c.BH; ++h) {
+      for (int64_t e = 0; e < c.Ev; ++e) EXPECT_EQ(o[size_t((h * c.L + dead) * c.Ev + e)], 0.0);
+      for (int64_t e = 0; e < c.E; ++e) EXPECT_EQ(gq[size_t((h * c.L + dead) * c.E + e)], 0.0);
+    }
+  }
+}
+
+// Sizes that cut the 64-row and 64-key tiles (1, 17, 65, 130), L != S both ways, E = Ev = 64 and
+// E = 32 < Ev = 64, causal and not, masks of both kinds broadcast over the heads, dropout, and a
+// fully masked row.
+const std::vector<HalfCase> kHalfCases = {
+    {2, 1, 17, 64, 64, false, 0, 0.0, false},    {2, 17, 1, 64, 64, false, 0, 0.0, false},
+    {2, 65, 130, 64, 64, true, 0, 0.0, false},   {2, 130, 65, 32, 64, true, 1, 0.0, false},
+    {3, 130, 17, 64, 64, false, 1, 0.0, true},   {2, 17, 130, 32, 64, false, 2, 0.0, true},
+    {2, 65, 130, 64, 64, false, 0, 0.25, false}, {2, 130, 65, 32, 64, true, 2, 0.25, true},
+    {1, 130, 130, 64, 64, true, 1, 0.25, false}, {2, 17, 65, 64, 64, true, 0, 0.0, false},
+};
+
+TEST_F(CudaAttention, TensorCoreBackwardMatchesTheFormulaInHalfTypes) {
+  for (int version : {-1, 3}) {  // unset (the default) and asked for: both run v3 and b3 here
+    if (version < 0) unsetenv("EMBER_ATTENTION_VERSION");
+    else setenv("EMBER_ATTENTION_VERSION", "3", 1);
+    for (const HalfCase& c : kHalfCases)
+      for (DType dtype : {DType::Float16, DType::BFloat16}) {
+        SCOPED_TRACE(std::string(dtype_name(dtype)) + ", version " + std::to_string(version) +
+                     ", BH " + std::to_string(c.BH) + ", L " + std::to_string(c.L) + ", S " +
+                     std::to_string(c.S) + ", E " + std::to_string(c.E) + ", causal " +
+                     std::to_string(c.causal) + ", mask " + std::to_string(c.mask) + ", dropout " +
+                     std::to_string(c.dropout));
+        check_half_case(c, dtype);
+      }
+  }
+  unsetenv("EMBER_ATTENTION_VERSION");
 }
 
 TEST_F(CudaAttention, DropoutMatchesTheCpuStreamOnEveryVersion) {
