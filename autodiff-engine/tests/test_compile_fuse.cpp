@@ -525,6 +525,36 @@ TEST(FuseElementwise, ReductionsThatCannotEndAGroupSayWhy) {
   EXPECT_EQ(count_op(q, "fused"), 3) << text;
 }
 
+// sum_to, a broadcast's gradient, ends a group where it sums innermost dims: [6, 16] to [6, 1]
+// (keepdim) and to [] (every dim); to [16] it sums the outer dim and stays out, saying so.
+TEST(FuseElementwise, SumToOverInnermostDimsEndsAGroup) {
+  Program p;
+  p.graph = std::make_unique<Graph>();
+  Graph& g = *p.graph;
+  Val x = g.input(f32({6, 2100}), "x");
+  Val rows = sum_to(exp(x) * 2.0, {6, 1});
+  Val all = sum_to(tanh(x) + 1.0, {});
+  Val columns = sum_to(sigmoid(x) * 3.0, {2100});
+  p.returned = {rows.id, all.id, columns.id};
+  Explain ex;
+  Program q = fuse_elementwise(p, ex);
+  const std::string text = ex.str();
+  EXPECT_NE(text.find("exp, mul_scalar, sum_to (3 ops; sum of [6, 2100] over its innermost 1 "
+                      "dims (keepdim) fused)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("tanh, add_scalar, sum_to (3 ops; sum of [6, 2100] over its innermost 2 "
+                      "dims fused)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("= sum_to: it sums f32[6,2100] to [2100], not over the innermost dims"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(count_op(q, "sum_to"), 1) << text;
+  manual_seed(23);
+  expect_same_step(p, q, {randn({6, 2100})}, {});
+}
+
 // ---- compiled steps with fusion on and off, against eager ----
 
 bool same_bits(const Tensor& a, const Tensor& b) {

@@ -16,11 +16,12 @@
 // of one of its inputs (program.h's rule). In-place, view and random nodes are never fused, nor
 // matmul, convolutions, normalisations and the like: they have their own kernels.
 //
-// A sum, mean or amax over the innermost dims of a floating value may be a group's root: the
-// group is then the elementwise shape of its input, and the kernel folds each row as it computes
-// it (render_reduction.cpp), writing the reduction first and, beside it, the elementwise values
-// read outside as above. On the CPU it folds in the library's order, so the result is the same
-// bits; explain() says why each reduction that did not fuse stayed out.
+// A sum, mean or amax over the innermost dims of a floating value (or a sum_to, a broadcast's
+// gradient, over innermost dims) may be a group's root: the group is then the elementwise shape
+// of its input, and the kernel folds each row as it computes it (render_reduction.cpp), writing
+// the reduction first and, beside it, the elementwise values read outside as above. On the CPU it
+// folds in the library's order, so the result is the same bits; explain() says why each reduction
+// that did not fuse stayed out.
 #include <algorithm>
 #include <limits>
 #include <map>
@@ -108,10 +109,10 @@ std::string why_not_fusible(const Graph& g, const Node& node) {
   if (node.op->collective) return "it talks to the other ranks";
   if (op == "matmul" || op == "linear" || op == "conv2d" || op.rfind("conv2d_backward", 0) == 0)
     return "its own tuned kernel (epilogue fusion is not done)";
-  if (op == "sum" || op == "mean" || op == "amax")
+  if (op == "sum" || op == "mean" || op == "amax" || op == "sum_to")
     return "a reduction (one ends a group, never stands inside one)";
-  if (op == "amin" || op == "sum_to" || op == "prod" || op == "var" || op == "std" ||
-      op == "norm" || op == "logsumexp")
+  if (op == "amin" || op == "prod" || op == "var" || op == "std" || op == "norm" ||
+      op == "logsumexp")
     return "a reduction with no fused form (a group may end in sum, mean or amax)";
   const bool elementwise = unary_ops().count(op) || binary_ops().count(op) ||
                            scalar_ops().count(op) || op == "gelu" || op == "gelu_backward" ||
@@ -194,9 +195,11 @@ bool broadcasts_to(const Shape& shape, const Shape& to) {
 }
 
 const std::map<std::string, FusedReduction>& reduction_ops() {
+  // sum_to (a broadcast's gradient) is a sum over the dims the broadcast added or stretched.
   static const std::map<std::string, FusedReduction> ops = {{"sum", FusedReduction::Sum},
                                                             {"mean", FusedReduction::Mean},
-                                                            {"amax", FusedReduction::Max}};
+                                                            {"amax", FusedReduction::Max},
+                                                            {"sum_to", FusedReduction::Sum}};
   return ops;
 }
 
@@ -208,11 +211,35 @@ struct Reduction {
   std::string why_not;  // why it cannot end a group ("" when it can)
 };
 
+// sum_to's reduced dims: the library sums over the dims the broadcast added or stretched,
+// keeping them as 1s, then reshapes to the target. A fused kernel takes the innermost dims of
+// the same rank (keepdim; a dim of size 1 among them changes neither the values nor the order),
+// or every dim into a 0-d value; "" or why not.
+std::string sum_to_dims(const TensorType& x, const Shape& to, Reduction& r) {
+  const int64_t rank = int64_t(x.shape.size());
+  if (to.empty()) {
+    r.dims = int(rank);
+    return "";
+  }
+  if (to == x.shape) return "it sums " + x.str() + " to its own shape (nothing to sum)";
+  int64_t kept = rank;  // dims [kept, rank) are reduced
+  if (int64_t(to.size()) == rank)
+    while (kept > 0 && to[size_t(kept - 1)] == 1) --kept;
+  const bool rest_same =
+      int64_t(to.size()) == rank && std::equal(to.begin(), to.begin() + kept, x.shape.begin());
+  if (!rest_same || kept == rank)
+    return "it sums " + x.str() + " to " + shape_str(to) +
+           ", not over the innermost dims alone (a fused kernel folds rows of the innermost dims)";
+  r.dims = int(rank - kept);
+  r.keepdim = true;
+  return "";
+}
+
 Reduction reduction_of(const Graph& g, const Node& node) {
   Reduction r;
   auto it = reduction_ops().find(node.op->name);
   if (it == reduction_ops().end() || node.inputs.size() != 1 || node.outputs.size() != 1) {
-    r.why_not = "not a sum, mean or amax";
+    r.why_not = "not a sum, mean, amax or sum_to";
     return r;
   }
   const TensorType& x = g.value(node.inputs[0]).type;
@@ -224,6 +251,11 @@ Reduction reduction_of(const Graph& g, const Node& node) {
                 " (a fused reduction takes a floating dtype and keeps it)";
   else if (rank == 0) r.why_not = "it reduces a 0-d value (nothing to fold)";
   if (!r.why_not.empty()) return r;
+  if (node.op->name == "sum_to") {
+    r.why_not = sum_to_dims(x, y.shape, r);
+    if (r.why_not.empty()) r.kind = it->second;
+    return r;
+  }
   std::vector<int64_t> dims = node.attrs.ints("dims");
   if (dims.empty())
     for (int64_t d = 0; d < rank; ++d) dims.push_back(d);
