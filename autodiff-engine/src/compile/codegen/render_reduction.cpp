@@ -6,12 +6,13 @@
 // folds a contiguous row (cpu/reduce_loops.h: lanes of 128 bytes, blocks of 64 elements a lane
 // combined pairwise as a binary counter carries, and, for fewer than 8 rows of at least 2^16
 // elements, the same chunks as its threads take, combined in order): the fused sum, mean and amax
-// equal the unfused ones bit for bit. A row of few outputs then runs on one thread where the
-// library's runs on several.
+// equal the unfused ones bit for bit. Those few long rows then run on one thread each, where the
+// library's threads share them.
 //
 // CUDA: one block per row (a grid-stride loop over rows), each thread folding a strided part of
 // the row, then a warp shuffle and one shared-memory step across the warps. That order is not the
-// library's CUDA kernel's: a sum or mean agrees within rounding, amax exactly.
+// library's CUDA kernel's: a sum or mean agrees within rounding, amax exactly but for the sign
+// of a zero maximum and which NaN it keeps.
 #include <algorithm>
 #include <limits>
 
@@ -29,7 +30,7 @@ constexpr int64_t kCudaThreads = 256;      // jit::launch_cuda's block
 bool is_max(const FusionGroup& group) { return group.reduction() == FusedReduction::Max; }
 
 // The library's reducer: its start, and one fold of b into a (step and combine are one op for
-// sum and amax). amax keeps the first NaN it meets, as ops/reduction_kernels.h's Extreme.
+// sum and amax). Any NaN makes amax NaN, as ops/reduction_kernels.h's Extreme.
 std::string start(const FusionGroup& group) {
   return literal(is_max(group) ? -std::numeric_limits<double>::infinity() : 0.0, group.out_dtype());
 }
@@ -75,7 +76,8 @@ std::string row_element(const FusionGroup& group, Target target, const Layout& l
 std::string cpu_reduction_body(const FusionGroup& group, const Layout& layout) {
   const std::string A = compute_type(group.out_dtype()), init = start(group);
   // cpu/reduce_loops.h: lanes<Acc>() (128 bytes, 8 to 32) and pairwise_block<Acc>().
-  const int64_t lanes = std::clamp<int64_t>(128 / (A == "double" ? 8 : 4), 8, 32);
+  const int64_t acc_bytes = group.out_dtype() == DType::Float64 ? 8 : 4;  // compute_t's
+  const int64_t lanes = std::clamp<int64_t>(128 / acc_bytes, 8, 32);
   const int64_t block = 64 * lanes, n = layout.reduced_count;
   const std::string L = std::to_string(lanes);
   auto fold = [&](const std::string& a, const std::string& b) { return join(group, a, b); };
