@@ -88,7 +88,7 @@ TEST(FuseElementwise, AValueReadAfterTheGroupBecomesASecondOutput) {
   Val b = a + 1.0;    // in the group
   Val c = mul(b, b);  // the group's root
   Val d = matmul(a, w);
-  p.returned = {sum(c).id, sum(d).id};
+  p.returned = {c.id, sum(d).id};
   Explain e;
   Program q = fuse_elementwise(p, e);
   ASSERT_EQ(fused_nodes(q), 1) << e.str();
@@ -168,8 +168,10 @@ TEST(FuseElementwise, ReturnedValuesStayValues) {
   p.returned = {a.id, sum(b).id};
   Explain e;
   Program q = fuse_elementwise(p, e);
-  EXPECT_EQ(fused_nodes(q), 1) << e.str();
-  EXPECT_EQ(count_op(q, "neg"), 1);  // alone now
+  // a stays a value between two groups: {mul_scalar, sigmoid} and {neg, sum}.
+  EXPECT_EQ(fused_nodes(q), 2) << e.str();
+  EXPECT_NE(e.str().find("mul_scalar, sigmoid (2 ops)"), std::string::npos) << e.str();
+  EXPECT_NE(e.str().find("neg, sum (2 ops; sum of [4, 8]"), std::string::npos) << e.str();
   manual_seed(4);
   expect_same_step(p, q, {randn({4, 8})}, {});
 }
@@ -190,7 +192,7 @@ TEST(FuseElementwise, AnInPlaceWriteInBetweenKeepsTheNodeOut) {
     Val d = add(c, grad);
     if (!update_between) updated = g.add(sgd_update_op(), {w, grad}, {{"lr", 0.5}})[0];
     p.state[0].final_value = updated.id;
-    p.returned = {sum(d).id};
+    p.returned = {d.id};
     Explain e;
     Program q = fuse_elementwise(p, e);
     EXPECT_EQ(count_op(q, "mul_scalar"), update_between ? 1 : 0) << e.str();
@@ -219,7 +221,7 @@ TEST(FuseElementwise, AnInPlaceWriteOfAGroupValueBeforeTheRootSplitsTheGroup) {
     if (update_before_root) updated = g.add(sgd_update_op(), {a, x}, {{"lr", 0.5}})[0];
     Val c = tanh(b) + x;
     if (!update_before_root) updated = g.add(sgd_update_op(), {a, x}, {{"lr", 0.5}})[0];
-    p.returned = {sum(c).id, sum(updated).id};
+    p.returned = {c.id, sum(updated).id};
     Explain e;
     Program q = fuse_elementwise(p, e);
     for (const char* op : {"exp", "mul_scalar", "tanh", "add"})
@@ -299,8 +301,9 @@ TEST(FuseElementwise, ExpandedTransposedAndHalfPrecisionOperands) {
   Explain e;
   Program q = dead_code_elimination(fuse_elementwise(p, e), e);
   EXPECT_EQ(count_op(q, "expand"), 0) << e.str();
-  // y (read by the matmul after u) is a second output of u's group; z's group is the other.
-  EXPECT_EQ(count_op(q, "fused"), 2) << e.str();
+  // y (read by the matmul after u) is a second output of u's group; z's group is another, and
+  // the returned sum of the matmul's result + 0 the third.
+  EXPECT_EQ(count_op(q, "fused"), 3) << e.str();
   EXPECT_NE(e.str().find("(2 outputs)"), std::string::npos) << e.str();
   EXPECT_NE(e.str().find("(b) f32[16]"), std::string::npos) << e.str();
   manual_seed(12);
@@ -440,6 +443,116 @@ TEST(FuseElementwise, NoCompilerLeavesTheProgramAndSaysWhy) {
   EXPECT_NE(e.str().find("could not be built"), std::string::npos) << e.str();
   EXPECT_NE(e.str().find("/nonexistent/c++"), std::string::npos) << e.str();
   expect_same_step(c.p, q, c.inputs(), random_state(c.p, 3));
+}
+
+// ---- a reduction over the innermost dims ends a group ----
+
+// exp(x - c) * w summed over each row (softmax's denominator, weighted), the mean square of
+// x - t over every element, and the amax of |x| over the last dim kept: each a group of its
+// chain and its reduction, whose values equal the unfused program's bit for bit (the kernel folds
+// in the library's order). e is read after the group too: written beside the sum.
+TEST(FuseElementwise, AReductionOverTheInnermostDimsEndsTheGroup) {
+  Program p;
+  p.graph = std::make_unique<Graph>();
+  Graph& g = *p.graph;
+  Val x = g.input(f32({6, 2500}), "x");
+  Val c = g.input(f32({6, 1}), "c");
+  Val w = g.input(f32({2500}), "w");
+  Val t = g.input(f32({6, 2500}), "t");
+  Val e = exp(x - c) * w;
+  Val s = sum(e, {-1});
+  Val d = x - t;
+  Val m = mean(d * d);
+  Val a = amax(abs(x), {1}, true);
+  Val after = e * 0.5;  // reads e after the sum's group: e is its second output
+  p.returned = {s.id, m.id, a.id, sum(matmul(after, transpose(x, 0, 1))).id};
+  Explain ex;
+  Program q = fuse_elementwise(p, ex);
+  const std::string text = ex.str();
+  EXPECT_EQ(count_op(q, "fused"), 3) << text;  // e * 0.5 is a group of one op: left alone
+  EXPECT_NE(text.find("sub, exp, mul, sum (4 ops; sum of [6, 2500] over its innermost 1 dims "
+                      "fused)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("(2 outputs)"), std::string::npos) << text;
+  EXPECT_NE(text.find("sub, mul, mean (3 ops; mean of [6, 2500] over its innermost 2 dims"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("abs, amax (2 ops; amax of [6, 2500] over its innermost 1 dims (keepdim)"),
+            std::string::npos)
+      << text;
+  for (const char* op : {"exp", "mean", "amax", "abs"}) EXPECT_EQ(count_op(q, op), 0) << op;
+  for (int32_t k = 0; k < q.graph->num_nodes(); ++k)
+    if (q.graph->node(k).op->name == "fused" &&
+        q.graph->value(q.graph->node(k).outputs[0]).type.shape == Shape{6})
+      EXPECT_EQ(q.graph->node(k).outputs.size(), 2u);
+  manual_seed(21);
+  const std::vector<Tensor> in = {randn({6, 2500}), randn({6, 1}), randn({2500}), randn({6, 2500})};
+  expect_same_step(p, q, in, {});
+  expect_same_planned_step(p, q, in, {});
+}
+
+// explain() says why each reduction stayed out: outer dims, an integer sum (into int64), a 0-d
+// value, an input no group computes. (amax of no elements never reaches a program: its type
+// rule refuses it.)
+TEST(FuseElementwise, ReductionsThatCannotEndAGroupSayWhy) {
+  Program p;
+  p.graph = std::make_unique<Graph>();
+  Graph& g = *p.graph;
+  Val x = g.input(f32({4, 8}), "x");
+  Val n = g.input(TensorType{{4, 8}, DType::Int32, {}}, "n");
+  Val z = g.input(f32({}), "z");
+  Val w = state_parameter(p, f32({8, 8}), "w");
+  Val outer = sum(exp(x) * 2.0, {0});           // dims [0] of [4, 8]
+  Val ints = sum(abs(n) + n, {-1});             // int32 sums into int64
+  Val scalar = amax(exp(z) + 1.0);              // a 0-d value
+  Val after_matmul = mean(matmul(x, w), {-1});  // its input is a matmul's
+  p.returned = {outer.id, ints.id, scalar.id, after_matmul.id};
+  Explain ex;
+  Program q = fuse_elementwise(p, ex);
+  const std::string text = ex.str();
+  EXPECT_NE(text.find("= sum: it reduces dims [0] of f32[4,8], not the innermost ones"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("= sum: it reduces int32 into int64"), std::string::npos) << text;
+  EXPECT_NE(text.find("= amax: it reduces a 0-d value"), std::string::npos) << text;
+  EXPECT_NE(text.find("= mean: its input %"), std::string::npos) << text;
+  EXPECT_NE(text.find("joins no group: its own tuned kernel"), std::string::npos) << text;
+  EXPECT_EQ(count_op(q, "sum"), 2) << text;
+  EXPECT_EQ(count_op(q, "amax"), 1) << text;
+  EXPECT_EQ(count_op(q, "mean"), 1) << text;
+  // The chains before them still fuse among themselves.
+  EXPECT_EQ(count_op(q, "fused"), 3) << text;
+}
+
+// sum_to, a broadcast's gradient, ends a group where it sums innermost dims: [6, 16] to [6, 1]
+// (keepdim) and to [] (every dim); to [16] it sums the outer dim and stays out, saying so.
+TEST(FuseElementwise, SumToOverInnermostDimsEndsAGroup) {
+  Program p;
+  p.graph = std::make_unique<Graph>();
+  Graph& g = *p.graph;
+  Val x = g.input(f32({6, 2100}), "x");
+  Val rows = sum_to(exp(x) * 2.0, {6, 1});
+  Val all = sum_to(tanh(x) + 1.0, {});
+  Val columns = sum_to(sigmoid(x) * 3.0, {2100});
+  p.returned = {rows.id, all.id, columns.id};
+  Explain ex;
+  Program q = fuse_elementwise(p, ex);
+  const std::string text = ex.str();
+  EXPECT_NE(text.find("exp, mul_scalar, sum_to (3 ops; sum of [6, 2100] over its innermost 1 "
+                      "dims (keepdim) fused)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("tanh, add_scalar, sum_to (3 ops; sum of [6, 2100] over its innermost 2 "
+                      "dims fused)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("= sum_to: it sums f32[6,2100] to [2100], not over the innermost dims"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(count_op(q, "sum_to"), 1) << text;
+  manual_seed(23);
+  expect_same_step(p, q, {randn({6, 2100})}, {});
 }
 
 // ---- compiled steps with fusion on and off, against eager ----

@@ -16,6 +16,10 @@ card).
                     impl=fused: mean, then variance (two groups ending in a reduction), then
                     normalise + affine + gelu + residual (one elementwise group): three generated
                     kernels. impl=eager: layer_norm, gelu, add.
+  exp_mul_sum       a softmax-style exp(x - c) * w summed over each row of [8192, 512] float32
+                    (c: [8192, 1], w: [512]). impl=fused: one generated kernel that folds each row
+                    as it computes it (the library's summation order on the CPU: the same bits as
+                    eager); impl=eager: sub, exp, mul, sum.
   compile           the chain8 kernel's compile time: cold (an empty cache folder: the C++ compiler
                     runs) and warm (the disk cache: loaded, not compiled), in seconds, one sample
                     each of `rounds` runs (median).
@@ -101,6 +105,26 @@ def ln_gelu_fused(ember, x, w, b):
     return call
 
 
+EXP_MUL_SUM = [("input", 0), ("input", 1), ("input", 2), ("sub", 0, 1), ("exp", 3),
+               ("mul", 4, 2)]
+
+
+def exp_mul_sum_eager(x, c, w):
+    """sub, exp, mul, sum over the last dim: four library calls (Ember or torch)."""
+    return ((x - c).exp() * w).sum(-1)
+
+
+def exp_mul_sum_fused(ember, x, c, w):
+    fused = private(ember)._fused_elementwise
+
+    def call():
+        out, ok, reason = fused(EXP_MUL_SUM, [x, c, w], "sum", 1)
+        if not ok:
+            raise Skipped(f"no fused kernel here: {reason}")
+        return out
+    return call
+
+
 def timed_in_turn(ctx: Context, r, mine, others: dict) -> list[Measurement]:
     """Ember's call against each of `others` (name -> call), measured in turn `ctx.rounds`
     times: one time row per reference."""
@@ -138,6 +162,15 @@ class FusionCase:
                 others["torch"] = lambda: chain8_eager(torch.xp, tx)
                 if r.device != "cpu":
                     others["torch-copy"] = tx.clone
+        elif self.op == "exp_mul_sum":
+            x = ember.randn(ROWS, COLS).to(r.device)
+            c, w = ember.randn(ROWS, 1).to(r.device), ember.rand(COLS).to(r.device)
+            mine = exp_mul_sum_fused(ember, x, c, w) if self.params["impl"] == "fused" else (
+                lambda: exp_mul_sum_eager(x, c, w))
+            others = {"ember-eager": lambda: exp_mul_sum_eager(x, c, w)}
+            if torch is not None:
+                tx, tc, tw = (theirs(t) for t in (x, c, w))
+                others["torch"] = lambda: exp_mul_sum_eager(tx, tc, tw)
         else:
             x = ember.randn(ROWS, COLS).to(r.device)
             w, b = (ember.rand(COLS) + 0.5).to(r.device), (ember.rand(COLS) - 0.5).to(r.device)
@@ -204,7 +237,7 @@ def cases(device):
     n = N_CUDA if device == "cuda" else N
     out = [FusionCase(op, {"n": n, "impl": impl, "via": "python"} if op == "chain8" else
                       {"rows": ROWS, "cols": COLS, "impl": impl, "via": "python"})
-           for op in ("chain8", "ln_gelu_residual") for impl in ("fused", "eager")]
+           for op in ("chain8", "ln_gelu_residual", "exp_mul_sum") for impl in ("fused", "eager")]
     out.append(CompileCase("compile", {"kernel": "chain8", "via": "python"}))
     out.append(CompiledCase("ln_gelu_residual", {"rows": ROWS, "cols": COLS, "impl": "compiled",
                                                  "via": "python"}))

@@ -16,7 +16,8 @@ def test_the_cases_are_the_cpu_chain_layer_norm_and_compile():
     names = {(c.op, c.params.get("impl"), c.params["via"]) for c in fusion.cases("cpu")}
     assert names == {("chain8", "fused", "python"), ("chain8", "eager", "python"),
                      ("ln_gelu_residual", "fused", "python"),
-                     ("ln_gelu_residual", "eager", "python"), ("compile", None, "python"),
+                     ("ln_gelu_residual", "eager", "python"), ("exp_mul_sum", "fused", "python"),
+                     ("exp_mul_sum", "eager", "python"), ("compile", None, "python"),
                      ("ln_gelu_residual", "compiled", "python"),
                      ("gpt_block_step", "compiled", "python"), ("step_compile", None, "python")}
     # CUDA runs the same cases (NVRTC's kernels).
@@ -34,6 +35,15 @@ def test_the_fused_calls_compute_the_eager_results():
     np.testing.assert_allclose(fusion.ln_gelu_fused(ember, x, w, b)().numpy(),
                                fusion.ln_gelu_eager(ember, x, w, b).numpy(), rtol=1e-4,
                                atol=1e-4)
+
+
+def test_the_fused_reduction_equals_eager_bit_for_bit():
+    ember = pytest.importorskip("ember")
+    x, c, w = ember.randn(4, 3000), ember.randn(4, 1), ember.rand(3000)
+    fused = fusion.exp_mul_sum_fused(ember, x, c, w)().numpy()
+    eager = fusion.exp_mul_sum_eager(x, c, w).numpy()
+    assert fused.shape == (4,)
+    np.testing.assert_array_equal(fused, eager)  # the library's summation order
 
 
 def test_the_compile_case_reports_cold_and_warm(monkeypatch, tmp_path):

@@ -3,8 +3,10 @@ with GPT-2's GELU written out as elementwise ops), and a model of long elementwi
 fusion on and off, equal the eager steps bit for bit over several steps (each fused kernel does
 the library's arithmetic in the library's order); a group writes every value of it the backward
 reads (several outputs of one kernel); explain() lists the groups, their outputs and why their
-neighbours stayed out; source() shows a group's generated kernel; EMBER_FUSION=0 keeps the
-library's kernels, says why once, and changes no number."""
+neighbours stayed out; source() shows a group's generated kernel; a loss whose elementwise chains
+end in a mean or a sum over their innermost dims (and a written-out softmax, whose backward sums
+rows through sum_to) fuses each chain with its reduction and still equals eager bit for bit;
+EMBER_FUSION=0 keeps the library's kernels, says why once, and changes no number."""
 
 import math
 import os
@@ -83,6 +85,78 @@ def test_fused_and_unfused_steps_equal_eager_bit_for_bit(kind):
         assert fused.fused_groups >= 2, fused.explain()
     if kind in ("gpt2", "chains"):  # forward values the backward reads: one group writes them
         assert " outputs)" in fused.explain(), fused.explain()
+
+
+def regression_step(seed):
+    """A regression step whose loss is two elementwise chains, each ending in a reduction over
+    its innermost dims: the mean squared error, and a softmax-style exp(out - 1) * 0.25 summed
+    over each row (then averaged over the rows, which stays a kernel of its own)."""
+    ember.manual_seed(seed)
+    model = nn.Linear(12, 2100)  # rows longer than the library's blocks of 2048
+    opt = optim.SGD(model.parameters(), lr=0.05)
+
+    def step(x, t):
+        opt.zero_grad()
+        out = model(x)
+        d = out - t
+        loss = (d * d).mean() + ((out - 1.0).exp() * 0.25).sum(-1).mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    return model, opt, step
+
+
+def test_a_loss_ending_in_reductions_fuses_them_and_equals_eager_bit_for_bit():
+    model_a, opt_a, eager = regression_step(5)
+    model_b, opt_b, step = regression_step(5)
+    compiled = ember.compile(step)
+    ember.manual_seed(6)
+    for i in range(4):
+        x, t = ember.randn(8, 12), ember.randn(8, 2100)
+        assert_same(eager(x, t), compiled(x, t), f"loss at step {i}")
+    assert_same_training_state(model_a, opt_a, model_b, opt_b)
+    text = compiled.explain()
+    assert "mean of [8, 2100] over its innermost 2 dims fused" in text, text
+    assert "sum of [8, 2100] over its innermost 1 dims fused" in text, text
+    assert "reduction not fused:" in text  # the mean of the row sums: its input is a reduction's
+
+
+def softmax_step(seed):
+    """A training step whose loss is a softmax written out (amax, exp, sum, divide, log) over
+    rows of 3000: reductions over the innermost dim in the forward, and in the backward the
+    sums that broadcasting's gradient makes (sum_to) over the same rows."""
+    ember.manual_seed(seed)
+    model = nn.Linear(16, 3000)
+    opt = optim.AdamW(model.parameters(), lr=1e-2)
+
+    def step(x, onehot):
+        opt.zero_grad()
+        z = model(x)
+        e = (z - z.amax(-1, keepdim=True)).exp()
+        p = e / e.sum(-1, keepdim=True)
+        loss = -((p + 1e-6).log() * onehot).sum(-1).mean() + (z * z).mean() * 0.01
+        loss.backward()
+        opt.step()
+        return loss
+
+    return model, opt, step
+
+
+def test_a_written_out_softmax_fuses_its_reductions_forward_and_backward_bit_for_bit():
+    model_a, opt_a, eager = softmax_step(1)
+    model_b, opt_b, step = softmax_step(1)
+    compiled = ember.compile(step)
+    ember.manual_seed(2)
+    for i in range(4):
+        x, onehot = ember.randn(6, 16), (ember.rand(6, 3000) > 0.999).float()
+        assert_same(eager(x, onehot), compiled(x, onehot), f"loss at step {i}")
+    assert_same_training_state(model_a, opt_a, model_b, opt_b)
+    text = compiled.explain()
+    groups = [line for line in text.splitlines() if "group " in line and " fused)" in line]
+    assert any("exp, sum (" in line for line in groups), text
+    assert any("sum_to (" in line for line in groups), text  # the backward's row sums
+    assert "over its innermost 2 dims fused" in text, text  # (z * z).mean()
 
 
 def chains_explained_from_fusion():

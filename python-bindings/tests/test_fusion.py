@@ -2,8 +2,9 @@
 code generator that compiled steps use): random chains of elementwise ops over random
 broadcastable shapes, every dtype, non-contiguous inputs, against the same ops run eagerly one by
 one: bit for bit on the CPU (the fused kernel does the library's arithmetic in the library's
-order), within tolerance after a reduction (which sums in another order). Also the fallback when
-no compiler is there, and the generated source."""
+order), also where the chain ends in a sum, mean or amax over its innermost dims (the kernel folds
+each row in the order of the library's CPU reduction), over rows of every length that order
+treats apart. Also the fallback when no compiler is there, and the generated source."""
 
 import os
 import subprocess
@@ -168,11 +169,37 @@ def test_random_chains_ending_in_a_reduction(chain, reduction, keepdim, data):
     axes = list(range(eager.ndim - dims, eager.ndim))
     want = {"sum": ember.sum, "mean": ember.mean, "max": ember.amax}[reduction](
         eager, axes, keepdim)
-    assert out.shape == want.shape and out.dtype == want.dtype
-    n = np.prod(eager.shape[-dims:])
-    tol = {"float16": 2e-2, "bfloat16": 8e-2, "float32": 1e-4, "float64": 1e-12}[
-        str(eager.dtype).removeprefix("ember.")] * max(1.0, np.sqrt(n))
-    np.testing.assert_allclose(as_float64(out), as_float64(want), rtol=tol, atol=tol)
+    assert_same_bits(out, want, f"{nodes} {reduction} of {dims} dims")
+
+
+# Row lengths the library's CPU reduction treats apart: empty, one, fewer than its 32 lanes, odd,
+# around its blocks of 2048 floats (1024 doubles), several blocks and a tail; and (with one row)
+# at least 2^16 elements, which it cuts into chunks.
+ROWS = [0, 1, 7, 33, 1023, 1025, 2047, 2048, 2049, 6151]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from(ROWS + [70001]), st.sampled_from([1, 3, 9]), st.sampled_from(FLOATS),
+       st.sampled_from(["sum", "mean", "max"]), st.booleans(), st.data())
+def test_long_rows_ending_in_a_reduction_equal_eager_bit_for_bit(n, rows, dtype, reduction,
+                                                                 keepdim, data):
+    if n == 0 and reduction == "max":
+        reduction = "sum"  # amax of nothing has no value (the builder refuses it, as eager)
+    if n == 70001:
+        rows = 1
+    # x of the whole shape, every other element or transposed; w broadcast or strided at random.
+    if data.draw(st.booleans()):
+        x = ember.randn(rows, 2 * n).to(getattr(ember, dtype))[:, ::2]
+    else:
+        x = ember.randn(n, rows).to(getattr(ember, dtype)).transpose(0, 1)
+    w = data.draw(strided_input([rows, n], dtype))
+    nodes = [("input", 0), ("input", 1), ("sub", 0, 1), ("exp", 2), ("mul", 3, 1)]
+    out, fused, reason = _core._fused_elementwise(nodes, [x, w], reduction, 1, keepdim)
+    assert fused, reason
+    value = ((x - w).exp() * w).expand(rows, n).contiguous()
+    want = {"sum": ember.sum, "mean": ember.mean, "max": ember.amax}[reduction](
+        value, [-1], keepdim)
+    assert_same_bits(out, want, f"{rows} rows of {n} {dtype}, {reduction}")
 
 
 def test_a_large_chain_spread_over_threads():

@@ -126,6 +126,9 @@ std::string where_from(const char* op) { return std::string("fusion group: ") + 
 }  // namespace
 
 int FusionGroup::push(FusedNode node) {
+  if (reduction_ != FusedReduction::None)
+    throw ValueError(where_from(fused_op_name(node.op)),
+                     "the group ends in a reduction already; add every node before reduce()");
   nodes_.push_back(std::move(node));
   return int(nodes_.size()) - 1;
 }
@@ -247,8 +250,8 @@ void FusionGroup::reduce(FusedReduction reduction, int dims, bool keepdim) {
   if (reduction == FusedReduction::None) return;
   if (outputs_.size() > 1 || (outputs_.size() == 1 && outputs_[0] + 1 != int(nodes_.size())))
     throw ValueError(where_from(op),
-                     "the group writes other values than its last node's; a "
-                     "reducing group writes its last node's reduction alone");
+                     "the group already names values it writes; call reduce() first, then "
+                     "output() for the values written beside the reduction");
   if (dims < 1 || dims > int(shape_.size()))
     throw IndexError(where_from(op), "cannot reduce the innermost " + std::to_string(dims) +
                                          " dims of shape " + shape_str(shape_) +
@@ -265,6 +268,7 @@ void FusionGroup::reduce(FusedReduction reduction, int dims, bool keepdim) {
   reduction_ = reduction;
   reduced_dims_ = dims;
   keepdim_ = keepdim;
+  outputs_ = {int(nodes_.size()) - 1};  // the reduction is output 0; output() adds the others
 }
 
 void FusionGroup::output(int index) {
@@ -273,10 +277,11 @@ void FusionGroup::output(int index) {
     throw ValueError(where_from("output"), "%" + std::to_string(index) + " is an " +
                                                fused_op_name(n.op) +
                                                ", not a value the group computes");
-  if (reduction_ != FusedReduction::None)
-    throw ValueError(where_from("output"), "the group ends in a reduction, which it writes alone");
-  for (int o : outputs_)
-    if (o == index)
+  // A reducing group's output 0 is its reduction: a value written beside it is of shape(), and
+  // may be the reduced value itself, unreduced.
+  const size_t first = reduction_ == FusedReduction::None ? 0 : 1;
+  for (size_t k = first; k < outputs_.size(); ++k)
+    if (outputs_[k] == index)
       throw ValueError(where_from("output"), "%" + std::to_string(index) + " is written already");
   outputs_.push_back(index);
 }
@@ -320,9 +325,11 @@ std::string FusionGroup::str() const {
     if (n.op == FusedOp::Clamp) text << ", " << n.scalars[0] << ", " << n.scalars[1];
     text << ")\n";
   }
-  if (!outputs_.empty()) {
+  if (outputs_.size() > 1 || (!outputs_.empty() && reduction_ == FusedReduction::None)) {
     text << "writes";
-    for (int o : outputs_) text << " %" << o;
+    for (size_t k = 0; k < outputs_.size(); ++k)
+      text << " %" << outputs_[k]
+           << (k == 0 && reduction_ != FusedReduction::None ? " (reduced)" : "");
     text << "\n";
   }
   if (reduction_ != FusedReduction::None)

@@ -1,7 +1,7 @@
 // render.cpp — a fusion group as the source of one kernel (see codegen.h). The element (the
-// group's formulas at one position) and a reduced row are written once; the CPU wraps them in a
-// loop over a range of items that walks the innermost dim without index arithmetic, CUDA in a
-// grid-stride loop over items.
+// group's formulas at one position) is written once; the CPU wraps it in a loop over a range of
+// items that walks the innermost dim without index arithmetic, CUDA in a grid-stride loop over
+// items. A group ending in a reduction gets the loops of render_reduction.cpp instead.
 #include <algorithm>
 #include <limits>
 #include <sstream>
@@ -13,61 +13,71 @@
 #include "formulas.h"
 #include "layout.h"
 #include "prelude.h"
+#include "render_parts.h"
 
 namespace ember::autodiff::compile {
-namespace {
 
-using codegen::LoopDim;
-
-constexpr int kReductionLanes = 8;  // partial sums a CPU can keep in one vector register
+namespace codegen {
 
 std::string num(int64_t n) { return std::to_string(n) + "LL"; }
 std::string base(size_t input) { return "b" + std::to_string(input); }
+// One output reads as before: "out", then "out1", "out2", ...
+std::string out_name(size_t k) { return k == 0 ? "out" : "out" + std::to_string(k); }
+std::string result(const FusionGroup& group) {
+  return "v" + std::to_string(group.nodes().size() - 1);
+}
 
-// The group's statements at one position: input i's element is in<i>[<offset(i)>].
-template <class Offset>
 std::string element(const FusionGroup& group, Target target, const std::string& indent,
-                    Offset offset) {
+                    const std::function<std::string(size_t)>& offset) {
   std::string text;
   for (size_t n = 0; n < group.nodes().size(); ++n) {
     const FusedNode& node = group.nodes()[n];
     const std::string load = node.op == FusedOp::Input ? "in" + std::to_string(node.input) + "[" +
                                                              offset(size_t(node.input)) + "]"
                                                        : "";
-    text += indent + codegen::node_statement(group, int(n), load, target) + "\n";
+    text += indent + node_statement(group, int(n), load, target) + "\n";
   }
   return text;
 }
-std::string result(const FusionGroup& group) {
-  return "v" + std::to_string(group.nodes().size() - 1);
-}
 
-// Splits `index` (< the product of dims' sizes) over dims (outermost first), adding each input's
-// offset into b<i>. The outermost dim takes what is left, without a division, so a contiguous
-// group's offsets are the index itself; below 2^32 elements the divisions are 32-bit, which a GPU
-// does in a few instructions where 64-bit ones take dozens.
+// The outermost dim takes what is left of `index` (< the product of dims' sizes), without a
+// division, so a contiguous group's offsets are the index itself; below 2^32 elements the
+// divisions are 32-bit, which a GPU does in a few instructions where 64-bit ones take dozens.
 std::string split_index(const std::vector<LoopDim>& dims, size_t inputs, const std::string& index,
-                        const std::string& indent) {
+                        const std::string& indent, const std::string& prefix,
+                        const std::string& start) {
   int64_t count = 1;
   for (const LoopDim& d : dims) count *= d.size;
   const bool narrow = count <= int64_t(std::numeric_limits<uint32_t>::max());
   const std::string type = narrow ? "e_u32" : "e_i64";
-  std::string text = indent + type + " rest = (" + type + ")" + index + ";\n";
-  for (size_t i = 0; i < inputs; ++i) text += indent + "e_i64 " + base(i) + " = 0;\n";
+  const std::string rest = prefix + "rest";
+  std::string text = indent + type + " " + rest + " = (" + type + ")(" + index + ");\n";
+  for (size_t i = 0; i < inputs; ++i)
+    text += indent + "e_i64 " + prefix + std::to_string(i) + " = " +
+            (start.empty() ? "0" : start + std::to_string(i)) + ";\n";
   for (size_t d = dims.size(); d-- > 0;) {
     const std::string size = std::to_string(dims[d].size) + (narrow ? "u" : "LL");
     text += indent + "{ const " + type + " c = " +
-            (d == 0 ? std::string("rest;") : "rest % " + size + "; rest /= " + size + ";");
+            (d == 0 ? rest + ";" : rest + " % " + size + "; " + rest + " /= " + size + ";");
     for (size_t i = 0; i < inputs; ++i)
       if (dims[d].steps[1 + i] != 0)
-        text += " " + base(i) + " += (e_i64)c * " + num(dims[d].steps[1 + i]) + ";";
+        text +=
+            " " + prefix + std::to_string(i) + " += (e_i64)c * " + num(dims[d].steps[1 + i]) + ";";
     text += " }\n";
   }
   return text;
 }
 
-// Output k's name in the source: "out", "out1", "out2", ... (one output reads as before).
-std::string out_name(size_t k) { return k == 0 ? "out" : "out" + std::to_string(k); }
+}  // namespace codegen
+
+namespace {
+
+using codegen::base;
+using codegen::element;
+using codegen::LoopDim;
+using codegen::num;
+using codegen::out_name;
+using codegen::split_index;
 
 // The kernel's pointers: data[0..K) the K outputs, data[K + i] input i.
 std::string pointers(const FusionGroup& group, const std::string& data) {
@@ -101,75 +111,9 @@ std::string stores(const FusionGroup& group, const std::string& indent, Name nam
   return text;
 }
 
-// One output element of a reduction: the inputs' offsets of row `item` are in b<i>; the reduced
-// dims are walked in order, the innermost in kReductionLanes interleaved partial results.
-std::string reduced_row(const FusionGroup& group, Target target, const codegen::Layout& layout,
-                        const std::string& indent) {
-  const DType t = group.out_dtype();
-  const std::string T = codegen::compute_type(t), v = result(group);
-  const bool max = group.reduction() == FusedReduction::Max;
-  const std::string start =
-      codegen::literal(max ? -std::numeric_limits<double>::infinity() : 0.0, t);
-  auto combine = [&](const std::string& acc) {
-    return max ? acc + " = (" + acc + " != " + acc + " ? " + acc + " : (" + v + " != " + v + " ? " +
-                     v + " : (" + v + " > " + acc + " ? " + v + " : " + acc + ")));"
-               : acc + " += " + v + ";";
-  };
-  const size_t inputs = group.inputs().size();
-  std::string text = indent + T + " acc[" + std::to_string(kReductionLanes) + "];\n" + indent +
-                     "for (int l = 0; l < " + std::to_string(kReductionLanes) +
-                     "; ++l) acc[l] = " + start + ";\n";
-  std::string in = indent;
-  // The outer reduced dims: nested loops, each moving the bases.
-  std::vector<std::string> bases(inputs);
-  for (size_t i = 0; i < inputs; ++i) bases[i] = base(i);
-  for (size_t d = 0; d + 1 < layout.reduced.size(); ++d) {
-    const std::string r = "r" + std::to_string(d);
-    text += in + "for (e_i64 " + r + " = 0; " + r + " < " + num(layout.reduced[d].size) + "; ++" +
-            r + ") {\n";
-    in += "  ";
-    for (size_t i = 0; i < inputs; ++i) {
-      const std::string next = bases[i] + "_" + std::to_string(d);
-      text += in + "const e_i64 " + next + " = " + bases[i] + " + " + r + " * " +
-              num(layout.reduced[d].steps[1 + i]) + ";\n";
-      bases[i] = next;
-    }
-  }
-  const LoopDim& inner = layout.reduced.back();
-  auto at = [&](const std::string& j) {
-    return [&, j](size_t i) { return bases[i] + " + (" + j + ") * " + num(inner.steps[1 + i]); };
-  };
-  const std::string lanes = std::to_string(kReductionLanes);
-  text += in + "e_i64 j = 0;\n" + in + "for (; j + " + lanes + " <= " + num(inner.size) +
-          "; j += " + lanes + ") {\n" + in + "  for (int l = 0; l < " + lanes + "; ++l) {\n" +
-          element(group, target, in + "    ", at("j + l")) + in + "    " + combine("acc[l]") +
-          "\n" + in + "  }\n" + in + "}\n" + in + "for (; j < " + num(inner.size) + "; ++j) {\n" +
-          element(group, target, in + "  ", at("j")) + in + "  " + combine("acc[0]") + "\n" + in +
-          "}\n";
-  for (size_t d = 0; d + 1 < layout.reduced.size(); ++d) {
-    in.resize(in.size() - 2);
-    text += in + "}\n";
-  }
-  // Pairwise over the lanes.
-  std::string total = max ? ""
-                          : "((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + "
-                            "(acc[6] + acc[7]))";
-  if (max) {
-    text += indent + T + " best = acc[0];\n" + indent + "for (int l = 1; l < " + lanes +
-            "; ++l) { const " + T + " " + v + " = acc[l]; " + combine("best") + " }\n";
-    total = "best";
-  }
-  if (group.reduction() == FusedReduction::Mean)
-    total = "(" + total + ") / " + codegen::literal(double(layout.reduced_count), t);
-  return text + indent + "out[item] = " + codegen::store(t, codegen::in_dtype(t, total)) + ";\n";
-}
-
 std::string cpu_body(const FusionGroup& group, const codegen::Layout& layout) {
   const size_t inputs = group.inputs().size();
-  if (group.reduction() != FusedReduction::None)
-    return "  for (e_i64 item = begin; item < end; ++item) {\n" +
-           split_index(layout.kept, inputs, "item", "    ") +
-           reduced_row(group, Target::Cpu, layout, "    ") + "  }\n";
+  if (group.reduction() != FusedReduction::None) return codegen::cpu_reduction_body(group, layout);
   // Elementwise: a run of the innermost dim at a time, the index arithmetic once per run.
   const LoopDim& inner = layout.kept.back();
   const std::vector<LoopDim> outer(layout.kept.begin(), layout.kept.end() - 1);
@@ -190,18 +134,13 @@ std::string cpu_body(const FusionGroup& group, const codegen::Layout& layout) {
 }
 
 std::string cuda_body(const FusionGroup& group, const codegen::Layout& layout) {
+  if (group.reduction() != FusedReduction::None) return codegen::cuda_reduction_body(group, layout);
   const size_t inputs = group.inputs().size();
-  std::string text =
-      "  for (e_i64 item = (e_i64)blockIdx.x * blockDim.x + threadIdx.x; item < items;\n"
-      "       item += (e_i64)blockDim.x * gridDim.x) {\n" +
-      split_index(layout.kept, inputs, "item", "    ");
-  if (group.reduction() != FusedReduction::None) {
-    text += reduced_row(group, Target::Cuda, layout, "    ");
-  } else {
-    text += element(group, Target::Cuda, "    ", [](size_t i) { return base(i); }) +
-            stores(group, "    ", out_name, "item");
-  }
-  return text + "  }\n";
+  return "  for (e_i64 item = (e_i64)blockIdx.x * blockDim.x + threadIdx.x; item < items;\n"
+         "       item += (e_i64)blockDim.x * gridDim.x) {\n" +
+         split_index(layout.kept, inputs, "item", "    ") +
+         element(group, Target::Cuda, "    ", [](size_t i) { return base(i); }) +
+         stores(group, "    ", out_name, "item") + "  }\n";
 }
 
 }  // namespace
@@ -219,7 +158,9 @@ RenderedKernel render(const FusionGroup& group, Target target) {
   const codegen::Layout layout = codegen::plan_layout(group);
   RenderedKernel kernel;
   kernel.entry = "ember_fused";
-  kernel.items = layout.items;
+  kernel.items = target == Target::Cuda && group.reduction() != FusedReduction::None
+                     ? codegen::cuda_reduction_threads(layout)
+                     : layout.items;
   kernel.cost_per_item = codegen::element_cost(group) * std::max<int64_t>(layout.reduced_count, 1);
   std::ostringstream source;
   source << "// Generated by Ember from a fusion group:\n";

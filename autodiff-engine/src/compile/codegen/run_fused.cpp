@@ -162,17 +162,25 @@ std::vector<Tensor> run_unfused_outputs(const FusionGroup& group,
     for (int o : group.outputs()) outs.push_back(values[size_t(o)].expand(group.shape()).clone());
     return outs;
   }
-  const Tensor full = values.back().expand(group.shape());
+  // The reduction of a contiguous value, as the unfused program reduces its elementwise result.
+  const Tensor full = values.back().expand(group.shape()).contiguous();
   std::vector<int64_t> dims;
   for (int d = 0; d < group.reduced_dims(); ++d) dims.push_back(-1 - d);
+  std::vector<Tensor> outs;
   switch (group.reduction()) {
     case FusedReduction::Sum:
-      return {sum(full, dims, group.keepdim()).clone()};
+      outs.push_back(sum(full, dims, group.keepdim()));
+      break;
     case FusedReduction::Mean:
-      return {mean(full, dims, group.keepdim()).clone()};
+      outs.push_back(mean(full, dims, group.keepdim()));
+      break;
     default:
-      return {amax(full, dims, group.keepdim()).clone()};
+      outs.push_back(amax(full, dims, group.keepdim()));
   }
+  const std::vector<int> written = group.outputs();
+  for (size_t k = 1; k < written.size(); ++k)
+    outs.push_back(values[size_t(written[k])].expand(group.shape()).clone());
+  return outs;
 }
 
 Tensor run_unfused(const FusionGroup& group, const std::vector<Tensor>& inputs) {

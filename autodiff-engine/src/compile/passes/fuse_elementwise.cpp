@@ -14,7 +14,14 @@
 // can form through outside nodes. The fused node reads its inputs later than the nodes it
 // replaces read them: a node is taken in only when no in-place node in between writes the buffer
 // of one of its inputs (program.h's rule). In-place, view and random nodes are never fused, nor
-// matmul, convolutions, normalisations, reductions and the like: they have their own kernels.
+// matmul, convolutions, normalisations and the like: they have their own kernels.
+//
+// A sum, mean or amax over the innermost dims of a floating value (or a sum_to, a broadcast's
+// gradient, over innermost dims) may be a group's root: the group is then the elementwise shape
+// of its input, and the kernel folds each row as it computes it (render_reduction.cpp), writing
+// the reduction first and, beside it, the elementwise values read outside as above. On the CPU it
+// folds in the library's order, so the result is the same bits; explain() says why each reduction
+// that did not fuse stayed out.
 #include <algorithm>
 #include <limits>
 #include <map>
@@ -102,9 +109,11 @@ std::string why_not_fusible(const Graph& g, const Node& node) {
   if (node.op->collective) return "it talks to the other ranks";
   if (op == "matmul" || op == "linear" || op == "conv2d" || op.rfind("conv2d_backward", 0) == 0)
     return "its own tuned kernel (epilogue fusion is not done)";
-  if (op == "sum" || op == "mean" || op == "amax" || op == "amin" || op == "sum_to" ||
-      op == "prod" || op == "var" || op == "std" || op == "norm" || op == "logsumexp")
-    return "a reduction (not fused after elementwise ops yet)";
+  if (op == "sum" || op == "mean" || op == "amax" || op == "sum_to")
+    return "a reduction (one ends a group, never stands inside one)";
+  if (op == "amin" || op == "prod" || op == "var" || op == "std" || op == "norm" ||
+      op == "logsumexp")
+    return "a reduction with no fused form (a group may end in sum, mean or amax)";
   const bool elementwise = unary_ops().count(op) || binary_ops().count(op) ||
                            scalar_ops().count(op) || op == "gelu" || op == "gelu_backward" ||
                            op == "where" || op == "masked_fill" || op == "clamp" ||
@@ -185,6 +194,91 @@ bool broadcasts_to(const Shape& shape, const Shape& to) {
   return true;
 }
 
+const std::map<std::string, FusedReduction>& reduction_ops() {
+  // sum_to (a broadcast's gradient) is a sum over the dims the broadcast added or stretched.
+  static const std::map<std::string, FusedReduction> ops = {{"sum", FusedReduction::Sum},
+                                                            {"mean", FusedReduction::Mean},
+                                                            {"amax", FusedReduction::Max},
+                                                            {"sum_to", FusedReduction::Sum}};
+  return ops;
+}
+
+// How a reduction node ends a group: over its input's innermost `dims` dims.
+struct Reduction {
+  FusedReduction kind = FusedReduction::None;
+  int dims = 0;
+  bool keepdim = false;
+  std::string why_not;  // why it cannot end a group ("" when it can)
+};
+
+// sum_to's reduced dims: the library sums over the dims the broadcast added or stretched,
+// keeping them as 1s, then reshapes to the target. A fused kernel takes the innermost dims of
+// the same rank (keepdim; a dim of size 1 among them changes neither the values nor the order),
+// or every dim into a 0-d value; "" or why not.
+std::string sum_to_dims(const TensorType& x, const Shape& to, Reduction& r) {
+  const int64_t rank = int64_t(x.shape.size());
+  if (to.empty()) {
+    r.dims = int(rank);
+    return "";
+  }
+  if (to == x.shape) return "it sums " + x.str() + " to its own shape (nothing to sum)";
+  int64_t kept = rank;  // dims [kept, rank) are reduced
+  if (int64_t(to.size()) == rank)
+    while (kept > 0 && to[size_t(kept - 1)] == 1) --kept;
+  const bool rest_same =
+      int64_t(to.size()) == rank && std::equal(to.begin(), to.begin() + kept, x.shape.begin());
+  if (!rest_same || kept == rank)
+    return "it sums " + x.str() + " to " + shape_str(to) +
+           ", not over the innermost dims alone (a fused kernel folds rows of the innermost dims)";
+  r.dims = int(rank - kept);
+  r.keepdim = true;
+  return "";
+}
+
+Reduction reduction_of(const Graph& g, const Node& node) {
+  Reduction r;
+  auto it = reduction_ops().find(node.op->name);
+  if (it == reduction_ops().end() || node.inputs.size() != 1 || node.outputs.size() != 1) {
+    r.why_not = "not a sum, mean, amax or sum_to";
+    return r;
+  }
+  const TensorType& x = g.value(node.inputs[0]).type;
+  const TensorType& y = g.value(node.outputs[0]).type;
+  const int64_t rank = int64_t(x.shape.size());
+  if (x.device != y.device) r.why_not = "it moves between devices";
+  else if (!is_floating(x.dtype) || y.dtype != x.dtype)
+    r.why_not = std::string("it reduces ") + dtype_name(x.dtype) + " into " + dtype_name(y.dtype) +
+                " (a fused reduction takes a floating dtype and keeps it)";
+  else if (rank == 0) r.why_not = "it reduces a 0-d value (nothing to fold)";
+  if (!r.why_not.empty()) return r;
+  if (node.op->name == "sum_to") {
+    r.why_not = sum_to_dims(x, y.shape, r);
+    if (r.why_not.empty()) r.kind = it->second;
+    return r;
+  }
+  std::vector<int64_t> dims = node.attrs.ints("dims");
+  if (dims.empty())
+    for (int64_t d = 0; d < rank; ++d) dims.push_back(d);
+  for (int64_t& d : dims) d = d < 0 ? d + rank : d;
+  std::sort(dims.begin(), dims.end());
+  for (size_t k = 0; k < dims.size(); ++k)
+    if (dims[k] != rank - int64_t(dims.size()) + int64_t(k)) {
+      r.why_not = "it reduces dims " + shape_str(node.attrs.ints("dims")) + " of " + x.str() +
+                  ", not the innermost ones (a fused kernel folds rows of the innermost dims)";
+      return r;
+    }
+  int64_t count = 1;
+  for (int64_t d : dims) count *= x.shape[size_t(d)];
+  if (it->second == FusedReduction::Max && count == 0) {
+    r.why_not = "amax of no elements has no value (the library's kernel says so)";
+    return r;
+  }
+  r.kind = it->second;
+  r.dims = int(dims.size());
+  r.keepdim = node.attrs.has("keepdim") && node.attrs.b("keepdim");
+  return r;
+}
+
 struct Group {
   std::vector<int32_t> nodes;    // in program order; the last is the root
   std::vector<ValueId> inputs;   // the values read from outside, in the group's input order
@@ -250,9 +344,22 @@ Program fuse_elementwise(const Program& program, Explain& explain) {
   std::vector<Group> groups;
   int alone = 0;
 
+  // Reductions that may end a group; the others, with why not, for explain().
+  std::vector<Reduction> reduction(static_cast<size_t>(n));
+  std::map<int32_t, std::string> reductions_left;
+  for (int32_t k = 0; k < n; ++k)
+    if (reduction_ops().count(g.node(k).op->name)) {
+      reduction[size_t(k)] = reduction_of(g, g.node(k));
+      if (!reduction[size_t(k)].why_not.empty())
+        reductions_left.emplace(k, reduction[size_t(k)].why_not);
+    }
+  auto reduces = [&](int32_t k) { return reduction[size_t(k)].kind != FusedReduction::None; };
+
   for (int32_t root = n - 1; root >= 0; --root) {
-    if (group_of[size_t(root)] >= 0 || !why_out[size_t(root)].empty()) continue;
-    const Shape& shape = g.value(g.node(root).outputs[0]).type.shape;
+    if (group_of[size_t(root)] >= 0 || (!why_out[size_t(root)].empty() && !reduces(root))) continue;
+    // The group's elementwise shape: its root's, or what a reducing root reduces.
+    const Shape& shape =
+        g.value(reduces(root) ? g.node(root).inputs[0] : g.node(root).outputs[0]).type.shape;
     std::set<int32_t> members = {root};
     std::map<int32_t, std::string> rejected;  // candidate -> why, as of the last round
     for (bool grew = true; grew;) {
@@ -300,7 +407,13 @@ Program fuse_elementwise(const Program& program, Explain& explain) {
       }
     }
     if (members.size() < 2) {
-      ++alone;
+      if (!reduces(root)) ++alone;
+      else
+        reductions_left.emplace(root,
+                                "its input " + g.value_name(g.node(root).inputs[0]) +
+                                    " joins no group: " +
+                                    (rejected.empty() ? std::string("it is not computed by a node")
+                                                      : rejected.begin()->second));
       continue;
     }
     Group group;
@@ -319,7 +432,10 @@ Program fuse_elementwise(const Program& program, Explain& explain) {
   int64_t kernels_from_cache = 0;
   for (Group& group : groups) {
     const int32_t root = group.nodes.back();
-    const Shape& shape = g.value(g.node(root).outputs[0]).type.shape;
+    const Reduction& red = reduction[size_t(root)];
+    const Shape& root_shape = g.value(g.node(root).outputs[0]).type.shape;
+    const Shape& shape =
+        red.kind != FusedReduction::None ? g.value(g.node(root).inputs[0]).type.shape : root_shape;
     const Target target =
         g.value(g.node(root).outputs[0]).type.device.is_cuda() ? Target::Cuda : Target::Cpu;
     auto kernel =
@@ -329,6 +445,14 @@ Program fuse_elementwise(const Program& program, Explain& explain) {
     try {
       for (int32_t k : group.nodes) {
         const Node& node = g.node(k);
+        if (k == root && red.kind != FusedReduction::None) {
+          // The group's last node is the value reduced: the root's input.
+          if (node_of.at(node.inputs[0]) + 1 != int(fg.nodes().size()))
+            throw Error("fuse_elementwise", "the reduced value is not the group's last");
+          fg.reduce(red.kind, red.dims, red.keepdim);
+          kernel->ops.push_back(node.op->name);
+          continue;
+        }
         auto arg = [&](size_t i) {
           ValueId v = node.inputs[i];
           auto it = node_of.find(v);
@@ -360,11 +484,15 @@ Program fuse_elementwise(const Program& program, Explain& explain) {
             break;
           }
       }
-      if (group.outputs.size() > 1)
+      if (red.kind != FusedReduction::None) {
+        for (size_t o = 1; o < group.outputs.size(); ++o) fg.output(node_of.at(group.outputs[o]));
+      } else if (group.outputs.size() > 1) {
         for (ValueId v : group.outputs) fg.output(node_of.at(v));
-      if (fg.out_shape() != shape || fg.out_dtype() != g.value(g.node(root).outputs[0]).type.dtype)
+      }
+      if (fg.out_shape() != root_shape ||
+          fg.out_dtype() != g.value(g.node(root).outputs[0]).type.dtype)
         throw Error("fuse_elementwise", "the group's result is " + shape_str(fg.out_shape()) +
-                                            ", its root's " + shape_str(shape));
+                                            ", its root's " + shape_str(root_shape));
       kernel->rendered = render(fg, target);
     } catch (const Error& e) {
       explain.add(kPass,
@@ -436,7 +564,12 @@ Program fuse_elementwise(const Program& program, Explain& explain) {
          << shape_text(g.value(g.node(k).outputs[0]).type) << " = ";
     for (size_t i = 0; i < group.kernel->ops.size(); ++i)
       line << (i ? ", " : "") << group.kernel->ops[i];
-    line << " (" << group.kernel->ops.size() << " ops) over ";
+    line << " (" << group.kernel->ops.size() << " ops";
+    if (const FusionGroup& fg = group.kernel->group; fg.reduction() != FusedReduction::None)
+      line << "; " << fused_reduction_name(fg.reduction()) << " of " << shape_str(fg.shape())
+           << " over its innermost " << fg.reduced_dims() << " dims"
+           << (fg.keepdim() ? " (keepdim)" : "") << " fused";
+    line << ") over ";
     for (size_t i = 0; i < group.inputs.size(); ++i)
       line << (i ? ", " : "") << g.value_name(group.inputs[i]) << " "
            << shape_text(g.value(group.inputs[i]).type);
@@ -450,8 +583,11 @@ Program fuse_elementwise(const Program& program, Explain& explain) {
     extra_outputs += int(group.outputs.size()) - 1;
   }
   for (const auto& [k, why] : left_out)
-    if (group_of[size_t(k)] < 0 || !groups[size_t(group_of[size_t(k)])].kernel)
+    if ((group_of[size_t(k)] < 0 || !groups[size_t(group_of[size_t(k)])].kernel) &&
+        !reductions_left.count(k))
       explain.add(kPass, "left out: " + node_text(g, k) + ": " + why);
+  for (const auto& [k, why] : reductions_left)
+    explain.add(kPass, "reduction not fused: " + node_text(g, k) + ": " + why);
   explain.add(kPass, std::to_string(fused_groups) + " groups of " + std::to_string(fused_ops) +
                          " ops fused into one kernel each (" +
                          std::to_string(fused_ops - fused_groups - extra_outputs) +

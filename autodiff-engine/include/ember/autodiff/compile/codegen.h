@@ -20,7 +20,7 @@ enum class Target { Cpu, Cuda };
 struct RenderedKernel {
   std::string source;
   std::string entry;          // the kernel's name in source: "ember_fused"
-  int64_t items = 0;          // work items: output elements
+  int64_t items = 0;          // work items: output elements (CUDA reductions: threads, 256 a row)
   int64_t cost_per_item = 1;  // the work of one item, in cheap elementwise ops (cpu/parallel.h)
 };
 

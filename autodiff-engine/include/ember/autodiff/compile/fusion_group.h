@@ -9,7 +9,10 @@
 //
 // A group writes one value, its last node's, unless output() names the values it writes: then
 // the kernel stores each of them, in that order, in the same loop (the values a program reads
-// outside the group, computed once). A group that ends in a reduction writes that alone.
+// outside the group, computed once). A group that ends in a reduction writes that reduction first;
+// output(), called after reduce(), names values of shape() it writes beside it (in the same loop).
+// On the CPU the reduction adds in the library's order (core-runtime's cpu/reduce_loops.h), so its
+// result equals the unfused sum, mean or amax bit for bit; on CUDA one block reduces each row.
 //
 // Every node has a dtype, and its value is exactly what the library's eager kernel of that op
 // would produce in that dtype (float16/bfloat16 round after every op, as eager ones do), so that a
@@ -105,10 +108,12 @@ class FusionGroup {
   int where(int cond, int a, int b);
   int clamp(int x, double lo, double hi);
   int cast(int x, DType dtype);
-  // Reduces the last node's value over the innermost `dims` dims of shape() (floating dtypes).
+  // Reduces the last node's value over the innermost `dims` dims of shape() (floating dtypes);
+  // called before output() names any value.
   void reduce(FusedReduction reduction, int dims, bool keepdim = false);
   // Makes node `index`'s value (of shape()) one of the values the kernel writes, after those
-  // named before. ValueError for an input or constant, a node named twice, or a reducing group.
+  // named before (in a reducing group: after the reduction, which may also be written unreduced).
+  // ValueError for an input or constant or a node named twice.
   void output(int index);
 
   // The nodes whose values the kernel writes, in order: those output() named, else the last.
