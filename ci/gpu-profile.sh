@@ -18,6 +18,7 @@ for p in ${PROFILES:-}; do
   ncu --profile-from-start off --clock-control none --metrics gpu__time_duration.sum --csv \
     --log-file "$csv" python3 "$tool" "$workload" "$size" 2>"$out/ncu/$workload-$size.err" >/dev/null
   python3 "$tool" --summarise "$csv" --top "${TOP:-10}" || tail -5 "$out/ncu/$workload-$size.err"
+  grep -h -A3 -E "a call \(wall\)|== replay" "$out/ncu/$workload-$size.err" | head -6
 done
 for d in ${DETAILS:-}; do
   IFS=: read -r workload size kernels <<<"$d"

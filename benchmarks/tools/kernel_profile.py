@@ -6,7 +6,8 @@
 
 The first form warms WORKLOAD up (three calls: traces, plans, CUDA-graph captures and cuBLAS's
 workspaces happen there), then runs it once more between cudaProfilerStart and cudaProfilerStop,
-so ncu times exactly one step's kernels (a CUDA graph's kernels are timed node by node). The
+so ncu times exactly one step's kernels (a CUDA graph's kernels are timed node by node); before
+that it prints the wall time per call of ten calls (under ncu, an indication only). The
 second form turns ncu's CSV into one line per kernel name (calls, total microseconds, share)
 and the step's total GPU time: where a step's time goes on the card, Ember's and PyTorch's
 alike, which is what explains a step slower than its reference.
@@ -17,6 +18,9 @@ Workloads (all on cuda:0; PyTorch's run in its own process as Ember's do):
   sdpa-ember T | sdpa-torch T
       causal scaled-dot-product attention forward + backward, bfloat16, batch 8, 4 heads, head
       dim 64, length T (the attention family's sdpa_ladder case)
+  gpt2-ember B | gpt2-torch B
+      the transformer family's GPT-2 small step (124M parameters, T 1024, bf16 autocast, AdamW)
+      at batch B
   chain8-fused N | chain8-copy N
       the fusion family's 8-op chain as one generated kernel on N floats, and PyTorch's copy of
       as many floats (the bandwidth reference)
@@ -26,6 +30,7 @@ import argparse
 import csv
 import os
 import sys
+import time
 from collections import defaultdict
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -49,6 +54,14 @@ def sdpa(xp, length):
     return lambda: f(q, k, v, is_causal=True).backward(g), None
 
 
+def gpt2(xp, batch):
+    from types import SimpleNamespace
+
+    from families.transformer import gpt2_small_step
+    return gpt2_small_step(SimpleNamespace(xp=xp, device="cuda"),
+                           {"autocast": "bf16", "batch": batch}), None
+
+
 def chain8(xp, n, fused):
     x = xp.rand(n, device="cuda")
     if not fused:
@@ -65,13 +78,15 @@ def build(workload, size):
     lib, _, rest = workload.partition("-")
     import torch
     xp = torch
-    if lib in ("cnn", "sdpa", "chain8") and ("ember" in rest or rest == "fused"):
+    if "ember" in rest or rest == "fused":
         import ember
         xp = ember
     if lib == "cnn":
         return cnn(xp, size, compiled=rest.endswith("compiled")), torch, xp
     if lib == "sdpa":
         return sdpa(xp, size), torch, xp
+    if lib == "gpt2":
+        return gpt2(xp, size), torch, xp
     return chain8(xp, size, fused=rest == "fused"), torch, xp
 
 
@@ -81,6 +96,12 @@ def run(workload, size):
         call()
     sync = xp.cuda.synchronize
     sync()
+    start = time.perf_counter()
+    for _ in range(10):
+        call()
+    sync()
+    print(f"{workload} {size}: {(time.perf_counter() - start) / 10 * 1e3:.3f} ms a call (wall)",
+          file=sys.stderr)
     if explain is not None:
         print(explain(), file=sys.stderr)
     torch.cuda.profiler.start()  # cudaProfilerStart: process-wide, Ember's kernels too
