@@ -49,9 +49,9 @@ static void eye(Tensor& out) {
 }
 
 void register_creation(KernelTable& table) {
-  table.arange_kernel = &arange;
-  table.linspace_kernel = &linspace;
-  table.eye_kernel = &eye;
+#define EMBER_KERNEL EMBER_REGISTER_SLOT
+#include "kernels/creation.def"
+#undef EMBER_KERNEL
 }
 
 }  // namespace ember::cpu::EMBER_CPU_ISA
