@@ -1,11 +1,17 @@
-// families.h — each op family's table of definitions, declared from families.def. The registry
-// (registry.cpp) asks each once; adding a family is one line in families.def.
+// families.h — each op family's table of definitions, declared from families.def, and the
+// shorthands they are written with. The registry (registry.cpp) asks each table once; adding a
+// family is one line in families.def.
 #pragma once
 #include <vector>
 
 #include "ember/autodiff/op.h"
 
 namespace ember::autodiff {
+
+// The shorthands the families' definitions are written with.
+using Types = std::vector<TensorType>;  // an op's operand or result types (infer)
+using Tensors = std::vector<Tensor>;    // its operands or results when it runs (run)
+using Grads = std::vector<Val>;         // the gradients a rule returns (grad)
 
 #define EMBER_OP_FAMILY(family) std::vector<OpDef> family##_ops();
 #include "families.def"
