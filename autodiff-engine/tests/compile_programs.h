@@ -40,12 +40,18 @@ inline const OpDef& sgd_update_op() {
   return def;
 }
 
+// An empty program with its graph, to build a test's program into.
+inline Program program_with_graph() {
+  Program p;
+  p.graph = std::make_unique<Graph>();
+  return p;
+}
+
 // The step of an MLP of `layers` linear+relu layers of `width`, batch `batch`: returns the loss,
 // leaves each weight's gradient in its .grad (state, as tracing makes it) and updates every
 // weight with SGD.
 inline Program mlp_step(int layers, int64_t width, int64_t batch, double lr = 0.1) {
-  Program p;
-  p.graph = std::make_unique<Graph>();
+  Program p = program_with_graph();
   Graph& g = *p.graph;
   Val x = g.input(f32({batch, width}), "x");
   std::vector<Val> weights;

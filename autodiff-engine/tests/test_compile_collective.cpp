@@ -18,8 +18,7 @@ Attrs start_attrs() {
 
 // Two alike starts over exp of a constant, each with its wait, whose averages nothing reads.
 Program two_buckets() {
-  Program p;
-  p.graph = std::make_unique<Graph>();
+  Program p = program_with_graph();
   Graph& g = *p.graph;
   Val x = g.input(f32({4}), "x");
   Val c = g.constant(ember::ones({4}));

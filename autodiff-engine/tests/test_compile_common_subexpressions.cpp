@@ -6,8 +6,7 @@ namespace ember::autodiff::compile::test {
 namespace {
 
 TEST(CommonSubexpressions, MergesTheSameOpAttributesAndInputs) {
-  Program p;
-  p.graph = std::make_unique<Graph>();
+  Program p = program_with_graph();
   Graph& g = *p.graph;
   Val x = g.input(f32({2, 3}), "x");
   Val a = sum(exp(x), {1});
@@ -27,8 +26,7 @@ TEST(CommonSubexpressions, MergesTheSameOpAttributesAndInputs) {
 }
 
 TEST(CommonSubexpressions, NeverMergesRandomNodes) {
-  Program p;
-  p.graph = std::make_unique<Graph>();
+  Program p = program_with_graph();
   Graph& g = *p.graph;
   Val x = g.input(f32({100}), "x");
   Val out = add(dropout(x, 0.5), dropout(x, 0.5));
@@ -39,8 +37,7 @@ TEST(CommonSubexpressions, NeverMergesRandomNodes) {
 }
 
 TEST(CommonSubexpressions, RespectsInPlaceWrites) {
-  Program p;
-  p.graph = std::make_unique<Graph>();
+  Program p = program_with_graph();
   Graph& g = *p.graph;
   Val x = g.input(f32({4}), "x");
   Val lr = g.input(f32({4}), "lr");

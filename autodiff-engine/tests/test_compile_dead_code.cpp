@@ -32,8 +32,7 @@ TEST(DeadCode, KeepsInPlaceWritesIntoStateEvenWithoutAFinalValue) {
 }
 
 TEST(DeadCode, KeepsAnInPlaceWriteIntoABufferReadLaterAndDropsOneNeverRead) {
-  Program p;
-  p.graph = std::make_unique<Graph>();
+  Program p = program_with_graph();
   Graph& g = *p.graph;
   Val x = g.input(f32({3}), "x");
   Val lr = g.input(f32({3}), "lr");
@@ -51,8 +50,7 @@ TEST(DeadCode, KeepsAnInPlaceWriteIntoABufferReadLaterAndDropsOneNeverRead) {
 }
 
 TEST(DeadCode, KeepsRandomNodesTheyAdvanceTheGenerator) {
-  Program p;
-  p.graph = std::make_unique<Graph>();
+  Program p = program_with_graph();
   Graph& g = *p.graph;
   Val x = g.input(f32({64}), "x");
   Val dropped = dropout(x, 0.5);  // never read

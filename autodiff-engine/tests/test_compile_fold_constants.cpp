@@ -6,8 +6,7 @@ namespace ember::autodiff::compile::test {
 namespace {
 
 TEST(FoldConstants, ComputesNodesOverConstantsOnce) {
-  Program p;
-  p.graph = std::make_unique<Graph>();
+  Program p = program_with_graph();
   Graph& g = *p.graph;
   Val x = g.input(f32({3}), "x");
   Val w = state_parameter(p, f32({3}), "w");
@@ -25,8 +24,7 @@ TEST(FoldConstants, ComputesNodesOverConstantsOnce) {
 }
 
 TEST(FoldConstants, ZerosLikeOfAComputedValueIsKnownFromItsTypeAlone) {
-  Program p;
-  p.graph = std::make_unique<Graph>();
+  Program p = program_with_graph();
   Graph& g = *p.graph;
   Val x = g.input(f32({2, 5}), "x");
   Val e = exp(x);
@@ -43,8 +41,7 @@ TEST(FoldConstants, ZerosLikeOfAComputedValueIsKnownFromItsTypeAlone) {
 }
 
 TEST(FoldConstants, KeepsReturnedWrittenRandomAndLargeResults) {
-  Program p;
-  p.graph = std::make_unique<Graph>();
+  Program p = program_with_graph();
   Graph& g = *p.graph;
   Val c = g.constant(ember::full({4}, 1.0), "c");
   Val lr = g.input(f32({4}), "lr");

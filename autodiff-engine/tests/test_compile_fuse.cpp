@@ -22,10 +22,9 @@ namespace {
 // A program of a fusible chain between two matmuls: x @ w, then * 2, + b (broadcast over
 // rows), gelu, masked by m, tanh; the result @ w again, summed.
 struct Chain {
-  Program p;
+  Program p = program_with_graph();
   Val x, w, b, m, h, y;
   Chain() {
-    p.graph = std::make_unique<Graph>();
     Graph& g = *p.graph;
     x = g.input(f32({6, 16}), "x");
     w = g.parameter(f32({16, 16}), "w");
@@ -62,8 +61,7 @@ TEST(FuseElementwise, AChainBecomesOneNodeWithTheSameValuesBitForBit) {
 }
 
 TEST(FuseElementwise, GroupsOfOneOpAreLeft) {
-  Program p;
-  p.graph = std::make_unique<Graph>();
+  Program p = program_with_graph();
   Graph& g = *p.graph;
   Val x = g.input(f32({4, 8}), "x");
   Val w = state_parameter(p, f32({8, 8}), "w");
@@ -79,8 +77,7 @@ TEST(FuseElementwise, GroupsOfOneOpAreLeft) {
 // a = exp(x) is read by the group and by a matmul after the group's root: the group takes it in
 // and writes it as a second output, in the same loop; the memory plan places both outputs.
 TEST(FuseElementwise, AValueReadAfterTheGroupBecomesASecondOutput) {
-  Program p;
-  p.graph = std::make_unique<Graph>();
+  Program p = program_with_graph();
   Graph& g = *p.graph;
   Val x = g.input(f32({4, 8}), "x");
   Val w = state_parameter(p, f32({8, 8}), "w");
@@ -109,8 +106,7 @@ TEST(FuseElementwise, AValueReadAfterTheGroupBecomesASecondOutput) {
 // a = exp(x) is read by a matmul whose result the group reads: taking a in would need the matmul
 // inside the group (a cycle through an outside node), so a reader before the root stops it.
 TEST(FuseElementwise, AReaderBeforeTheRootStopsTheGroup) {
-  Program p;
-  p.graph = std::make_unique<Graph>();
+  Program p = program_with_graph();
   Graph& g = *p.graph;
   Val x = g.input(f32({4, 8}), "x");
   Val w = state_parameter(p, f32({8, 8}), "w");
@@ -138,8 +134,7 @@ TEST(FuseElementwise, AReaderBeforeTheRootStopsTheGroup) {
 // a reader of s outside the group stops it (without one it joins, broadcast inside the kernel).
 TEST(FuseElementwise, AValueOfAnotherShapeReadOutsideStopsTheGroup) {
   for (bool read_outside : {true, false}) {
-    Program p;
-    p.graph = std::make_unique<Graph>();
+    Program p = program_with_graph();
     Graph& g = *p.graph;
     Val x = g.input(f32({4, 8}), "x");
     Val row = g.input(f32({8}), "row");
@@ -159,8 +154,7 @@ TEST(FuseElementwise, AValueOfAnotherShapeReadOutsideStopsTheGroup) {
 }
 
 TEST(FuseElementwise, ReturnedValuesStayValues) {
-  Program p;
-  p.graph = std::make_unique<Graph>();
+  Program p = program_with_graph();
   Graph& g = *p.graph;
   Val x = g.input(f32({4, 8}), "x");
   Val a = sigmoid(x * 3.0);  // returned: the group {mul_scalar, sigmoid} ends here
@@ -180,8 +174,7 @@ TEST(FuseElementwise, ReturnedValuesStayValues) {
 // updated p. It stays out; without the update in between it joins.
 TEST(FuseElementwise, AnInPlaceWriteInBetweenKeepsTheNodeOut) {
   for (bool update_between : {true, false}) {
-    Program p;
-    p.graph = std::make_unique<Graph>();
+    Program p = program_with_graph();
     Graph& g = *p.graph;
     Val w = state_parameter(p, f32({8}), "w");
     Val grad = g.input(f32({8}), "grad");
@@ -211,8 +204,7 @@ TEST(FuseElementwise, AnInPlaceWriteInBetweenKeepsTheNodeOut) {
 // writes over it later.
 TEST(FuseElementwise, AnInPlaceWriteOfAGroupValueBeforeTheRootSplitsTheGroup) {
   for (bool update_before_root : {true, false}) {
-    Program p;
-    p.graph = std::make_unique<Graph>();
+    Program p = program_with_graph();
     Graph& g = *p.graph;
     Val x = g.input(f32({8}), "x");
     Val a = exp(x);
@@ -248,8 +240,7 @@ TEST(FuseElementwise, AnInPlaceWriteOfAGroupValueBeforeTheRootSplitsTheGroup) {
 
 TEST(FuseElementwise, TheBackwardFusesAndTheMemoryPlanSeesFewerBuffers) {
   // relu(x w)^2 * 3 + 1, its gradient: mul_scalar, mul, relu_backward chains on both sides.
-  Program p;
-  p.graph = std::make_unique<Graph>();
+  Program p = program_with_graph();
   Graph& g = *p.graph;
   Val x = g.input(f32({32, 64}), "x");
   Val w = state_parameter(p, f32({64, 64}), "w");
@@ -286,8 +277,7 @@ TEST(FuseElementwise, TheBackwardFusesAndTheMemoryPlanSeesFewerBuffers) {
 // An expanded operand is read through (the kernel broadcasts it), a transposed one is copied
 // to the kernel's layout at run time, outside the plan's slots; float16 through casts.
 TEST(FuseElementwise, ExpandedTransposedAndHalfPrecisionOperands) {
-  Program p;
-  p.graph = std::make_unique<Graph>();
+  Program p = program_with_graph();
   Graph& g = *p.graph;
   Val x = g.input(f32({8, 16}), "x");
   Val xt = g.input(f32({16, 8}), "xt");
@@ -331,8 +321,7 @@ TEST(FuseElementwise, RandomProgramsEqualUnfusedBitForBit) {
   auto pick = [&](size_t n) { return size_t(rng() % n); };
   int fused_total = 0, bounded_by_updates = 0, several_outputs = 0, stopped_by_readers = 0;
   for (int trial = 0; trial < 30; ++trial) {
-    Program p;
-    p.graph = std::make_unique<Graph>();
+    Program p = program_with_graph();
     Graph& g = *p.graph;
     Val w = state_parameter(p, f32({4, 8}), "w");
     std::vector<Val> pool = {g.input(f32({4, 8}), "x"), g.input(f32({8}), "row"),

@@ -61,8 +61,7 @@ TEST(HoistWrites, GradientWritesComeRightAfterTheGradients) {
 }
 
 TEST(HoistWrites, AWriteNeverPassesAReadOfItsBuffer) {
-  Program p;
-  p.graph = std::make_unique<Graph>();
+  Program p = program_with_graph();
   Graph& g = *p.graph;
   Val x = g.input(f32({4}), "x");
   Val w = state_parameter(p, f32({4}), "w");

@@ -16,8 +16,7 @@ struct Pool {
 
 // loss = sum(max_pool2d(relu(x)) * c); returns d loss / d x (and the value of y = relu(x)).
 Program relu_pool_step(const Shape& shape, const Pool& pool, ValueId* y_out = nullptr) {
-  Program p;
-  p.graph = std::make_unique<Graph>();
+  Program p = program_with_graph();
   Graph& g = *p.graph;
   Val x = g.input(f32(shape), "x");
   Val y = relu(x);
@@ -85,8 +84,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 // relu_backward(scatter, y) of a 2x2 pool, the scatter also summed and returned when read_twice.
 Program pool_mask_program(bool read_twice) {
-  Program p;
-  p.graph = std::make_unique<Graph>();
+  Program p = program_with_graph();
   Graph& g = *p.graph;
   Val x = g.input(f32({1, 2, 4, 4}), "x");
   Val y = relu(x);
@@ -109,8 +107,7 @@ TEST(MaskBeforeScatter, NotWhenTheScatteredGradientIsReadElsewhere) {
 }
 
 TEST(MaskBeforeScatter, NotWhenTheMaskIsOfAnotherValueThanThePoolsInput) {
-  Program p;
-  p.graph = std::make_unique<Graph>();
+  Program p = program_with_graph();
   Graph& g = *p.graph;
   Val x = g.input(f32({1, 2, 4, 4}), "x");
   Val other = g.input(f32({1, 2, 4, 4}), "other");

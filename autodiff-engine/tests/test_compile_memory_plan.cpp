@@ -105,8 +105,7 @@ TEST(PlanMemory, PlansTheTrainingStepBelowTheNaivePeak) {
 }
 
 TEST(PlanMemory, AViewExtendsItsBaseAndScratchLivesInItsNode) {
-  Program p;
-  p.graph = std::make_unique<Graph>();
+  Program p = program_with_graph();
   Graph& g = *p.graph;
   Val x = g.input(f32({4, 4}), "x");
   Val a = exp(x);              // node 0

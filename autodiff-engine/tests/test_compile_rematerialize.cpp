@@ -60,8 +60,7 @@ TEST(Rematerialize, AnUnmeetableBudgetGivesTheSmallestThatWorks) {
 }
 
 TEST(Rematerialize, NeverRecomputesRandomNodes) {
-  Program p;
-  p.graph = std::make_unique<Graph>();
+  Program p = program_with_graph();
   Graph& g = *p.graph;
   Val x = g.input(f32({64, 64}), "x");
   Val w = state_parameter(p, f32({64, 64}), "w");
@@ -84,8 +83,7 @@ TEST(Rematerialize, NeverRecomputesRandomNodes) {
 
 // a = exp(x); b = exp(a); ...; a overwritten in place; ...; b read again after the peak.
 Program overwritten_input(bool write) {
-  Program p;
-  p.graph = std::make_unique<Graph>();
+  Program p = program_with_graph();
   Graph& g = *p.graph;
   Val x = g.input(f32({1024}), "x");
   Val lr = g.input(f32({1024}), "lr");

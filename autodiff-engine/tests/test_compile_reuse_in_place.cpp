@@ -19,8 +19,7 @@ TEST(ReuseInPlace, PermissionIsTheElementwiseOutForms) {
 }
 
 TEST(ReuseInPlace, ChainsOfElementwiseOpsShareOneBuffer) {
-  Program p;
-  p.graph = std::make_unique<Graph>();
+  Program p = program_with_graph();
   Graph& g = *p.graph;
   Val x = g.input(f32({8, 8}), "x");
   Val a = exp(x);         // x is an input: not written over
@@ -47,8 +46,7 @@ TEST(ReuseInPlace, ChainsOfElementwiseOpsShareOneBuffer) {
 }
 
 TEST(ReuseInPlace, NotOverABufferReadLaterNorAReturnedOrMismatchedOne) {
-  Program p;
-  p.graph = std::make_unique<Graph>();
+  Program p = program_with_graph();
   Graph& g = *p.graph;
   Val x = g.input(f32({4, 4}), "x");
   Val row = g.input(f32({4}), "row");
@@ -71,8 +69,7 @@ TEST(ReuseInPlace, NotOverABufferReadLaterNorAReturnedOrMismatchedOne) {
 }
 
 TEST(ReuseInPlace, NotWhenAnotherInputReadsTheSameBufferThroughAView) {
-  Program p;
-  p.graph = std::make_unique<Graph>();
+  Program p = program_with_graph();
   Graph& g = *p.graph;
   Val x = g.input(f32({4, 4}), "x");
   Val a = exp(x);

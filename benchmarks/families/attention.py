@@ -31,7 +31,7 @@ import os
 from dataclasses import dataclass
 
 from families.threads import HeldThreads
-from harness.case import Context, KernelCase, Measurement, python_side
+from harness.case import Context, KernelCase, Measurement, PythonCase, python_side
 
 B, H, D = 8, 4, 64
 LENGTHS = (256, 1024)
@@ -118,12 +118,8 @@ class LadderCase(KernelCase):
 
 
 @dataclass
-class PeakMemoryCase:
+class PeakMemoryCase(PythonCase):
     """Ember's peak allocated bytes over one step, fused, with the primitives' as reference."""
-    op: str
-    params: dict
-    quick: bool = False
-    in_process = True
     deterministic = True  # allocator figures: the same every run
 
     def measure(self, ctx: Context) -> list[Measurement]:

@@ -43,6 +43,7 @@ from harness.case import (
     Context,
     KernelCase,
     Measurement,
+    PythonCase,
     Skipped,
     over_rounds,
     python_side,
@@ -112,12 +113,8 @@ def stepper(compiled, torch_compile=False):
 
 
 @dataclass
-class VersusEagerCase:
+class VersusEagerCase(PythonCase):
     """Ember compiled against Ember eager, timed in turn, as one row."""
-    op: str
-    params: dict
-    quick: bool = False
-    in_process = True
 
     def measure(self, ctx: Context) -> list[Measurement]:
         r = python_side(ctx)
@@ -133,12 +130,8 @@ class VersusEagerCase:
 
 
 @dataclass
-class FirstCallCase:
+class FirstCallCase(PythonCase):
     """The first call of a compiled step, once per round on a fresh model and step."""
-    op: str
-    params: dict
-    quick: bool = False
-    in_process = True
 
     def first_call_ms(self, r, torch_compile=False) -> float:
         gc.collect()
@@ -174,11 +167,7 @@ def ember_peak(r, p, compiled) -> int:
 
 
 @dataclass
-class PeakMemoryCase:
-    op: str
-    params: dict
-    quick: bool = False
-    in_process = True
+class PeakMemoryCase(PythonCase):
     deterministic = True
 
     def measure(self, ctx: Context) -> list[Measurement]:
@@ -233,12 +222,8 @@ def budgeted(r, x, budget):
 
 
 @dataclass
-class BudgetCase:
+class BudgetCase(PythonCase):
     """The deep MLP compiled under a budget: its arena and step time against no budget."""
-    op: str
-    params: dict
-    quick: bool = False
-    in_process = True
 
     def measure(self, ctx: Context) -> list[Measurement]:
         r = python_side(ctx)

@@ -46,7 +46,15 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-from harness.case import Context, Measurement, Skipped, over_rounds, python_side, torch_reference
+from harness.case import (
+    Context,
+    Measurement,
+    PythonCase,
+    Skipped,
+    over_rounds,
+    python_side,
+    torch_reference,
+)
 from harness.timer import time_calls
 
 N, N_CUDA = 1 << 22, 1 << 26
@@ -140,12 +148,8 @@ def timed_in_turn(ctx: Context, r, mine, others: dict) -> list[Measurement]:
 
 
 @dataclass
-class FusionCase:
+class FusionCase(PythonCase):
     """Ember's fused call against Ember eager, torch eager and (chain8) a copy, timed in turn."""
-    op: str
-    params: dict
-    quick: bool = False
-    in_process = True
 
     def calls(self, r, torch):
         ember = r.xp
@@ -195,12 +199,8 @@ class FusionCase:
 
 
 @dataclass
-class CompileCase:
+class CompileCase(PythonCase):
     """Cold and warm compile of the chain8 kernel, one call each, median over rounds."""
-    op: str
-    params: dict
-    quick: bool = False
-    in_process = True
 
     def measure(self, ctx: Context) -> list[Measurement]:
         r = python_side(ctx)
@@ -322,13 +322,9 @@ def ln_gelu_call(r, compiled=False, fuse=True):
 
 
 @dataclass
-class CompiledCase:
+class CompiledCase(PythonCase):
     """Ember's compiled (fused) call against Ember eager, the compiled call without fusion and
     torch eager, timed in turn."""
-    op: str
-    params: dict
-    quick: bool = False
-    in_process = True
 
     def measure(self, ctx: Context) -> list[Measurement]:
         r = python_side(ctx)
@@ -347,12 +343,8 @@ class CompiledCase:
 
 
 @dataclass
-class StepCompileCase:
+class StepCompileCase(PythonCase):
     """The first call of a compiled CNN or GPT-block step, cold and warm cache."""
-    op: str
-    params: dict
-    quick: bool = False
-    in_process = True
 
     def first_call(self, r):
         """Seconds of the first call of a fresh compiled step, and its fused groups."""

@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from families.conv_pool import ALL_GRADS, CONV_ARGS, conv_inputs
-from harness.case import Context, KernelCase, Measurement, python_side, torch_reference
+from harness.case import Context, KernelCase, Measurement, PythonCase, python_side, torch_reference
 from harness.timer import TimerOptions
 
 LR, MOMENTUM, WEIGHT_DECAY = 0.03, 0.9, 5e-4  # train_digits.py's defaults
@@ -218,11 +218,7 @@ def peak_rows(ctx: Context, ours, theirs) -> list[Measurement]:
 
 
 @dataclass
-class PeakMemoryCase:
-    op: str
-    params: dict
-    quick: bool = False
-    in_process = True
+class PeakMemoryCase(PythonCase):
     deterministic = True  # allocator figures: the same every run
 
     def measure(self, ctx: Context) -> list[Measurement]:

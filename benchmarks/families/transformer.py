@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from families.training import ember_step_peak, peak_rows, torch_step_peak
-from harness.case import Context, KernelCase, Measurement, python_side, torch_reference
+from harness.case import Context, KernelCase, Measurement, PythonCase, python_side, torch_reference
 
 LAYERS, CHANNELS, HEADS, BLOCK, BATCH, VOCAB = 4, 256, 4, 256, 8, 256
 LR, WEIGHT_DECAY = 1e-3, 0.01
@@ -150,11 +150,7 @@ def torch_peak(r, p) -> int:
 
 
 @dataclass
-class PeakMemoryCase:
-    op: str
-    params: dict
-    quick: bool = False
-    in_process = True
+class PeakMemoryCase(PythonCase):
     deterministic = True
 
     def measure(self, ctx: Context) -> list[Measurement]:
@@ -187,11 +183,7 @@ def paired_losses(ember_side, torch_side, steps=LOSS_STEPS, autocast="bf16"):
 
 
 @dataclass
-class LossCase:
-    op: str
-    params: dict
-    quick: bool = False
-    in_process = True
+class LossCase(PythonCase):
     deterministic = True
 
     def measure(self, ctx: Context) -> list[Measurement]:

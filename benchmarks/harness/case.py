@@ -1,5 +1,6 @@
 """A measured figure (Measurement), what a case measures with (Context), and the timed kernel
-case most families are made of (KernelCase)."""
+case most families are made of (KernelCase), and the base of the cases timed through the
+bindings alone (PythonCase)."""
 
 from dataclasses import dataclass, replace
 from typing import Callable
@@ -69,6 +70,18 @@ def over_rounds(rounds: list[TimeStats]) -> TimeStats:
 
 def params_text(params: dict, sep: str) -> str:
     return sep.join(f"{k}={v}" for k, v in params.items())
+
+
+@dataclass
+class PythonCase:
+    """A case measured wholly in this process, through Ember's bindings (no ember_bench): op is
+    the CSV's case column and params its parameters; a subclass writes measure(ctx). One whose
+    figures are the same on every run (allocator bytes, say) sets deterministic = True, and
+    gate.py then measures it once per side."""
+    op: str
+    params: dict
+    quick: bool = False  # part of the quick CI subset
+    in_process = True
 
 
 @dataclass

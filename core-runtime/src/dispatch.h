@@ -19,20 +19,25 @@ template <class T> struct TypeTag { using type = T; };
 #define EMBER_DTYPE_CASE(D, T) \
   case DType::D:               \
     return fn(TypeTag<T>{});
+// The integer and the floating dtypes, each group once for the dispatchers below.
+#define EMBER_INTEGER_CASES        \
+  EMBER_DTYPE_CASE(UInt8, uint8_t) \
+  EMBER_DTYPE_CASE(Int8, int8_t)   \
+  EMBER_DTYPE_CASE(Int16, int16_t) \
+  EMBER_DTYPE_CASE(Int32, int32_t) \
+  EMBER_DTYPE_CASE(Int64, int64_t)
+#define EMBER_FLOATING_CASES           \
+  EMBER_DTYPE_CASE(Float16, Half)      \
+  EMBER_DTYPE_CASE(BFloat16, BFloat16) \
+  EMBER_DTYPE_CASE(Float32, float)     \
+  EMBER_DTYPE_CASE(Float64, double)
 
 // Every dtype.
 template <class F> decltype(auto) dispatch_all(DType dtype, const char* op, F&& fn) {
   switch (dtype) {
     EMBER_DTYPE_CASE(Bool, bool)
-    EMBER_DTYPE_CASE(UInt8, uint8_t)
-    EMBER_DTYPE_CASE(Int8, int8_t)
-    EMBER_DTYPE_CASE(Int16, int16_t)
-    EMBER_DTYPE_CASE(Int32, int32_t)
-    EMBER_DTYPE_CASE(Int64, int64_t)
-    EMBER_DTYPE_CASE(Float16, Half)
-    EMBER_DTYPE_CASE(BFloat16, BFloat16)
-    EMBER_DTYPE_CASE(Float32, float)
-    EMBER_DTYPE_CASE(Float64, double)
+    EMBER_INTEGER_CASES
+    EMBER_FLOATING_CASES
   }
   throw DTypeError(op, "unknown dtype");
 }
@@ -40,15 +45,8 @@ template <class F> decltype(auto) dispatch_all(DType dtype, const char* op, F&& 
 // Every dtype but bool (arithmetic).
 template <class F> decltype(auto) dispatch_numeric(DType dtype, const char* op, F&& fn) {
   switch (dtype) {
-    EMBER_DTYPE_CASE(UInt8, uint8_t)
-    EMBER_DTYPE_CASE(Int8, int8_t)
-    EMBER_DTYPE_CASE(Int16, int16_t)
-    EMBER_DTYPE_CASE(Int32, int32_t)
-    EMBER_DTYPE_CASE(Int64, int64_t)
-    EMBER_DTYPE_CASE(Float16, Half)
-    EMBER_DTYPE_CASE(BFloat16, BFloat16)
-    EMBER_DTYPE_CASE(Float32, float)
-    EMBER_DTYPE_CASE(Float64, double)
+    EMBER_INTEGER_CASES
+    EMBER_FLOATING_CASES
     default:
       break;
   }
@@ -59,10 +57,7 @@ template <class F> decltype(auto) dispatch_numeric(DType dtype, const char* op, 
 // float16, bfloat16, float32, float64.
 template <class F> decltype(auto) dispatch_floating(DType dtype, const char* op, F&& fn) {
   switch (dtype) {
-    EMBER_DTYPE_CASE(Float16, Half)
-    EMBER_DTYPE_CASE(BFloat16, BFloat16)
-    EMBER_DTYPE_CASE(Float32, float)
-    EMBER_DTYPE_CASE(Float64, double)
+    EMBER_FLOATING_CASES
     default:
       break;
   }
@@ -94,6 +89,8 @@ template <class F> decltype(auto) dispatch_window_offsets(DType dtype, const cha
   throw DTypeError(op, std::string("window offsets must be uint8, int32 or int64, got ") +
                            dtype_name(dtype));
 }
+#undef EMBER_FLOATING_CASES
+#undef EMBER_INTEGER_CASES
 #undef EMBER_DTYPE_CASE
 
 }  // namespace ember

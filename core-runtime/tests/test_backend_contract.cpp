@@ -19,7 +19,7 @@ using test::expect_error;
 std::vector<std::string> empty_slots(const KernelTable& table) {
   std::vector<std::string> empty;
 #define EMBER_KERNEL(name, signature) \
-  if (!table.name) empty.push_back(#name);
+  if (!table.name##_kernel) empty.push_back(#name "_kernel");
 #include "kernels.def"
 #undef EMBER_KERNEL
   return empty;

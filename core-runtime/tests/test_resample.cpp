@@ -345,6 +345,57 @@ TEST_P(Resample, Errors) {
   expect_error<ValueError>([&] { interpolate(Tensor(), size); }, {"interpolate", "undefined"});
 }
 
+// The shape rule autodiff-engine's inference uses: the output shape worked out by hand (the size
+// given, or floor(H * s_h) and floor(W * s_w)), the same as interpolate's own, and the same errors
+// as interpolate for bad arguments.
+TEST(ResampleShape, InterpolateShapeIsInterpolatesOutputShapeWithItsChecks) {
+  const char* op = "interpolate";
+  const std::string who = "x is [2, 3, 5, 7]";
+  const Shape in{2, 3, 5, 7};
+  using Sizes = std::vector<int64_t>;
+  using Scales = std::vector<double>;
+  EXPECT_EQ(interpolate_shape(op, who, in, Sizes{4, 9}, std::nullopt, "nearest", false),
+            (Shape{2, 3, 4, 9}));
+  // floor(5 * 1.7) = 8, floor(7 * 0.6) = 4
+  EXPECT_EQ(interpolate_shape(op, who, in, std::nullopt, Scales{1.7, 0.6}, "bilinear", true),
+            (Shape{2, 3, 8, 4}));
+  EXPECT_EQ(interpolate(zeros(in), std::nullopt, Scales{1.7, 0.6}, "bilinear", true).shape(),
+            (Shape{2, 3, 8, 4}));
+  EXPECT_EQ(interpolate_shape(op, who, {0, 3, 5, 7}, Sizes{1, 1}, std::nullopt, "nearest", false),
+            (Shape{0, 3, 1, 1}));
+
+  expect_error<ShapeError>(
+      [&] {
+        interpolate_shape(op, "x is [5, 7]", {5, 7}, Sizes{4, 4}, {}, "nearest", false);
+      },
+      {"interpolate", "x is [5, 7]", "4 dims"});
+  expect_error<ValueError>(
+      [&] {
+        interpolate_shape(op, who, in, Sizes{4, 4}, Scales{2, 2}, "nearest", false);
+      },
+      {"interpolate", "both size and scale_factor"});
+  expect_error<ValueError>(
+      [&] {
+        interpolate_shape(op, who, in, std::nullopt, Scales{0.1, 1}, "nearest", false);
+      },
+      {"interpolate", "scale_factor 0.1", "output size of 0"});
+  expect_error<ValueError>(
+      [&] {
+        interpolate_shape(op, who, in, Sizes{4, 4}, std::nullopt, "bicubic", false);
+      },
+      {"interpolate", "unknown mode"});
+  expect_error<ValueError>(
+      [&] {
+        interpolate_shape(op, who, in, Sizes{4, 4}, std::nullopt, "nearest", true);
+      },
+      {"interpolate", "align_corners", "bilinear"});
+  expect_error<ShapeError>(
+      [&] {
+        interpolate_shape(op, who, {1, 1, 0, 3}, Sizes{4, 4}, {}, "nearest", false);
+      },
+      {"interpolate", "[1, 1, 0, 3]", "height and width"});
+}
+
 EMBER_INSTANTIATE_DEVICE_TEST(Resample);
 
 }  // namespace

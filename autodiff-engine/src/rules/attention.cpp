@@ -20,10 +20,6 @@ namespace ember::autodiff {
 
 namespace {
 
-using Types = std::vector<TensorType>;
-using Tensors = std::vector<Tensor>;
-using Grads = std::vector<Val>;
-
 constexpr const char* kForward = "scaled_dot_product_attention";
 constexpr const char* kBackward = "scaled_dot_product_attention_backward";
 

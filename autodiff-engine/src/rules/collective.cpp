@@ -64,8 +64,6 @@ void finish(const Tensor& flat) { take("all_reduce_wait", flat, /*keep=*/true)->
 
 namespace {
 
-using Types = std::vector<TensorType>;
-using Tensors = std::vector<Tensor>;
 using collective::Part;
 
 int64_t total(const std::vector<int64_t>& numels) {

@@ -14,10 +14,6 @@ namespace ember::autodiff {
 
 namespace {
 
-using Types = std::vector<TensorType>;
-using Tensors = std::vector<Tensor>;
-using Grads = std::vector<Val>;
-
 // ---- attributes back to core-runtime's arguments ----
 
 Size2 size2(const char* op, const Attrs& a, const char* name) {

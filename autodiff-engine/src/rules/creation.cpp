@@ -10,9 +10,6 @@ namespace ember::autodiff {
 
 namespace {
 
-using Types = std::vector<TensorType>;
-using Tensors = std::vector<Tensor>;
-
 // x -> x's type, every element `value`, which x's dtype must hold.
 Types full_like_infer(const Types& in, const Attrs& a) {
   infer::arity("full_like", in, 1);

@@ -18,9 +18,6 @@ namespace ember::autodiff {
 
 namespace {
 
-using Types = std::vector<TensorType>;
-using Tensors = std::vector<Tensor>;
-using Grads = std::vector<Val>;
 using infer::DTypeRule;
 
 constexpr double kPi = 3.14159265358979323846;

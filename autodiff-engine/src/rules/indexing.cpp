@@ -19,9 +19,6 @@
 namespace ember::autodiff {
 
 namespace {
-using Types = std::vector<TensorType>;
-using Tensors = std::vector<Tensor>;
-using Grads = std::vector<Val>;
 
 // ---- padding ----
 

@@ -9,10 +9,6 @@ namespace ember::autodiff {
 
 namespace {
 
-using Types = std::vector<TensorType>;
-using Tensors = std::vector<Tensor>;
-using Grads = std::vector<Val>;
-
 // What core-runtime's matmul and linear check of their operands' dtypes: one, and not bool. The
 // advice casts the integer operand to the floating one's dtype, else b to a's.
 void check_gemm_dtypes(const char* op, const std::string& who, DType a, DType b,

@@ -15,9 +15,6 @@
 namespace ember::autodiff {
 
 namespace {
-using Types = std::vector<TensorType>;
-using Tensors = std::vector<Tensor>;
-using Grads = std::vector<Val>;
 
 std::string operand(const TensorType& t) { return "x is " + t.str(); }
 

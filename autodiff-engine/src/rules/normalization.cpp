@@ -15,10 +15,6 @@ namespace ember::autodiff {
 
 namespace {
 
-using Types = std::vector<TensorType>;
-using Tensors = std::vector<Tensor>;
-using Grads = std::vector<Val>;
-
 // ---- shared helpers ----
 
 // The index of the next optional input if present (advancing `next`), else -1.

@@ -16,9 +16,6 @@
 namespace ember::autodiff {
 
 namespace {
-using Types = std::vector<TensorType>;
-using Tensors = std::vector<Tensor>;
-using Grads = std::vector<Val>;
 
 std::string operand(const TensorType& t) { return "x is " + t.str(); }
 
@@ -177,40 +174,12 @@ std::optional<std::vector<double>> scale_of(const Attrs& a) {
   return std::vector<double>{a.f("scale_h"), a.f("scale_w")};
 }
 
-// [N, C, H, W] -> [N, C, H_out, W_out] by core-runtime's rules (checked again when it runs).
+// [N, C, H, W] -> [N, C, H_out, W_out]: core-runtime's shape rule, for a floating x.
 Shape resized(const char* op, const TensorType& x, const Attrs& a) {
-  if (x.dim() != 4) throw ShapeError(op, operand(x) + "; expected 4 dims [N, C, H, W]");
   if (!is_floating(x.dtype))
     throw DTypeError(op, operand(x) + "; expected a floating dtype: convert with .float() first");
-  const std::string& mode = a.s("mode");
-  if (mode != "nearest" && mode != "bilinear")
-    throw ValueError(op, "unknown mode '" + mode + "'; expected 'nearest' or 'bilinear'");
-  if (a.b("align_corners") && mode != "bilinear")
-    throw ValueError(op, "align_corners=True is only for mode 'bilinear', not '" + mode + "'");
-  const auto size = size_of(a);
-  const auto scale = scale_of(a);
-  if (size.has_value() == scale.has_value())
-    throw ValueError(op, std::string(size ? "both size and scale_factor are given"
-                                          : "neither size nor scale_factor is given") +
-                             "; pass exactly one of them");
-  if (size && (size->size() != 2 || (*size)[0] <= 0 || (*size)[1] <= 0))
-    throw ValueError(op,
-                     "size is " + shape_str(*size) + "; expected (H_out, W_out), two sizes > 0");
-  Shape out = x.shape;
-  for (size_t k = 0; k < 2; ++k) {
-    if (size) {
-      out[2 + k] = (*size)[k];
-      continue;
-    }
-    const double s = (*scale)[k], o = std::floor(double(x.shape[2 + k]) * s);
-    if (!(s > 0) || !std::isfinite(s) || o < 1 || o > 9.0e18)
-      throw ValueError(op, "scale_factor " + std::to_string(s) + " on size " +
-                               std::to_string(x.shape[2 + k]) +
-                               " gives no output size >= 1; use a finite factor > 0, large "
-                               "enough");
-    out[2 + k] = int64_t(o);
-  }
-  return out;
+  return interpolate_shape(op, operand(x), x.shape, size_of(a), scale_of(a), a.s("mode"),
+                           a.b("align_corners"));
 }
 
 Types interpolate_infer(const Types& in, const Attrs& a) {

@@ -15,9 +15,6 @@ namespace ember::autodiff {
 
 namespace {
 
-using Types = std::vector<TensorType>;
-using Tensors = std::vector<Tensor>;
-using Grads = std::vector<Val>;
 using Dims = std::vector<int64_t>;
 
 // ---- shape and dtype rules ----

@@ -13,10 +13,12 @@ struct Registry {
   std::unordered_map<std::string, const OpDef*> by_name;
 
   Registry() {
-    for (auto family :
-         {elementwise_ops, reduction_ops, movement_ops, indexing_ops, matmul_ops, conv_pool_ops,
-          normalization_ops, softmax_loss_ops, attention_ops, creation_ops, rearrange_ops,
-          custom_function_ops, update_ops, collective_ops}) {
+    // Every family of families.def, in its order.
+    for (auto family : {
+#define EMBER_OP_FAMILY(family) family##_ops,
+#include "families.def"
+#undef EMBER_OP_FAMILY
+         }) {
       for (OpDef& def : family()) defs.push_back(std::move(def));
     }
     for (const OpDef& def : defs) {

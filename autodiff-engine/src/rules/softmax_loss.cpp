@@ -18,10 +18,6 @@ namespace ember::autodiff {
 
 namespace {
 
-using Types = std::vector<TensorType>;
-using Tensors = std::vector<Tensor>;
-using Grads = std::vector<Val>;
-
 // ---- shared helpers ----
 
 const std::string& checked_reduction(const char* op, const Attrs& a) {

@@ -13,9 +13,6 @@ namespace ember::autodiff {
 
 namespace {
 
-using Types = std::vector<TensorType>;
-using Tensors = std::vector<Tensor>;
-
 // The layout of each update's hyper tensor.
 enum SgdHyper { kSgdLr, kSgdMomentum, kSgdDampening, kSgdWeightDecay, kSgdCount };
 enum AdamHyper {

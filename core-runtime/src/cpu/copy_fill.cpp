@@ -29,8 +29,9 @@ static void fill(Tensor& dst, double value) {
 }
 
 void register_copy_fill(KernelTable& table) {
-  table.copy_kernel = &copy;
-  table.fill_kernel = &fill;
+#define EMBER_KERNEL EMBER_REGISTER_SLOT
+#include "kernels/copy_fill.def"
+#undef EMBER_KERNEL
 }
 
 }  // namespace ember::cpu::EMBER_CPU_ISA

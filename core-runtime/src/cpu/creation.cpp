@@ -11,8 +11,6 @@
 
 namespace ember::cpu::EMBER_CPU_ISA {
 
-void register_random(KernelTable& table);  // cpu/random.cpp: the random ops are creation ops too
-
 // out: [n] contiguous.
 static void arange(Tensor& out, double start, double step, bool integral) {
   dispatch_numeric(out.dtype(), "arange", [&](auto tag) {
@@ -51,10 +49,9 @@ static void eye(Tensor& out) {
 }
 
 void register_creation(KernelTable& table) {
-  table.arange_kernel = &arange;
-  table.linspace_kernel = &linspace;
-  table.eye_kernel = &eye;
-  register_random(table);
+#define EMBER_KERNEL EMBER_REGISTER_SLOT
+#include "kernels/creation.def"
+#undef EMBER_KERNEL
 }
 
 }  // namespace ember::cpu::EMBER_CPU_ISA

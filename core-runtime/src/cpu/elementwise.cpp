@@ -197,12 +197,9 @@ static void nan_to_num(const Tensor& x, Tensor& out, double nan, double posinf, 
 }
 
 void register_elementwise(KernelTable& table) {
-  table.unary_kernel = &unary;
-  table.binary_kernel = &binary;
-  table.backward_kernel = &backward;
-  table.where_kernel = &where;
-  table.predicate_kernel = &predicate;
-  table.nan_to_num_kernel = &nan_to_num;
+#define EMBER_KERNEL EMBER_REGISTER_SLOT
+#include "kernels/elementwise.def"
+#undef EMBER_KERNEL
 }
 
 }  // namespace ember::cpu::EMBER_CPU_ISA

@@ -15,6 +15,10 @@ void index_check(const Tensor& index, int64_t low, int64_t limit, const Deferred
 
 }  // namespace
 
-void register_index_check(KernelTable& table) { table.index_check_kernel = &index_check; }
+void register_index_check(KernelTable& table) {
+#define EMBER_KERNEL EMBER_REGISTER_SLOT
+#include "kernels/index_check.def"
+#undef EMBER_KERNEL
+}
 
 }  // namespace ember::cpu::EMBER_CPU_ISA

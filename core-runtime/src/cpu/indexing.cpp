@@ -172,13 +172,9 @@ void pad(const Tensor& x, const std::vector<int64_t>& left, PadMode mode, Tensor
 }  // namespace
 
 void register_indexing(KernelTable& table) {
-  table.index_range_kernel = &index_range;
-  table.index_select_kernel = &index_select;
-  table.index_add_kernel = &index_add;
-  table.gather_kernel = &gather;
-  table.scatter_add_kernel = &scatter_add;
-  table.masked_fill_kernel = &masked_fill;
-  table.pad_kernel = &pad;
+#define EMBER_KERNEL EMBER_REGISTER_SLOT
+#include "kernels/indexing.def"
+#undef EMBER_KERNEL
 }
 
 }  // namespace ember::cpu::EMBER_CPU_ISA

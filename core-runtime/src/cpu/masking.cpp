@@ -112,9 +112,9 @@ void put(const Tensor& flat, const Tensor& offsets, const Tensor& values) {
 }  // namespace
 
 void register_masking(KernelTable& table) {
-  table.nonzero_kernel = &nonzero;
-  table.masked_select_kernel = &masked_select;
-  table.put_kernel = &put;
+#define EMBER_KERNEL EMBER_REGISTER_SLOT
+#include "kernels/masking.def"
+#undef EMBER_KERNEL
 }
 
 }  // namespace ember::cpu::EMBER_CPU_ISA

@@ -131,6 +131,10 @@ void gemm(const Tensor& a, const Tensor& b, Tensor& out, const GemmFlags& f) {
 
 }  // namespace
 
-void register_matmul(KernelTable& table) { table.gemm_kernel = &gemm; }
+void register_matmul(KernelTable& table) {
+#define EMBER_KERNEL EMBER_REGISTER_SLOT
+#include "kernels/matmul.def"
+#undef EMBER_KERNEL
+}
 
 }  // namespace ember::cpu::EMBER_CPU_ISA

@@ -376,16 +376,9 @@ void dropout_apply(const Tensor& x, const Tensor& mask, double scale, Tensor& ou
 }  // namespace
 
 void register_normalization(KernelTable& table) {
-  table.batch_norm_stats_kernel = &batch_norm_stats;
-  table.batch_norm_update_stats_kernel = &batch_norm_update_stats;
-  table.batch_norm_eval_stats_kernel = &batch_norm_eval_stats;
-  table.batch_norm_apply_kernel = &batch_norm_apply;
-  table.batch_norm_backward_reduce_kernel = &batch_norm_backward_reduce;
-  table.batch_norm_backward_input_kernel = &batch_norm_backward_input;
-  table.layer_norm_kernel = &layer_norm;
-  table.layer_norm_backward_input_kernel = &layer_norm_backward_input;
-  table.layer_norm_backward_params_kernel = &layer_norm_backward_params;
-  table.dropout_apply_kernel = &dropout_apply;
+#define EMBER_KERNEL EMBER_REGISTER_SLOT
+#include "kernels/normalization.def"
+#undef EMBER_KERNEL
 }
 
 }  // namespace ember::cpu::EMBER_CPU_ISA

@@ -125,9 +125,9 @@ void rmsprop(const std::vector<TensorList>& lists, const RmspropHyper& h) {
 }  // namespace
 
 void register_optimizer(KernelTable& table) {
-  table.sgd_kernel = &sgd;
-  table.adam_kernel = &adam;
-  table.rmsprop_kernel = &rmsprop;
+#define EMBER_KERNEL EMBER_REGISTER_SLOT
+#include "kernels/optimizer.def"
+#undef EMBER_KERNEL
 }
 
 }  // namespace ember::cpu::EMBER_CPU_ISA

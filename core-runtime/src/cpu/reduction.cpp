@@ -114,10 +114,9 @@ static void arg_reduce(bool is_max, const Tensor& x, int64_t nreduce, Tensor& va
 }
 
 void register_reduction(KernelTable& table) {
-  table.reduce_kernel = &reduce;
-  table.norm_kernel = &norm;
-  table.var_kernel = &var;
-  table.arg_reduce_kernel = &arg_reduce;
+#define EMBER_KERNEL EMBER_REGISTER_SLOT
+#include "kernels/reduction.def"
+#undef EMBER_KERNEL
 }
 
 }  // namespace ember::cpu::EMBER_CPU_ISA

@@ -122,8 +122,9 @@ void interpolate_backward(const Tensor& grad_output, const Resample& r, const Te
 }  // namespace
 
 void register_resample(KernelTable& table) {
-  table.interpolate_kernel = &interpolate;
-  table.interpolate_backward_kernel = &interpolate_backward;
+#define EMBER_KERNEL EMBER_REGISTER_SLOT
+#include "kernels/resample.def"
+#undef EMBER_KERNEL
 }
 
 }  // namespace ember::cpu::EMBER_CPU_ISA

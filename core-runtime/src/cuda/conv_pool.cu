@@ -642,18 +642,9 @@ void adaptive_avg_pool2d_backward(const Tensor& go, Tensor& grad_x) {
 }  // namespace
 
 void register_conv_pool(KernelTable& table) {
-  table.conv2d_kernel = &conv2d;
-  table.conv2d_backward_input_kernel = &conv2d_backward_input;
-  table.conv2d_backward_weight_kernel = &conv2d_backward_weight;
-  table.conv2d_backward_bias_kernel = &conv2d_backward_bias;
-  table.max_pool2d_kernel = &max_pool2d;
-  table.max_pool2d_backward_kernel = &max_pool2d_backward;
-  table.max_pool2d_offsets_backward_kernel = &max_pool2d_offsets_backward;
-  table.max_pool2d_offsets_to_indices_kernel = &max_pool2d_offsets_to_indices;
-  table.avg_pool2d_kernel = &avg_pool2d;
-  table.avg_pool2d_backward_kernel = &avg_pool2d_backward;
-  table.adaptive_avg_pool2d_kernel = &adaptive_avg_pool2d;
-  table.adaptive_avg_pool2d_backward_kernel = &adaptive_avg_pool2d_backward;
+#define EMBER_KERNEL EMBER_REGISTER_SLOT
+#include "kernels/conv_pool.def"
+#undef EMBER_KERNEL
 }
 
 }  // namespace ember::cuda

@@ -7,8 +7,6 @@
 
 namespace ember::cuda {
 
-void register_random(KernelTable& table);  // cuda/random.cu: the random ops are creation ops too
-
 constexpr int kThreads = 256;
 
 // out: [n].
@@ -73,10 +71,9 @@ static void eye(Tensor& out) {
 }
 
 void register_creation(KernelTable& table) {
-  table.arange_kernel = &arange;
-  table.linspace_kernel = &linspace;
-  table.eye_kernel = &eye;
-  register_random(table);
+#define EMBER_KERNEL EMBER_REGISTER_SLOT
+#include "kernels/creation.def"
+#undef EMBER_KERNEL
 }
 
 }  // namespace ember::cuda

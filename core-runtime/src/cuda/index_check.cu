@@ -1,4 +1,4 @@
-// index_check.cu — the CUDA index range check (contract in kernels.def): one pass
+// index_check.cu — the CUDA index range check (contract in kernels/index_check.def): one pass
 // over the index that reports a bad value to the device's error flag and never waits for it.
 #include "cuda/device_error.cuh"
 #include "cuda/launch.cuh"
@@ -30,6 +30,10 @@ void index_check(const Tensor& index, int64_t low, int64_t limit, const Deferred
 
 }  // namespace
 
-void register_index_check(KernelTable& table) { table.index_check_kernel = &index_check; }
+void register_index_check(KernelTable& table) {
+#define EMBER_KERNEL EMBER_REGISTER_SLOT
+#include "kernels/index_check.def"
+#undef EMBER_KERNEL
+}
 
 }  // namespace ember::cuda

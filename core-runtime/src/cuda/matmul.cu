@@ -89,6 +89,10 @@ void gemm(const Tensor& a, const Tensor& b, Tensor& out, const GemmFlags& flags)
 
 }  // namespace
 
-void register_matmul(KernelTable& table) { table.gemm_kernel = &gemm; }
+void register_matmul(KernelTable& table) {
+#define EMBER_KERNEL EMBER_REGISTER_SLOT
+#include "kernels/matmul.def"
+#undef EMBER_KERNEL
+}
 
 }  // namespace ember::cuda

@@ -117,11 +117,9 @@ static void randperm(Tensor& out, PhiloxStream philox) {
 }
 
 void register_random(KernelTable& table) {
-  table.uniform_kernel = &uniform;
-  table.normal_kernel = &normal;
-  table.bernoulli_kernel = &bernoulli;
-  table.randint_kernel = &randint;
-  table.randperm_kernel = &randperm;
+#define EMBER_KERNEL EMBER_REGISTER_SLOT
+#include "kernels/random.def"
+#undef EMBER_KERNEL
 }
 
 }  // namespace ember::cuda

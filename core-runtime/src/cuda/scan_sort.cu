@@ -259,9 +259,9 @@ void topk(const Tensor& x, int64_t k, bool largest, Tensor& values, Tensor& indi
 }  // namespace
 
 void register_scan_sort(KernelTable& table) {
-  table.scan_kernel = &scan;
-  table.sort_kernel = &sort;
-  table.topk_kernel = &topk;
+#define EMBER_KERNEL EMBER_REGISTER_SLOT
+#include "kernels/scan_sort.def"
+#undef EMBER_KERNEL
 }
 
 }  // namespace ember::cuda

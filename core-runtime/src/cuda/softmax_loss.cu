@@ -666,15 +666,9 @@ void pointwise_loss_backward(PointwiseLoss kind, const Tensor& g, double scale, 
 }  // namespace
 
 void register_softmax_loss(KernelTable& table) {
-  table.softmax_kernel = &softmax;
-  table.softmax_backward_kernel = &softmax_backward;
-  table.target_weight_kernel = &target_weight;
-  table.cross_entropy_kernel = &cross_entropy;
-  table.cross_entropy_backward_kernel = &cross_entropy_backward;
-  table.nll_loss_kernel = &nll_loss;
-  table.nll_loss_backward_kernel = &nll_loss_backward;
-  table.pointwise_loss_kernel = &pointwise_loss;
-  table.pointwise_loss_backward_kernel = &pointwise_loss_backward;
+#define EMBER_KERNEL EMBER_REGISTER_SLOT
+#include "kernels/softmax_loss.def"
+#undef EMBER_KERNEL
 }
 
 }  // namespace ember::cuda

@@ -1,5 +1,5 @@
 // attention_kernels.h — what every backend's attention kernels share: the parameters, the mask
-// view and the dropout draw; the slots are in kernels.def (internal header).
+// view and the dropout draw; the slots are in kernels/attention.def (internal header).
 //
 // Layout the front function (ops/attention.cpp) hands to kernels: the batch dims flattened into
 // one dim of BH "heads":

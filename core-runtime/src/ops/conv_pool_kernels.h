@@ -1,5 +1,5 @@
 // conv_pool_kernels.h — the parameter structs of the conv_pool family's kernels, whose slots
-// are listed in kernels.def (internal header).
+// are listed in kernels/conv_pool.def (internal header).
 //
 // Every kernel receives contiguous NCHW tensors of one floating dtype (float16, bfloat16,
 // float32, float64; max pooling's indices are int64, its window offsets

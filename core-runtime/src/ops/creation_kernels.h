@@ -1,5 +1,5 @@
 // creation_kernels.h — the per-element formulas that the CPU and CUDA kernels of the creation
-// ops share; the slots are in kernels.def (internal header).
+// ops share; the slots are in kernels/creation.def (internal header).
 #pragma once
 #include <cstdint>
 #include <type_traits>

@@ -1,5 +1,5 @@
 // elementwise_kernels.h — the op enums of the elementwise family's kernels, whose slots are
-// listed in kernels.def (internal header).
+// listed in kernels/elementwise.def (internal header).
 //
 // Every kernel gets operands already broadcast to out's shape (stride-0 views) and already cast
 // to the dtype it computes in, and writes into out through out's own strides (a caller's out may

@@ -35,8 +35,8 @@ Tensor as_index(const char* op, const Named& index) {
 }
 
 // IndexError unless every value of idx is in [0, limit), raised at once on the CPU and at the
-// next synchronising point on CUDA (see index_check_kernel in kernels.def). `what` says what is
-// indexed.
+// next synchronising point on CUDA (see index_check_kernel in kernels/index_check.def). `what` says
+// what is indexed.
 void check_range(const char* op, const Tensor& idx, int64_t limit, const std::string& what) {
   check_index_values(op, idx, limit, false, what);
 }

@@ -1,8 +1,8 @@
 // indexing_kernels.h — the small pieces every backend's indexing kernels share; the slots are in
-// kernels.def (internal header).
+// kernels/indexing.def (internal header).
 //
 // Index tensors reach kernels as contiguous int64 whose values the front function has checked
-// with index_check_kernel (kernels.def). On the CPU that check has raised before any
+// with index_check_kernel (kernels/index_check.def). On the CPU that check has raised before any
 // kernel runs; on CUDA it reports at the next synchronising point, so CUDA kernels skip
 // out-of-range indices (move kernels write zero there) rather than reach outside x.
 #pragma once

@@ -1,4 +1,5 @@
-// matmul_kernels.h — the flags of gemm_kernel, whose slot is in kernels.def (internal header).
+// matmul_kernels.h — the flags of gemm_kernel, whose slot is in kernels/matmul.def (internal
+// header).
 #pragma once
 #include "dispatch.h"
 #include "ember/ops/matmul.h"

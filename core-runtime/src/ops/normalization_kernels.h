@@ -1,5 +1,5 @@
 // normalization_kernels.h — the mean/variance accumulator every backend builds its statistics
-// with; the normalization family's slots are in kernels.def (internal header).
+// with; the normalization family's slots are in kernels/normalization.def (internal header).
 //
 // Layouts the front functions hand to kernels (all contiguous unless said otherwise):
 //   batch norm: x, y, dy, dx viewed as [N, C, S] (S = product of the trailing dims); per-channel

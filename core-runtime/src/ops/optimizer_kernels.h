@@ -1,6 +1,6 @@
 // optimizer_kernels.h — the hyperparameters of the fused optimizer updates and each update's
 // formula for one element, written once here and used by every backend; the slots are in
-// kernels.def (internal header).
+// kernels/optimizer.def (internal header).
 //
 // A kernel receives `lists`: lists[0] the params, lists[1] the grads, then the state lists in the
 // order of the optimizer's public function; all tensors contiguous, of one dtype and device. A

@@ -1,5 +1,5 @@
 // random_kernels.h — the distributions the CPU and CUDA kernels of the random ops share; the
-// slots are in kernels.def (internal header).
+// slots are in kernels/random.def (internal header).
 //
 // A distribution turns one Philox block (4 x 32 random bits, see philox.h) into kPerBlock
 // consecutive output elements: 4 when an element needs 32 random bits, 2 when it needs 64.

@@ -1,7 +1,7 @@
-// reduction_kernels.h — the reduction family's op enum (its slots are in kernels.def), the
-// DimWalk that both backends use to walk a set of dims, and the reducers: the arithmetic of every
-// reduction, written once and used by the CPU engine (cpu/reduce_loops.h) and the CUDA kernels
-// (cuda/reduction.cu) alike (internal header).
+// reduction_kernels.h — the reduction family's op enum (its slots are in kernels/reduction.def),
+// the DimWalk that both backends use to walk a set of dims, and the reducers: the arithmetic of
+// every reduction, written once and used by the CPU engine (cpu/reduce_loops.h) and the CUDA
+// kernels (cuda/reduction.cu) alike (internal header).
 //
 // Every kernel sees x viewed as [kept..., reduced...]: the front function (ops/reduction.cpp)
 // permutes the reduced dims to the end, so a kernel only needs `nreduce`, the number of trailing

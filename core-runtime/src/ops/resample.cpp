@@ -83,6 +83,14 @@ void check_input(const char* op, const Named& x) {
 
 }  // namespace
 
+Shape interpolate_shape(const char* op, const std::string& who, const Shape& x,
+                        const std::optional<std::vector<int64_t>>& size,
+                        const std::optional<std::vector<double>>& scale_factor,
+                        const std::string& mode, bool align_corners) {
+  if (x.size() != 4) throw ShapeError(op, who + "; expected 4 dims [N, C, H, W]");
+  return output_shape(x, describe_resample(op, x, size, scale_factor, mode, align_corners));
+}
+
 const Tensor& interpolate_out(const Tensor& out, const Tensor& x,
                               const std::optional<std::vector<int64_t>>& size,
                               const std::optional<std::vector<double>>& scale_factor,

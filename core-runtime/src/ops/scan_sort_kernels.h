@@ -1,6 +1,6 @@
 // scan_sort_kernels.h — what the kernels of cumsum/cumprod and sort/argsort/topk (their slots
-// are in kernels.def) share on both backends: the rows view and the scan arithmetic (internal
-// header).
+// are in kernels/scan_sort.def) share on both backends: the rows view and the scan arithmetic
+// (internal header).
 //
 // Every kernel sees its tensors as rows: 2-D views [M, L] whose row M holds one line along the
 // op's dim (ops/scan_sort.cpp moves dim last and merges the other dims into one), each with its

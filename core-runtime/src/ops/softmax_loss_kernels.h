@@ -1,5 +1,6 @@
 // softmax_loss_kernels.h — the per-element formulas of the pointwise losses, written once for the
-// CPU and CUDA kernels; the softmax and loss family's slots are in kernels.def (internal header).
+// CPU and CUDA kernels; the softmax and loss family's slots are in kernels/softmax_loss.def
+// (internal header).
 //
 // Row-wise kernels (softmax, cross entropy, nll) take their tensors with the softmax / class dim
 // moved last, [rows..., C] (a permuted view, any strides): row r is the r-th index of the leading

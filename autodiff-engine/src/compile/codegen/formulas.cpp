@@ -36,6 +36,17 @@ struct Writer {
   }
 };
 
+// a `op` b, parenthesised.
+std::string infix(const std::string& a, const char* op, const std::string& b) {
+  return "(" + a + " " + op + " " + b + ")";
+}
+
+// maximum (`pick` ">") or minimum ("<") of a and b, NaN in either operand giving NaN.
+std::string nan_or_pick(const std::string& a, const char* pick, const std::string& b) {
+  return "(" + a + " != " + a + " ? " + a + " : (" + b + " != " + b + " ? " + b + " : (" + a + " " +
+         pick + " " + b + " ? " + a + " : " + b + ")))";
+}
+
 // The expression of a unary or binary op on operands a (and b); empty for the ops written as
 // statements (the backwards of gelu and silu, clamp).
 std::string expression(FusedOp op, const Writer& w, const std::string& a, const std::string& b) {
@@ -46,39 +57,31 @@ std::string expression(FusedOp op, const Writer& w, const std::string& a, const 
       return "(" + a + " < 0 ? -" + a + " : " + a + ")";
     case FusedOp::Relu:
       return "(" + a + " < 0 ? " + w.lit(0) + " : " + a + ")";
-    case FusedOp::Exp:
-      return w.fn("exp", a);
+    case FusedOp::Exp:  // one math function of a, named as the op
     case FusedOp::Log:
-      return w.fn("log", a);
     case FusedOp::Sqrt:
-      return w.fn("sqrt", a);
+    case FusedOp::Sin:
+    case FusedOp::Cos:
+    case FusedOp::Tanh:
+    case FusedOp::Erf:
+      return w.fn(fused_op_name(op), a);
     case FusedOp::Rsqrt:
       return "(" + w.lit(1) + " / " + w.fn("sqrt", a) + ")";
-    case FusedOp::Sin:
-      return w.fn("sin", a);
-    case FusedOp::Cos:
-      return w.fn("cos", a);
-    case FusedOp::Tanh:
-      return w.fn("tanh", a);
     case FusedOp::Sigmoid:
       return w.sigmoid(a);
-    case FusedOp::Erf:
-      return w.fn("erf", a);
     case FusedOp::Reciprocal:
       return "(" + w.lit(1) + " / " + a + ")";
     case FusedOp::Gelu:  // x Phi(x)
       return "((" + w.lit(0.5) + " * " + a + ") * (" + w.lit(1) + " + " +
              w.fn("erf", a + " * " + w.lit(kSqrt1_2)) + "))";
-    case FusedOp::GeluTanh:  // Phi(x) ~ (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) / 2
-      if (w.vector)          // the CPU kernels' x / (1 + e^-2u): the same function, one exp
-        return "(" + a + " / (" + w.lit(1) + " + " +
-               w.fn("exp", w.lit(-2) + " * (" + w.lit(kSqrt2OverPi) + " * (" + a + " + ((" +
-                               w.lit(kGeluCubic) + " * " + a + ") * " + a + ") * " + a + "))") +
+    case FusedOp::GeluTanh: {  // Phi(x) ~ (1 + tanh(u)) / 2, u = sqrt(2/pi) (x + 0.044715 x^3)
+      const std::string u = w.lit(kSqrt2OverPi) + " * (" + a + " + ((" + w.lit(kGeluCubic) + " * " +
+                            a + ") * " + a + ") * " + a + ")";
+      if (w.vector)  // the CPU kernels' x / (1 + e^-2u): the same function, one exp
+        return "(" + a + " / (" + w.lit(1) + " + " + w.fn("exp", w.lit(-2) + " * (" + u + ")") +
                "))";
-      return "((" + w.lit(0.5) + " * " + a + ") * (" + w.lit(1) + " + " +
-             w.fn("tanh", w.lit(kSqrt2OverPi) + " * (" + a + " + ((" + w.lit(kGeluCubic) + " * " +
-                              a + ") * " + a + ") * " + a + ")") +
-             "))";
+      return "((" + w.lit(0.5) + " * " + a + ") * (" + w.lit(1) + " + " + w.fn("tanh", u) + "))";
+    }
     case FusedOp::Silu:
       return "(" + a + " * " + w.sigmoid(a) + ")";
     case FusedOp::Add:
@@ -89,24 +92,22 @@ std::string expression(FusedOp op, const Writer& w, const std::string& a, const 
       return a + " * " + b;
     case FusedOp::Div:
       return a + " / " + b;
-    case FusedOp::Maximum:  // NaN in either operand gives NaN
-      return "(" + a + " != " + a + " ? " + a + " : (" + b + " != " + b + " ? " + b + " : (" + a +
-             " > " + b + " ? " + a + " : " + b + ")))";
+    case FusedOp::Maximum:
+      return nan_or_pick(a, ">", b);
     case FusedOp::Minimum:
-      return "(" + a + " != " + a + " ? " + a + " : (" + b + " != " + b + " ? " + b + " : (" + a +
-             " < " + b + " ? " + a + " : " + b + ")))";
+      return nan_or_pick(a, "<", b);
     case FusedOp::Eq:
-      return "(" + a + " == " + b + ")";
+      return infix(a, "==", b);
     case FusedOp::Ne:
-      return "(" + a + " != " + b + ")";
+      return infix(a, "!=", b);
     case FusedOp::Lt:
-      return "(" + a + " < " + b + ")";
+      return infix(a, "<", b);
     case FusedOp::Le:
-      return "(" + a + " <= " + b + ")";
+      return infix(a, "<=", b);
     case FusedOp::Gt:
-      return "(" + a + " > " + b + ")";
+      return infix(a, ">", b);
     case FusedOp::Ge:
-      return "(" + a + " >= " + b + ")";
+      return infix(a, ">=", b);
     // Backwards: a is the incoming gradient g, b the forward input x (or output y).
     case FusedOp::ReluBackward:
       return "(" + b + " > " + w.lit(0) + " ? " + a + " : " + w.lit(0) + ")";

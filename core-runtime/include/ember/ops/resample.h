@@ -48,4 +48,13 @@ const Tensor& interpolate_backward_out(
     const std::optional<std::vector<double>>& scale_factor = std::nullopt,
     const std::string& mode = "nearest", bool align_corners = false);
 
+// ---- shape rules (also autodiff-engine's inference) ----
+
+// interpolate's output shape [N, C, H_out, W_out] for an input of shape x, every argument checked
+// as interpolate checks it; errors name `op` and describe the input as `who` ("x is ...").
+Shape interpolate_shape(const char* op, const std::string& who, const Shape& x,
+                        const std::optional<std::vector<int64_t>>& size,
+                        const std::optional<std::vector<double>>& scale_factor,
+                        const std::string& mode, bool align_corners);
+
 }  // namespace ember
