@@ -1011,9 +1011,9 @@ void attention_dropout_scale(const AttentionParams& p, Tensor& out) {
 }  // namespace
 
 void register_attention(KernelTable& table) {
-  table.attention_kernel = &attention;
-  table.attention_backward_kernel = &attention_backward;
-  table.attention_dropout_scale_kernel = &attention_dropout_scale;
+#define EMBER_KERNEL EMBER_REGISTER_SLOT
+#include "kernels/attention.def"
+#undef EMBER_KERNEL
 }
 
 }  // namespace ember::cuda
