@@ -22,7 +22,7 @@ enum class OpSet {
   // Every op and every dtype, with casts, comparisons, where and clamp, NaN and infinities.
   Exact,
   // Floating chains of well-scaled values through exp, log, tanh, erf, gelu and the backwards,
-  // also used where a reduction follows (whose order differs: compared within tolerance).
+  // also used where a reduction follows (folded in the library's order on the CPU).
   Transcendental,
 };
 

@@ -6,14 +6,10 @@
 // every kind of generated kernel for sm_80 and sm_90 without a GPU.
 #include <gtest/gtest.h>
 
-#include <cmath>
-#include <cstdlib>
-#include <optional>
-
 #include "ember/autodiff/compile/codegen.h"
 #include "ember/jit.h"
+#include "fused_kernel_test.h"
 #include "random_group.h"
-#include "scoped_env.h"
 
 namespace ember::test {
 namespace {
@@ -24,43 +20,9 @@ using autodiff::compile::run_fused;
 using autodiff::compile::run_unfused;
 using autodiff::compile::Target;
 
-// Both as float64 (every dtype converts exactly except int64 beyond 2^53, which these values
-// never reach); NaN equals NaN, and a zero's sign counts in the exact comparison.
-void expect_equal_bits(const Tensor& fused, const Tensor& unfused, const std::string& what) {
-  ASSERT_EQ(fused.shape(), unfused.shape()) << what;
-  ASSERT_EQ(fused.dtype(), unfused.dtype()) << what;
-  const Tensor a = fused.to(DType::Float64).contiguous(),
-               b = unfused.to(DType::Float64).contiguous();
-  const double* x = a.data<double>();
-  const double* y = b.data<double>();
-  for (int64_t i = 0; i < a.numel(); ++i) {
-    const bool same = (std::isnan(x[i]) && std::isnan(y[i])) ||
-                      (x[i] == y[i] && std::signbit(x[i]) == std::signbit(y[i]));
-    ASSERT_TRUE(same) << "element " << i << ": fused " << x[i] << ", unfused " << y[i] << "\n"
-                      << what;
-  }
-}
-
 std::string describe(const autodiff::compile::FusionGroup& g, const FusedRun& run) {
   return g.str() + (run.fused ? "" : "(ran unfused: " + run.reason + ")");
 }
-
-// A private cache per test binary run, so that the tests exercise the compiler.
-class FusedKernelTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/ember-fusion-test-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    folder_ = pattern;
-    cache_.emplace("EMBER_CACHE_DIR", folder_);
-  }
-  void TearDown() override {
-    cache_.reset();
-    std::system(("rm -rf " + folder_).c_str());
-  }
-  std::string folder_;
-  std::optional<ScopedEnv> cache_;
-};
 
 // Random chains of 1 to max_ops of `ops`' ops, one for each seed in [first, last): the fused
 // kernel's result equals the unfused ops', bit for bit.

@@ -8,13 +8,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdlib>
-#include <optional>
 
 #include "ember/autodiff/compile/codegen.h"
 #include "ember/ops/creation.h"
+#include "fused_kernel_test.h"
 #include "random_group.h"
-#include "scoped_env.h"
 
 namespace ember::test {
 namespace {
@@ -26,37 +24,7 @@ using autodiff::compile::run_fused;
 using autodiff::compile::run_unfused_outputs;
 using autodiff::compile::Target;
 
-// As float64 (exact for every floating dtype); NaN equals NaN, a zero's sign counts.
-void expect_equal_bits(const Tensor& fused, const Tensor& unfused, const std::string& what) {
-  ASSERT_EQ(fused.shape(), unfused.shape()) << what;
-  ASSERT_EQ(fused.dtype(), unfused.dtype()) << what;
-  const Tensor a = fused.to(DType::Float64).contiguous(),
-               b = unfused.to(DType::Float64).contiguous();
-  const double* x = a.data<double>();
-  const double* y = b.data<double>();
-  for (int64_t i = 0; i < a.numel(); ++i) {
-    const bool same = (std::isnan(x[i]) && std::isnan(y[i])) ||
-                      (x[i] == y[i] && std::signbit(x[i]) == std::signbit(y[i]));
-    ASSERT_TRUE(same) << "element " << i << ": fused " << x[i] << ", unfused " << y[i] << "\n"
-                      << what;
-  }
-}
-
-class FusedReductionTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/ember-fused-reduction-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    folder_ = pattern;
-    cache_.emplace("EMBER_CACHE_DIR", folder_);
-  }
-  void TearDown() override {
-    cache_.reset();
-    std::system(("rm -rf " + folder_).c_str());
-  }
-  std::string folder_;
-  std::optional<ScopedEnv> cache_;
-};
+class FusedReductionTest : public FusedKernelTest {};
 
 const std::vector<DType> kFloats{DType::Float16, DType::BFloat16, DType::Float32, DType::Float64};
 const std::vector<FusedReduction> kReductions{FusedReduction::Sum, FusedReduction::Mean,
