@@ -42,12 +42,15 @@ Program hoist_in_place_writes(const Program& program, Explain& explain);
 // Fuses chains and small DAGs of elementwise nodes (unary and binary ops with broadcasting, ops
 // with a scalar, casts, where, masked_fill, clamp, the activations and their backward ops) into
 // one node of op "fused" each, whose kernel is generated and compiled here, at plan time
-// (codegen.h, ember/jit.h): it reads the group's inputs once and writes its one result once, and
-// the values inside the group never exist. Values read outside a group, returned or kept in state
-// end it; in-place, view and random nodes, matmul, convolutions and reductions stay out; a node
-// joins only when no in-place write to one of its inputs lies between it and the group's end
-// (the fused node runs where the group's last node ran). Groups of one op are left alone. Each
-// fused value equals the unfused chain's bit for bit (fusion_group.h). EMBER_FUSION=0, no
+// (codegen.h, ember/jit.h): it reads the group's inputs once and writes its results once, and
+// the values inside the group never exist. A value read outside the group after its end is one
+// more output of the kernel; one read before the group's end, of another shape, returned or kept
+// in state ends it. A group may end in a sum, mean, amax or sum_to over its innermost dims,
+// folded as each row is computed. In-place, view and random nodes, matmul, convolutions and the
+// other reductions stay out; a node joins only when no in-place write to one of its inputs lies
+// between it and the group's end (the fused node runs where the group's last node ran). Groups
+// of one op are left alone. On the CPU each fused value equals the unfused ops' bit for bit
+// (fusion_group.h; a reduction folds in the library's order). EMBER_FUSION=0, no
 // compiler or a failed compile: the program is returned unchanged, with a warning and the reason.
 // Explain: every group with its ops and shapes, and why each node beside a group stayed out.
 Program fuse_elementwise(const Program& program, Explain& explain);
