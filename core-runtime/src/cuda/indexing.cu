@@ -5,12 +5,12 @@
 // repeated indices' additions, and with floats the last bits of its result, may vary.
 #include <climits>
 #include <cstring>
-#include <cub/device/device_radix_sort.cuh>
 #include <type_traits>
 
 #include "convert.h"
 #include "cuda/launch.cuh"
 #include "cuda/loops.cuh"
+#include "cuda/sort_pairs.cuh"
 #include "kernels.h"
 #include "ops/indexing_kernels.h"
 
@@ -114,12 +114,6 @@ void index_select(const Tensor& x, const Tensor& index, Tensor& out) {
   check_launch("index_select", {&x, &index, &out});
 }
 
-// iota[j] = j: the positions that the sort carries along with the index values.
-__global__ void fill_positions(int64_t* iota, int64_t k) {
-  const int64_t step = int64_t(blockDim.x) * gridDim.x;
-  for (int64_t j = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; j < k; j += step) iota[j] = j;
-}
-
 // out[o, row, i] += src[o, j, i] for every j with idx[j] = row, in increasing j. rows: idx sorted;
 // at: their positions j (a stable sort keeps equal rows in j order). One thread per (o, s, i)
 // where s starts a run of equal rows: it adds the run's sources one by one, rounding to T after
@@ -149,21 +143,10 @@ void index_add(Tensor& out, const Tensor& index, const Tensor& src) {
   DeviceGuard guard(device);
   cudaStream_t s = stream(device);
   const int64_t k = index.size(0);
-  Tensor positions = Tensor::empty({k}, DType::Int64, device, "index_add_");
   Tensor rows = Tensor::empty({k}, DType::Int64, device, "index_add_");
   Tensor at = Tensor::empty({k}, DType::Int64, device, "index_add_");
-  fill_positions<<<blocks_for(k, device), kThreads, 0, s>>>(positions.data<int64_t>(), k);
-  size_t temp_bytes = 0;  // first call: how much scratch the sort needs
-  EMBER_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, index.data<int64_t>(),
-                                                   rows.data<int64_t>(), positions.data<int64_t>(),
-                                                   at.data<int64_t>(), k, 0, 64, s),
-                   "index_add_");
-  Tensor temp = Tensor::empty({int64_t(temp_bytes)}, DType::UInt8, device, "index_add_");
-  EMBER_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp.data_ptr(), temp_bytes,
-                                                   index.data<int64_t>(), rows.data<int64_t>(),
-                                                   positions.data<int64_t>(), at.data<int64_t>(), k,
-                                                   0, 64, s),
-                   "index_add_");
+  sort_with_positions(index.data<int64_t>(), rows.data<int64_t>(), at.data<int64_t>(), k, device,
+                      "index_add_");
   dispatch_numeric(out.dtype(), "index_add_", [&](auto tag) {
     using T = typename decltype(tag)::type;
     index_add_runs<T>

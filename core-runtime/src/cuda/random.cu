@@ -2,9 +2,8 @@
 // the kPerBlock elements each one yields, with the distributions the CPU uses
 // (ops/random_kernels.h), so both devices produce the same numbers for a seed. randperm sorts
 // random keys with CUB's radix sort, on the GPU.
-#include <cub/device/device_radix_sort.cuh>
-
 #include "cuda/launch.cuh"
+#include "cuda/sort_pairs.cuh"
 #include "kernels.h"
 #include "ops/random_kernels.h"
 
@@ -78,41 +77,19 @@ static void randint(Tensor& out, int64_t low, int64_t high, PhiloxStream philox)
   });
 }
 
-// index: [n] = 0 .. n-1.
-__global__ void iota(int64_t* index, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(blockDim.x) * gridDim.x)
-    index[i] = i;
-}
-
 // out: [n] int64. Radix-sorts (key, index) pairs by key; the sort is stable, so equal keys stay
 // in index order, as on the CPU.
 static void randperm(Tensor& out, PhiloxStream philox) {
   const int64_t n = out.numel();
   const Device device = out.device();
   DeviceGuard guard(device);
-  cudaStream_t s = stream(device);
-  // Scratch from Ember's allocator (stream-ordered like everything else); uint64 keys live in
-  // int64 tensors, as Ember has no uint64 dtype.
+  // uint64 keys live in int64 tensors, as Ember has no uint64 dtype.
   Tensor keys = Tensor::empty({n}, DType::Int64, device, "randperm");
   Tensor sorted_keys = Tensor::empty({n}, DType::Int64, device, "randperm");
-  Tensor index = Tensor::empty({n}, DType::Int64, device, "randperm");
   auto* k_in = static_cast<uint64_t*>(keys.data_ptr());
   auto* k_out = static_cast<uint64_t*>(sorted_keys.data_ptr());
   launch_fill("randperm", out, k_in, n, philox, KeyDist{});
-  iota<<<grid_size(n, kThreads, device.index), kThreads, 0, s>>>(index.data<int64_t>(), n);
-  check_launch("randperm", {&out});
-
-  size_t temp_bytes = 0;  // first call: how much scratch the sort needs
-  EMBER_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, k_in, k_out,
-                                                   index.data<int64_t>(), out.data<int64_t>(), n, 0,
-                                                   64, s),
-                   "randperm");
-  Tensor temp = Tensor::empty({int64_t(temp_bytes)}, DType::UInt8, device, "randperm");
-  EMBER_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp.data_ptr(), temp_bytes, k_in, k_out,
-                                                   index.data<int64_t>(), out.data<int64_t>(), n, 0,
-                                                   64, s),
-                   "randperm");
+  sort_with_positions(k_in, k_out, out.data<int64_t>(), n, device, "randperm");
   check_launch("randperm", {&out});
 }
 
