@@ -92,14 +92,21 @@ struct ThreadHandles {
 };
 thread_local ThreadHandles t_handles;
 
-// The workspace of stream s, made on its first GEMM (g_mutex held).
-void* workspace_of(DeviceBlas& d, Device device, cudaStream_t s) {
+struct Workspace {
+  void* data = nullptr;
+  size_t bytes = 0;
+};
+
+// The workspace of stream s on `device`, made on its first GEMM.
+Workspace workspace_of(Device device, cudaStream_t s) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  DeviceBlas& d = device_blas(device);
   void*& w = d.workspaces[s];
   if (!w) {
     DeviceGuard guard(device);
     EMBER_CUDA_CHECK(cudaMalloc(&w, d.workspace_bytes), "cuBLAS workspace");
   }
-  return w;
+  return {w, d.workspace_bytes};
 }
 
 // How cuBLAS (column-major) sees a row-major logical [rows, cols] operand: stored row-major with
@@ -173,17 +180,10 @@ cublasHandle_t cublas_handle(Device device) {
   cublasHandle_t& h = mine[size_t(device.index)];
   if (!h) h = take_handle(device);
   const cudaStream_t s = stream(device);  // the current stream
-  void* workspace = nullptr;
-  size_t workspace_bytes = 0;
-  {
-    std::lock_guard<std::mutex> lock(g_mutex);
-    DeviceBlas& d = device_blas(device);
-    workspace = workspace_of(d, device, s);
-    workspace_bytes = d.workspace_bytes;
-  }
+  const Workspace workspace = workspace_of(device, s);
   // cublasSetStream also resets the workspace to cuBLAS's own pool, so set ours after it.
   EMBER_CUBLAS_CHECK(cublasSetStream(h, s), "cuBLAS");
-  EMBER_CUBLAS_CHECK(cublasSetWorkspace(h, workspace, workspace_bytes), "cuBLAS");
+  EMBER_CUBLAS_CHECK(cublasSetWorkspace(h, workspace.data, workspace.bytes), "cuBLAS");
   // Read at every GEMM, so that set_allow_tf32 applies to the next one (a host-side setting).
   EMBER_CUBLAS_CHECK(cublasSetMathMode(h, allow_tf32() ? CUBLAS_TF32_TENSOR_OP_MATH
                                                        : CUBLAS_DEFAULT_MATH),
@@ -242,17 +242,10 @@ template <class T> void blas_gemm(Device device, const GemmArgs<T>& g, const cha
     lt.b = op_a == CUBLAS_OP_N ? lt_layout(t, g.k, g.m, lda, batch, sa)
                                : lt_layout(t, g.m, g.k, lda, batch, sa);
     lt.c = lt_layout(t, g.n, g.m, ldc, batch, sc);
-    size_t workspace_bytes = 0;
-    void* workspace = nullptr;
-    {
-      std::lock_guard<std::mutex> lock(g_mutex);
-      DeviceBlas& d = device_blas(device);
-      workspace = workspace_of(d, device, stream(device));
-      workspace_bytes = d.workspace_bytes;
-    }
+    const Workspace workspace = workspace_of(device, stream(device));
     EMBER_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&lt.preference), op);
     cublasLtMatmulPreferenceSetAttribute(lt.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                         &workspace_bytes, sizeof(workspace_bytes));
+                                         &workspace.bytes, sizeof(workspace.bytes));
     cublasLtMatmulHeuristicResult_t best{};
     int found = 0;
     if (cublasLtMatmulAlgoGetHeuristic(lt_handle(), lt.desc, lt.a, lt.b, lt.c, lt.c, lt.preference,
@@ -260,7 +253,7 @@ template <class T> void blas_gemm(Device device, const GemmArgs<T>& g, const cha
         found > 0) {
       EMBER_CUBLAS_CHECK(cublasLtMatmul(lt_handle(), lt.desc, &alpha, g.b.data, lt.a, g.a.data,
                                         lt.b, &beta, g.c.data, lt.c, g.c.data, lt.c, &best.algo,
-                                        workspace, workspace_bytes, stream(device)),
+                                        workspace.data, workspace.bytes, stream(device)),
                          op);
       return;
     }
