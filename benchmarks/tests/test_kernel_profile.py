@@ -26,3 +26,12 @@ def test_kernels_are_summed_by_name_in_microseconds(tmp_path):
     assert lines[0] == "k.csv: 3 kernels, 22.0 us of GPU time"
     assert lines[1].split()[:4] == ["20.0", "us", "90.9", "%"] and lines[1].endswith("gemm")
     assert lines[2].split()[:2] == ["2.0", "us"] and lines[2].endswith("relu")
+
+
+def test_the_short_unit_names_of_newer_ncu_releases_are_read(tmp_path):
+    csv = tmp_path / "k.csv"
+    csv.write_text("\n".join([HEADER, row(0, "gemm", "us", "10.5"), row(1, "relu", "ns", "2,000"),
+                              row(2, "gemm", "ms", "0.0095")]) + "\n")
+    out = subprocess.run([sys.executable, str(TOOL), "--summarise", str(csv)], check=True,
+                         capture_output=True, text=True).stdout
+    assert out.splitlines()[0] == "k.csv: 3 kernels, 22.0 us of GPU time"

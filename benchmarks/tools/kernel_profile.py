@@ -110,6 +110,11 @@ def run(workload, size):
     torch.cuda.profiler.stop()
 
 
+# ncu names its time units "nsecond" or, in newer releases, "ns".
+_MICROSECONDS_PER_UNIT = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0,
+                          "msecond": 1e3, "ms": 1e3}
+
+
 def summarise(path, top):
     per_kernel = defaultdict(lambda: [0, 0.0])
     with open(path) as f:
@@ -117,7 +122,7 @@ def summarise(path, top):
     for row in csv.DictReader(rows):
         if row.get("Metric Name") != "gpu__time_duration.sum":
             continue
-        scale = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3}[row["Metric Unit"]]
+        scale = _MICROSECONDS_PER_UNIT[row["Metric Unit"]]
         entry = per_kernel[row["Kernel Name"][:90]]
         entry[0] += 1
         entry[1] += float(row["Metric Value"].replace(",", "")) * scale

@@ -155,18 +155,27 @@ void check_half_case(const HalfCase& c, DType dtype) {
   const Tensor v = random_tensor({c.BH, c.S, c.Ev}, 3, dtype, kCuda);
   const Tensor g = random_tensor({c.BH, c.L, c.Ev}, 4, dtype, kCuda);
   const int64_t dead = c.masked_row ? c.L / 2 : -1;  // the fully masked row, if any
-  // The [L, S] bias of every head (-inf where a key is dropped), and the mask the op takes.
+  // The [L, S] bias of every head (-inf where a key is dropped), and the mask the op takes. The op
+  // takes either a mask or is_causal, so a causal case with a mask folds the causal part into it.
+  const bool causal_in_mask = c.causal && c.mask != 0;
+  const auto hidden = [&](int64_t i, int64_t j) { return causal_in_mask && j > i; };
   std::vector<double> bias2(size_t(c.L * c.S), 0.0);
   Tensor mask;
   if (c.mask == 1) {
     std::vector<double> m(size_t(c.L * c.S), 1.0);
     for (int64_t i = 0; i < c.L; ++i) m[size_t(i * c.S + (i * 7) % c.S)] = 0;  // one key each
+    for (int64_t i = 0; i < c.L; ++i)
+      for (int64_t j = 0; j < c.S; ++j)
+        if (hidden(i, j)) m[size_t(i * c.S + j)] = 0;
     if (dead >= 0)
       for (int64_t j = 0; j < c.S; ++j) m[size_t(dead * c.S + j)] = 0;
     mask = Tensor::from_vector(m, {c.L, c.S}).to(kCuda, DType::Bool);
     for (size_t n = 0; n < m.size(); ++n) bias2[n] = m[n] != 0 ? 0.0 : -kInf;
   } else if (c.mask == 2) {
     std::vector<double> m = test::random_values(c.L * c.S, 5);
+    for (int64_t i = 0; i < c.L; ++i)
+      for (int64_t j = 0; j < c.S; ++j)
+        if (hidden(i, j)) m[size_t(i * c.S + j)] = -kInf;
     if (dead >= 0)
       for (int64_t j = 0; j < c.S; ++j) m[size_t(dead * c.S + j)] = -kInf;
     mask = Tensor::from_vector(m, {c.L, c.S}).to(kCuda, dtype);
@@ -191,11 +200,12 @@ void check_half_case(const HalfCase& c, DType dtype) {
   ref.forward(out, lse);
   ref.backward(g.to_vector<double>(), dq, dk, dv);
 
-  const AttentionResult r = scaled_dot_product_attention(q, k, v, mask, d, c.causal);
+  const bool is_causal = c.causal && !causal_in_mask;
+  const AttentionResult r = scaled_dot_product_attention(q, k, v, mask, d, is_causal);
   expect_close_16(r.output, out);
   test::expect_close_lse(r.logsumexp, lse, 16 * test::unit_roundoff(dtype));
   const AttentionGrads grads =
-      scaled_dot_product_attention_backward(g, q, k, v, mask, r.output, r.logsumexp, d, c.causal);
+      scaled_dot_product_attention_backward(g, q, k, v, mask, r.output, r.logsumexp, d, is_causal);
   expect_close_16(grads.grad_q, dq);
   expect_close_16(grads.grad_k, dk);
   expect_close_16(grads.grad_v, dv);
