@@ -7,14 +7,16 @@
 The first form warms WORKLOAD up (three calls: traces, plans, CUDA-graph captures and cuBLAS's
 workspaces happen there), then runs it once more between cudaProfilerStart and cudaProfilerStop,
 so ncu times exactly one step's kernels (a CUDA graph's kernels are timed node by node); before
-that it prints the wall time per call of ten calls (under ncu, an indication only). The
+that it prints the wall time per call of ten calls and how much of it the host spent issuing them
+(under ncu, an indication only). The
 second form turns ncu's CSV into one line per kernel name (calls, total microseconds, share)
 and the step's total GPU time: where a step's time goes on the card, Ember's and PyTorch's
 alike, which is what explains a step slower than its reference.
 
 Workloads (all on cuda:0; PyTorch's run in its own process as Ember's do):
-  cnn-ember-eager B | cnn-ember-compiled B | cnn-torch-eager B
-      the digits CNN's training step at batch B (benchmarks/families/training.py's model, SGD)
+  cnn-ember-eager B | cnn-ember-compiled B | cnn-torch-eager B | cnn-torch-graphed B
+      the digits CNN's training step at batch B (benchmarks/families/training.py's model, SGD);
+      graphed: captured once with torch.cuda.graph and replayed (the compiled family's reference)
   sdpa-ember T | sdpa-torch T
       causal scaled-dot-product attention forward + backward, bfloat16, batch 8, 4 heads, head
       dim 64, length T (the attention family's sdpa_ladder case)
@@ -44,6 +46,13 @@ def cnn(xp, batch, compiled):
     x = xp.rand(batch, 1, 28, 28, device="cuda")
     labels = xp.randint(0, 10, (batch,), device="cuda")
     return lambda: step(x, labels), (step.explain if compiled else None)
+
+
+def cnn_graphed(torch, batch):
+    from types import SimpleNamespace
+
+    from families.compiled import torch_cuda_graph_step
+    return torch_cuda_graph_step(SimpleNamespace(xp=torch, device="cuda"), {"batch": batch}), None
 
 
 def sdpa(xp, length):
@@ -81,6 +90,8 @@ def build(workload, size):
     if "ember" in rest or rest == "fused":
         import ember
         xp = ember
+    if workload == "cnn-torch-graphed":
+        return cnn_graphed(torch, size), torch, xp
     if lib == "cnn":
         return cnn(xp, size, compiled=rest.endswith("compiled")), torch, xp
     if lib == "sdpa":
@@ -99,9 +110,13 @@ def run(workload, size):
     start = time.perf_counter()
     for _ in range(10):
         call()
+    issued = time.perf_counter()
     sync()
-    print(f"{workload} {size}: {(time.perf_counter() - start) / 10 * 1e3:.3f} ms a call (wall)",
-          file=sys.stderr)
+    done = time.perf_counter()
+    # The host's time to issue a call against the wall time: when they are equal the card waited
+    # for the host (launch overhead, a synchronisation inside the step), not the other way round.
+    print(f"{workload} {size}: {(done - start) / 10 * 1e3:.3f} ms a call (wall), "
+          f"{(issued - start) / 10 * 1e3:.3f} ms of it issuing on the host", file=sys.stderr)
     if explain is not None:
         print(explain(), file=sys.stderr)
     torch.cuda.profiler.start()  # cudaProfilerStart: process-wide, Ember's kernels too
