@@ -9,10 +9,11 @@ namespace {
 
 // Every pair of buffers live at one step lies apart; every offset aligned; the bounds hold.
 void expect_valid(const IntervalPlan& plan, const std::vector<int64_t>& sizes,
-                  const std::vector<int32_t>& starts, const std::vector<int32_t>& ends) {
+                  const std::vector<int32_t>& starts, const std::vector<int32_t>& ends,
+                  int64_t alignment = kAlignment) {
   ASSERT_EQ(plan.offsets.size(), sizes.size());
   for (size_t a = 0; a < sizes.size(); ++a) {
-    EXPECT_EQ(plan.offsets[a] % kAlignment, 0);
+    EXPECT_EQ(plan.offsets[a] % alignment, 0);
     EXPECT_LE(plan.offsets[a] + sizes[a], plan.planned_peak);
     for (size_t b = a + 1; b < sizes.size(); ++b) {
       if (starts[a] > ends[b] || starts[b] > ends[a] || sizes[a] == 0 || sizes[b] == 0) continue;
@@ -54,6 +55,20 @@ TEST(PlanIntervals, KeepsTheBestOfItsOrders) {
       plan_intervals({3, 3, 3, 4, 4}, {4, 4, 4, 3, 2}, {4, 5, 7, 6, 3}, /*alignment=*/1);
   EXPECT_EQ(plan.lower_bound, 13);
   EXPECT_EQ(plan.planned_peak, 13);
+}
+
+TEST(PlanIntervals, SearchesPastItsFixedOrdersToTheLowerBound) {
+  // All three fixed orders end at 12 bytes here; placing the 6-byte buffer (step 4) before the
+  // 5-byte one (steps 2-4) lets the two 4-byte ones of step 1 share its place, and the search over
+  // the order finds that: 11, the most bytes live at once (steps 2-3: 5 + 3, step 4: 5 + 6).
+  const std::vector<int64_t> sizes = {4, 4, 5, 3, 6};
+  const std::vector<int32_t> starts = {1, 1, 2, 0, 4};
+  const std::vector<int32_t> ends = {1, 1, 4, 3, 4};
+  IntervalPlan plan = plan_intervals(sizes, starts, ends, /*alignment=*/1);
+  expect_valid(plan, sizes, starts, ends, 1);
+  EXPECT_EQ(plan.lower_bound, 11);
+  EXPECT_EQ(plan.planned_peak, 11);
+  EXPECT_EQ(plan_intervals(sizes, starts, ends, 1).offsets, plan.offsets);  // deterministic
 }
 
 TEST(PlanIntervals, EdgeCases) {
