@@ -1,8 +1,7 @@
 // cuda_graph.cpp — capture and replay of a compiled step as one CUDA graph (cuda_graph.h).
 #include "cuda_graph.h"
 
-#include <algorithm>
-#include <sstream>
+#include <cstring>
 
 #include "ember/ops/creation.h"
 
@@ -15,28 +14,27 @@ CudaGraphStep::CudaGraphStep(const Program& program, const Replay& replay,
   for (ValueId id = 0; id < g.num_values(); ++id) {
     const ValueKind kind = g.value(id).kind;
     if (kind == ValueKind::Input) inputs_.push_back(id);
-    if (kind == ValueKind::Input || kind == ValueKind::Parameter || kind == ValueKind::Buffer)
+    if (kind == ValueKind::Input || kind == ValueKind::Parameter || kind == ValueKind::Buffer) {
       bound_.push_back(id);
+      is_input_.push_back(kind == ValueKind::Input);
+    }
   }
 }
 
-std::vector<std::string> CudaGraphStep::key(const std::vector<Tensor>& env) const {
-  std::vector<std::string> k;
-  for (ValueId id : bound_) {
-    const Tensor& t = env[size_t(id)];
-    const bool is_input = std::find(inputs_.begin(), inputs_.end(), id) != inputs_.end();
-    std::ostringstream os;
-    os << (is_input || !t.defined() ? nullptr : t.data_ptr());
-    k.push_back(os.str());
+CudaGraphStep::Key CudaGraphStep::key(const std::vector<Tensor>& env) const {
+  Key k;
+  k.addresses.reserve(bound_.size() + 1);
+  for (size_t b = 0; b < bound_.size(); ++b) {
+    const Tensor& t = env[size_t(bound_[b])];
+    k.addresses.push_back(is_input_[b] || !t.defined() ? nullptr : t.data_ptr());
   }
-  std::ostringstream arena;
-  arena << replay_.arena_address();  // another plan of the step may have grown the arena
-  k.push_back(arena.str());
-  for (ValueId id : hyper_) {
-    std::ostringstream os;
-    for (double v : env[size_t(id)].to_vector<double>()) os << v << ",";
-    k.push_back(os.str());
-  }
+  k.addresses.push_back(replay_.arena_address());  // another plan may have grown the arena
+  for (ValueId id : hyper_)
+    for (double v : env[size_t(id)].to_vector<double>()) {
+      uint64_t bits;
+      std::memcpy(&bits, &v, sizeof bits);
+      k.hyper.push_back(bits);
+    }
   return k;
 }
 
@@ -72,7 +70,7 @@ bool CudaGraphStep::run(std::vector<Tensor>& env) {
     replay_.run(env);
     return true;
   }
-  const std::vector<std::string> now = key(env);
+  const Key now = key(env);
   if (!graph_.captured() || now != captured_key_) {
     if (graph_.captured() && ++recaptures_in_a_row_ >= 2) {
       given_up_ = true;

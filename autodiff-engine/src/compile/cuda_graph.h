@@ -10,6 +10,7 @@
 // explain() says. The returned values are copied out of the arena after each replay, outside the
 // graph (an allocation inside a capture is refused).
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -30,19 +31,28 @@ class CudaGraphStep {
   int64_t captures() const { return captures_; }
 
  private:
-  // What the captured graph baked in: every bound tensor's address, the arena's and the hyper
-  // numbers.
-  std::vector<std::string> key(const std::vector<Tensor>& env) const;
+  // What the captured graph baked in: every bound state tensor's address (null for the inputs,
+  // which are copied into fixed buffers, and for an undefined tensor), the arena's, and the
+  // hyper numbers (their bits: a NaN equals itself). Compared at every call, so plain numbers
+  // rather than text.
+  struct Key {
+    std::vector<const void*> addresses;
+    std::vector<uint64_t> hyper;
+    bool operator==(const Key& o) const { return addresses == o.addresses && hyper == o.hyper; }
+    bool operator!=(const Key& o) const { return !(*this == o); }
+  };
+  Key key(const std::vector<Tensor>& env) const;
   void capture(std::vector<Tensor>& env);
 
   const Program& program_;
   const Replay& replay_;
   std::vector<ValueId> bound_;  // inputs and state values
   std::vector<ValueId> inputs_;
+  std::vector<bool> is_input_;  // per bound_ entry
   std::vector<ValueId> hyper_;
   std::vector<Tensor> static_inputs_;
   std::vector<Tensor> captured_;  // the env of the capture: the arena's values at fixed addresses
-  std::vector<std::string> captured_key_;
+  Key captured_key_;
   cuda::Graph graph_;
   int64_t calls_ = 0, captures_ = 0, recaptures_in_a_row_ = 0;
   bool given_up_ = false;
