@@ -28,7 +28,8 @@ Compiled steps, whose fusion pass (ember.compile, fuse=True) builds the groups i
   ln_gelu_residual  impl=compiled: the same function under ember.compile; layer_norm stays the
                     library's kernel, gelu + residual add become one generated kernel. Against
                     Ember eager, the compiled step without fusion (compiled-unfused) and torch
-                    eager. (A compiled step hands back a fresh copy of what it returns.)
+                    eager. (On CUDA a compiled step hands back a copy of what it returns: its
+                    CUDA graph writes into fixed memory.)
   gpt_block_step    one training step (forward, cross entropy, backward, AdamW) of a GPT-style
                     block (embeddings, a causal attention head, two layer norms, a GELU MLP, a
                     vocabulary head; width 128, context 64, batch 16) compiled with fusion, against

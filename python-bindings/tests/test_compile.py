@@ -348,6 +348,40 @@ def test_returned_tensors_are_fresh_each_call():
     assert a.tolist() == [2.0, 2.0, 2.0]
 
 
+def test_a_computed_returned_value_is_handed_over_without_a_copy_on_the_cpu():
+    w = ember.arange(6.0).reshape(2, 3)
+
+    @ember.compile
+    def f(x):
+        y = (x * w).relu()
+        return y, y.t(), x, y
+
+    x = ember.ones(2, 3)
+    first = f(x)
+    first[0].add_(100)  # the caller owns what it got: the next call does not see this
+    y, yt, same_x, y_again = f(x)
+    expected = (x * w).relu()
+    np.testing.assert_array_equal(y.numpy(), expected.numpy())
+    np.testing.assert_array_equal(yt.numpy(), expected.numpy().T)
+    assert y.data_ptr() != first[0].data_ptr()
+    assert y_again.data_ptr() == y.data_ptr()  # one tensor returned twice, as in eager mode
+    assert same_x.data_ptr() != x.data_ptr()
+    explained = f.explain()
+    assert "returned as computed, in memory of its own" in explained
+    assert "kept: it shares another value's memory" in explained  # the view
+    assert "kept: it is an argument" in explained
+
+    @ember.compile
+    def g(x):
+        return (x * w).relu().sum(1)
+
+    g(x)
+    out = g(x)
+    assert "returned as computed, in memory of its own" in g.explain()
+    np.testing.assert_array_equal(out.numpy(), expected.numpy().sum(1))
+    assert g(x).data_ptr() != out.data_ptr()
+
+
 def test_gradient_accumulation_equals_one_step_on_the_whole_batch():
     model_a, opt_a = build("mlp")
     model_b, opt_b = build("mlp")

@@ -57,6 +57,7 @@ Program optimize(Program program, const NodeAllocations& traced, int64_t budget,
   } else {
     explain.add("fusion", "off (CompileOptions::fuse): the step runs the library's kernels");
   }
+  program = return_without_copy(program, explain);
   program = reuse_in_place(program, explain);
   plan = plan_memory(program, carry_allocations(program, traced), explain);
   return program;

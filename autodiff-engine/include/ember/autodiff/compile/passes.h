@@ -61,6 +61,12 @@ Program fuse_elementwise(const Program& program, Explain& explain);
 // kept for the backward pass.
 Program mask_before_scatter(const Program& program, Explain& explain);
 
+// Hands each returned value over as computed when it has memory of its own that nothing writes
+// into, on the CPU: the copy the trace ends with (`clone`, so that the caller never gets a buffer
+// of the arena) is dropped, and the memory plan allocates the value outside the arena. On CUDA
+// the copy stays (a CUDA graph's replay cannot allocate); explain() says why for each copy kept.
+Program return_without_copy(const Program& program, Explain& explain);
+
 // Lets a node write its (first) output over an input's buffer when that input is read for the
 // last time there, both are in the arena, and the kernel allows it (may_write_over_input).
 // Recorded in program.reuse; the memory plan gives the two one buffer.
