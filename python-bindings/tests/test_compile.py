@@ -151,7 +151,7 @@ def test_explain_and_graph_show_the_step():
                  "momentum_buffer of model.0.weight", "model.1.running_mean", "== replay =="):
         assert part in text, part
     graph = step.graph()
-    assert "conv2d(" in graph and "sgd_update(" in graph and "batch_norm_update_stats(" in graph
+    assert "conv2d(" in graph and "sgd_update_group(" in graph and "batch_norm_update_stats(" in graph
 
 
 def test_learning_rate_schedule_between_calls_is_read_live():

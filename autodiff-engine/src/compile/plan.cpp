@@ -58,6 +58,7 @@ Program optimize(Program program, const NodeAllocations& traced, int64_t budget,
     explain.add("fusion", "off (CompileOptions::fuse): the step runs the library's kernels");
   }
   program = return_without_copy(program, explain);
+  program = group_updates(program, explain);
   program = reuse_in_place(program, explain);
   plan = plan_memory(program, carry_allocations(program, traced), explain);
   return program;

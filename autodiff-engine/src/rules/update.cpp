@@ -5,6 +5,8 @@
 // The optimizers' numbers that change between steps (the learning rate a schedule sets, Adam's
 // step count) are not attributes but an input: `hyper`, a small float64 CPU tensor the replay
 // refills from the live optimizer before every call, so a compiled step never bakes them in.
+#include <algorithm>
+
 #include "ember/ops/optimizer.h"
 #include "families.h"
 #include "infer.h"
@@ -76,6 +78,87 @@ Tensors adam_update_run(const Tensors& in, const Attrs& a) {
   return {in[0], in[1], in[2]};
 }
 
+// The grouped forms (compile/passes.h, group_updates): n parameters' updates as one node, so that
+// the multi-tensor kernel updates them together, as eager mode's optimizer step does. Inputs:
+// each parameter followed by its state buffers (so that output o is written into input o, as the
+// memory plan reads an in-place node), then the n grads, then the n hyper tensors; attribute
+// `params` = n. Parameters whose hyper numbers are equal (one learning rate, one step count) go
+// through one call of core-runtime's multi-tensor step.
+template <class Step>
+void for_each_run_of_equal_hyper(const Tensors& in, size_t n, size_t hyper_at, int64_t count,
+                                 Step step) {
+  for (size_t first = 0; first < n;) {
+    const double* h = hyper_of(in[hyper_at + first]);
+    size_t last = first + 1;
+    while (last < n && std::equal(h, h + count, hyper_of(in[hyper_at + last]))) ++last;
+    step(first, last, h);
+    first = last;
+  }
+}
+
+Types update_group_infer(const char* op, const Types& in, const Attrs& a, size_t state,
+                         int64_t hyper_count) {
+  const int64_t n = a.i("params");
+  const size_t per = 1 + state;  // the parameter and its state buffers
+  if (n < 1 || in.size() != size_t(n) * (per + 2))
+    throw ShapeError(op, "got " + std::to_string(in.size()) + " operands for " + std::to_string(n) +
+                             " parameters; expected " + std::to_string(per + 2) + " a parameter");
+  Types out;
+  for (size_t i = 0; i < size_t(n); ++i) {
+    Types one(in.begin() + long(i * per), in.begin() + long((i + 1) * per));
+    one.push_back(in[size_t(n) * per + i]);        // its grad
+    one.push_back(in[size_t(n) * (per + 1) + i]);  // its hyper
+    check_update(op, one, per + 1, hyper_count);
+    out.insert(out.end(), one.begin(), one.begin() + long(per));
+  }
+  return out;
+}
+
+Types sgd_update_group_infer(const Types& in, const Attrs& a) {
+  return update_group_infer("sgd_update_group", in, a, a.b("has_buffer") ? 1 : 0, kSgdCount);
+}
+
+Tensors sgd_update_group_run(const Tensors& in, const Attrs& a) {
+  const bool buffer = a.b("has_buffer");
+  const size_t n = size_t(a.i("params")), per = buffer ? 2 : 1;
+  for_each_run_of_equal_hyper(in, n, n * (per + 1), kSgdCount,
+                              [&](size_t first, size_t last, const double* h) {
+                                TensorList params, buffers, grads;
+                                for (size_t i = first; i < last; ++i) {
+                                  params.push_back(in[i * per]);
+                                  if (buffer) buffers.push_back(in[i * per + 1]);
+                                  grads.push_back(in[n * per + i]);
+                                }
+                                sgd_step(params, grads, buffers, h[kSgdLr], h[kSgdMomentum],
+                                         h[kSgdDampening], a.b("nesterov"), h[kSgdWeightDecay],
+                                         a.b("first_step"), a.b("maximize"));
+                              });
+  return Tensors(in.begin(), in.begin() + long(n * per));
+}
+
+Types adam_update_group_infer(const Types& in, const Attrs& a) {
+  return update_group_infer("adam_update_group", in, a, 2, kAdamCount);
+}
+
+Tensors adam_update_group_run(const Tensors& in, const Attrs& a) {
+  const size_t n = size_t(a.i("params")), per = 3;
+  for_each_run_of_equal_hyper(in, n, n * (per + 1), kAdamCount,
+                              [&](size_t first, size_t last, const double* h) {
+                                TensorList params, exp_avgs, exp_avg_sqs, grads;
+                                for (size_t i = first; i < last; ++i) {
+                                  params.push_back(in[i * per]);
+                                  exp_avgs.push_back(in[i * per + 1]);
+                                  exp_avg_sqs.push_back(in[i * per + 2]);
+                                  grads.push_back(in[n * per + i]);
+                                }
+                                adam_step(params, grads, exp_avgs, exp_avg_sqs,
+                                          int64_t(h[kAdamStep]), h[kAdamLr], h[kAdamBeta1],
+                                          h[kAdamBeta2], h[kAdamEps], h[kAdamWeightDecay],
+                                          a.b("decoupled"), a.b("maximize"));
+                              });
+  return Tensors(in.begin(), in.begin() + long(n * per));
+}
+
 // (dst, src) -> dst with src's values (broadcast and cast), in place.
 Types copy_infer(const Types& in, const Attrs&) {
   infer::arity("copy_", in, 2);
@@ -95,6 +178,8 @@ std::vector<OpDef> update_ops() {
        nullptr, false, true},
       {"sgd_update", sgd_update_infer, sgd_update_run, nullptr, false, true},
       {"adam_update", adam_update_infer, adam_update_run, nullptr, false, true},
+      {"sgd_update_group", sgd_update_group_infer, sgd_update_group_run, nullptr, false, true},
+      {"adam_update_group", adam_update_group_infer, adam_update_group_run, nullptr, false, true},
   };
 }
 

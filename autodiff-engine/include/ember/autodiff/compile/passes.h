@@ -67,6 +67,13 @@ Program mask_before_scatter(const Program& program, Explain& explain);
 // the copy stays (a CUDA graph's replay cannot allocate); explain() says why for each copy kept.
 Program return_without_copy(const Program& program, Explain& explain);
 
+// Joins runs of the optimizer's per-parameter updates (sgd_update, adam_update) of one kind and
+// attributes into one node (sgd_update_group, adam_update_group) at the run's last update, so
+// that one multi-tensor call updates them, as in eager mode. An update waits for the run's end
+// only when no node in between reads or writes what it writes, or writes what it reads, and when
+// its grad is a .grad tensor (state), so the memory plan is unchanged.
+Program group_updates(const Program& program, Explain& explain);
+
 // Lets a node write its (first) output over an input's buffer when that input is read for the
 // last time there, both are in the arena, and the kernel allows it (may_write_over_input).
 // Recorded in program.reuse; the memory plan gives the two one buffer.
