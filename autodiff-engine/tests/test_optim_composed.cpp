@@ -282,3 +282,50 @@ TEST(OptimComposed, Float32ParametersAndGroups) {
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5);
   EXPECT_EQ(q.data().to(ember::DType::Float64).to_vector<double>(), kStart);  // lr 0
 }
+
+// An optimizer of one's own, as the composed ones are made: a name, defaults and an
+// OptimizerRule. Its options are checked as the rule says, its state holds the rule's buffers.
+namespace {
+
+class PlainDescent : public optim::Optimizer {
+ public:
+  explicit PlainDescent(std::vector<ad::Variable> params, const optim::Options& options = {},
+                        bool with_update = true)
+      : Optimizer("PlainDescent", {{"lr", 0.1}, {"decay", 0.5}, {"halve", 0.0}}, options,
+                  {{"halve"}, {"decay"}, {"steps_seen"}, with_update ? update_fn : nullptr}) {
+    add_param_group(std::move(params));
+  }
+
+ private:
+  static void update_fn(const optim::Options& o, const ember::TensorList& params,
+                        const ember::TensorList& grads,
+                        const std::vector<optim::ParamState*>& states) {
+    const double lr = o.at("lr") * (o.at("halve") != 0.0 ? 0.5 : 1.0);
+    for (size_t i = 0; i < params.size(); ++i) {
+      ember::sub_(params[i], ember::mul(grads[i], lr));
+      states[i]->scalars["steps_seen"] += 1.0;
+    }
+  }
+};
+
+}  // namespace
+
+TEST(OptimComposed, AnOptimizerMadeOfARule) {
+  ad::Variable p(Tensor::from_vector(Vec{1.0, -2.0}, {2}), true);
+  PlainDescent opt({p}, {{"halve", 1.0}});
+  for (int t = 0; t < 2; ++t) {
+    p.set_grad(ad::Variable(Tensor::from_vector(Vec{4.0, 8.0}, {2})));
+    opt.step();
+  }
+  expect_near(p.data().to_vector<double>(), Vec{1.0 - 2 * 0.2, -2.0 - 2 * 0.4}, 1e-15);
+  EXPECT_EQ(opt.state(p)->scalars.at("steps_seen"), 2.0);
+  EXPECT_EQ(opt.state_dict().state.at(0).scalars.at("steps_seen"), 2.0);
+  // lr >= 0 (no rule names it), "decay" a fraction, "halve" a flag.
+  EXPECT_THROW(PlainDescent({p}, {{"lr", -1.0}}), ember::ValueError);
+  EXPECT_THROW(PlainDescent({p}, {{"decay", 1.0}}), ember::ValueError);
+  EXPECT_THROW(PlainDescent({p}, {{"halve", 0.5}}), ember::ValueError);
+  EXPECT_NO_THROW(PlainDescent({p}, {{"decay", 0.0}, {"halve", 0.0}}));
+  // A rule without an update, and no override of update(): step() says so.
+  PlainDescent none({p}, {}, false);
+  EXPECT_THROW(none.step(), ember::NotSupportedError);
+}

@@ -1,4 +1,4 @@
-// adam.cpp — Adam and AdamW: options, their checks and the fused update.
+// adam.cpp — Adam and AdamW: their options and the fused update.
 #include "ember/autodiff/optim/adam.h"
 
 #include "ember/autodiff/compile/trace.h"
@@ -20,15 +20,13 @@ Adam::Adam(std::string name, std::vector<Variable> params, const Options& option
                  {"eps", 1e-8},
                  {"weight_decay", weight_decay},
                  {"maximize", 0.0}},
-                options),
+                options, {{"maximize"}, {"beta1", "beta2"}, {"exp_avg", "exp_avg_sq"}, nullptr}),
       decoupled_(decoupled) {
   add_param_group(std::move(params));
 }
 
 AdamW::AdamW(std::vector<Variable> params, const Options& options)
     : Adam("AdamW", std::move(params), options, 1e-2, true) {}
-
-void Adam::check_options(const Options& options) const { check_adam_options(options); }
 
 void Adam::update(const Options& o, const TensorList& params, const TensorList& grads,
                   const std::vector<ParamState*>& states) {
