@@ -1,6 +1,7 @@
 // adamax.cpp — Adamax: its options and update, composed of elementwise ops.
 #include <cmath>
 
+#include "adam_family.h"
 #include "composed.h"
 #include "ember/autodiff/optim/composed_optimizers.h"
 
@@ -26,15 +27,8 @@ void adamax_update(const Options& o, const TensorList& params, const TensorList&
 }  // namespace
 
 Adamax::Adamax(std::vector<Variable> params, const Options& options)
-    : Optimizer("Adamax",
-                {{"lr", 2e-3},
-                 {"beta1", 0.9},
-                 {"beta2", 0.999},
-                 {"eps", 1e-8},
-                 {"weight_decay", 0.0},
-                 {"maximize", 0.0}},
-                options,
-                {{"maximize"}, {"beta1", "beta2"}, {"exp_avg", "exp_inf"}, adamax_update}) {
+    : Optimizer("Adamax", adam_family_defaults(2e-3, 0.0), options,
+                adam_family_rule({"exp_avg", "exp_inf"}, adamax_update)) {
   add_param_group(std::move(params));
 }
 

@@ -1,6 +1,7 @@
 // nadam.cpp — NAdam: its options and update, composed of elementwise ops.
 #include <cmath>
 
+#include "adam_family.h"
 #include "composed.h"
 #include "ember/autodiff/optim/composed_optimizers.h"
 
@@ -33,19 +34,11 @@ void nadam_update(const Options& o, const TensorList& params, const TensorList& 
 
 NAdam::NAdam(std::vector<Variable> params, const Options& options)
     : Optimizer("NAdam",
-                {{"lr", 2e-3},
-                 {"beta1", 0.9},
-                 {"beta2", 0.999},
-                 {"eps", 1e-8},
-                 {"weight_decay", 0.0},
-                 {"momentum_decay", 4e-3},
-                 {"decoupled_weight_decay", 0.0},
-                 {"maximize", 0.0}},
+                adam_family_defaults(2e-3, 0.0,
+                                     {{"momentum_decay", 4e-3}, {"decoupled_weight_decay", 0.0}}),
                 options,
-                {{"decoupled_weight_decay", "maximize"},
-                 {"beta1", "beta2"},
-                 {"exp_avg", "exp_avg_sq", "mu_product"},
-                 nadam_update}) {
+                adam_family_rule({"exp_avg", "exp_avg_sq", "mu_product"}, nadam_update,
+                                 {"decoupled_weight_decay"})) {
   add_param_group(std::move(params));
 }
 

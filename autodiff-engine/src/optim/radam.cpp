@@ -1,6 +1,7 @@
 // radam.cpp — RAdam: its options and update, composed of elementwise ops.
 #include <cmath>
 
+#include "adam_family.h"
 #include "composed.h"
 #include "ember/autodiff/optim/composed_optimizers.h"
 
@@ -36,19 +37,10 @@ void radam_update(const Options& o, const TensorList& params, const TensorList& 
 }  // namespace
 
 RAdam::RAdam(std::vector<Variable> params, const Options& options)
-    : Optimizer("RAdam",
-                {{"lr", 1e-3},
-                 {"beta1", 0.9},
-                 {"beta2", 0.999},
-                 {"eps", 1e-8},
-                 {"weight_decay", 0.0},
-                 {"decoupled_weight_decay", 0.0},
-                 {"maximize", 0.0}},
+    : Optimizer("RAdam", adam_family_defaults(1e-3, 0.0, {{"decoupled_weight_decay", 0.0}}),
                 options,
-                {{"decoupled_weight_decay", "maximize"},
-                 {"beta1", "beta2"},
-                 {"exp_avg", "exp_avg_sq"},
-                 radam_update}) {
+                adam_family_rule({"exp_avg", "exp_avg_sq"}, radam_update,
+                                 {"decoupled_weight_decay"})) {
   add_param_group(std::move(params));
 }
 
