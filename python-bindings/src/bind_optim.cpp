@@ -107,6 +107,15 @@ opt::SchedulerState schedule_state_from(const py::dict& d) {
   return s;
 }
 
+// One optimizer class, made from (params, options) as every optimizer is.
+template <class T, class Base = opt::Optimizer>
+void bind_optimizer(py::module_& m, const char* name) {
+  auto make = [](std::vector<Variable> params, const opt::Options& options) {
+    return new T(std::move(params), options);
+  };
+  py::class_<T, Base>(m, name).def(py::init(make), py::arg("params"), py::arg("options"));
+}
+
 void bind_optimizers(py::module_& m) {
   py::class_<opt::Optimizer>(m, "_Optimizer",
                              "An autodiff-engine optimizer (ember.optim wraps it).")
@@ -140,30 +149,15 @@ void bind_optimizers(py::module_& m) {
           },
           py::arg("state_dict"));
 
-  const auto ctor = [](auto* tag) {
-    using T = std::remove_pointer_t<decltype(tag)>;
-    return py::init([](std::vector<Variable> params, const opt::Options& options) {
-      return new T(std::move(params), options);
-    });
-  };
-  py::class_<opt::SGD, opt::Optimizer>(m, "_SGD").def(ctor((opt::SGD*)nullptr), py::arg("params"),
-                                                      py::arg("options"));
-  py::class_<opt::Adam, opt::Optimizer>(m, "_Adam")
-      .def(ctor((opt::Adam*)nullptr), py::arg("params"), py::arg("options"));
-  py::class_<opt::AdamW, opt::Adam>(m, "_AdamW")
-      .def(ctor((opt::AdamW*)nullptr), py::arg("params"), py::arg("options"));
-  py::class_<opt::RMSprop, opt::Optimizer>(m, "_RMSprop")
-      .def(ctor((opt::RMSprop*)nullptr), py::arg("params"), py::arg("options"));
-  py::class_<opt::Adadelta, opt::Optimizer>(m, "_Adadelta")
-      .def(ctor((opt::Adadelta*)nullptr), py::arg("params"), py::arg("options"));
-  py::class_<opt::Adagrad, opt::Optimizer>(m, "_Adagrad")
-      .def(ctor((opt::Adagrad*)nullptr), py::arg("params"), py::arg("options"));
-  py::class_<opt::Adamax, opt::Optimizer>(m, "_Adamax")
-      .def(ctor((opt::Adamax*)nullptr), py::arg("params"), py::arg("options"));
-  py::class_<opt::NAdam, opt::Optimizer>(m, "_NAdam")
-      .def(ctor((opt::NAdam*)nullptr), py::arg("params"), py::arg("options"));
-  py::class_<opt::RAdam, opt::Optimizer>(m, "_RAdam")
-      .def(ctor((opt::RAdam*)nullptr), py::arg("params"), py::arg("options"));
+  bind_optimizer<opt::SGD>(m, "_SGD");
+  bind_optimizer<opt::Adam>(m, "_Adam");
+  bind_optimizer<opt::AdamW, opt::Adam>(m, "_AdamW");
+  bind_optimizer<opt::RMSprop>(m, "_RMSprop");
+  bind_optimizer<opt::Adadelta>(m, "_Adadelta");
+  bind_optimizer<opt::Adagrad>(m, "_Adagrad");
+  bind_optimizer<opt::Adamax>(m, "_Adamax");
+  bind_optimizer<opt::NAdam>(m, "_NAdam");
+  bind_optimizer<opt::RAdam>(m, "_RAdam");
 }
 
 // ReduceLROnPlateau steps on a metric, so it is not an _LRScheduler; its state_dict is
