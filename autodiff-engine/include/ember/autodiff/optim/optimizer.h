@@ -151,7 +151,8 @@ class Optimizer {
   void check_in_range(const Options& options, const char* option, double low, double high) const;
   void check_flag(const Options& options, const char* option) const;
   // lr, eps, weight_decay >= 0, beta1 and beta2 in [0, 1), maximize a flag: the options of
-  // Adam's family (Adam, AdamW, Adamax, NAdam, RAdam).
+  // Adam's family, for an optimizer that overrides check_options (this library's own give the
+  // same checks as an OptimizerRule).
   void check_adam_options(const Options& options) const;
 
  private:
