@@ -19,12 +19,18 @@ template <class E> std::string error_of(const std::function<void()>& f) {
   return "";
 }
 
+// Expects f to throw error E with every one of `parts` in its message.
+template <class E>
+void expect_error(const std::function<void()>& f, const std::vector<std::string>& parts) {
+  const std::string message = error_of<E>(f);
+  for (const std::string& p : parts)
+    EXPECT_NE(message.find(p), std::string::npos) << "'" << p << "' not in: " << message;
+}
+
 // Runs `build` on a fresh graph and expects error E with every one of `parts` in its message.
 template <class E>
 void expect_error(const std::function<void(ember::autodiff::Graph&)>& build,
                   const std::vector<std::string>& parts) {
   ember::autodiff::Graph g;
-  const std::string message = error_of<E>([&] { build(g); });
-  for (const std::string& p : parts)
-    EXPECT_NE(message.find(p), std::string::npos) << "'" << p << "' not in: " << message;
+  expect_error<E>([&] { build(g); }, parts);
 }

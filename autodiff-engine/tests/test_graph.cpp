@@ -8,6 +8,7 @@
 #include <set>
 
 #include "ember/autodiff/autodiff.h"
+#include "expect_error.h"
 
 namespace ad = ember::autodiff;
 using ad::TensorType;
@@ -33,15 +34,7 @@ TEST(Graph, ABadShapeIsReportedWhereTheNodeIsBuilt) {
   ad::Graph g;
   ad::Val a = g.input(f32({2, 3}));
   ad::Val b = g.input(f32({4}));
-  try {
-    ad::add(a, b);
-    FAIL() << "no error";
-  } catch (const ember::ShapeError& e) {
-    const std::string m = e.what();
-    EXPECT_NE(m.find("%2 = add(%0, %1)"), std::string::npos) << m;
-    EXPECT_NE(m.find("[2, 3]"), std::string::npos) << m;
-    EXPECT_NE(m.find("[4]"), std::string::npos) << m;
-  }
+  expect_error<ember::ShapeError>([&] { ad::add(a, b); }, {"%2 = add(%0, %1)", "[2, 3]", "[4]"});
 }
 
 TEST(Graph, PrintsAGraphAndItsBackwardExactly) {
@@ -146,15 +139,9 @@ TEST(Graph, ARuleOfTheWrongShapeOrDtypeIsCaughtAtBuildTime) {
   ad::Graph g;
   ad::Val x = g.parameter(f32({3}));
   ad::Val y = ad::sum(g.add(bad_shape, {x})[0]);
-  try {
-    ad::grad({y}, {x});
-    FAIL() << "no error";
-  } catch (const ember::ShapeError& e) {
-    EXPECT_NE(std::string(e.what()).find("the gradient rule of bad_shape (%1) gave input 0 (%0) a "
-                                         "gradient of shape [2]; expected [3]"),
-              std::string::npos)
-        << e.what();
-  }
+  expect_error<ember::ShapeError>([&] { ad::grad({y}, {x}); },
+                                  {"the gradient rule of bad_shape (%1) gave input 0 (%0) a "
+                                   "gradient of shape [2]; expected [3]"});
   const ad::OpDef bad_dtype{"bad_dtype", same_type, nullptr, wrong_dtype_rule};
   ad::Graph h;
   ad::Val x2 = h.parameter(f32({3}));
@@ -167,13 +154,8 @@ TEST(Graph, AnOutputGradientMustMatchItsOutput) {
   ad::Val x = g.parameter(f32({3}));
   ad::Val y = ad::tanh(x);
   ad::Val seed = g.input(f32({2, 3}));
-  try {
-    ad::grad({y}, {x}, {seed});
-    FAIL() << "no error";
-  } catch (const ember::ShapeError& e) {
-    EXPECT_NE(std::string(e.what()).find("f32[2,3] but the output is f32[3]"), std::string::npos)
-        << e.what();
-  }
+  expect_error<ember::ShapeError>([&] { ad::grad({y}, {x}, {seed}); },
+                                  {"f32[2,3] but the output is f32[3]"});
   EXPECT_THROW(ad::grad({y}, {x}), ember::ValueError);  // not one element: no implied seed
 }
 

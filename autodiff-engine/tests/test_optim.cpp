@@ -19,6 +19,7 @@ using optim_test::Vec;
 
 namespace {
 
+using optim_test::AdamMoments;
 using optim_test::expect_near;
 using optim_test::grad_at;
 using optim_test::kStart;
@@ -57,17 +58,14 @@ Vec sgd_reference(double lr, double momentum, double dampening, double wd, bool 
 
 Vec adam_reference(double lr, double b1, double b2, double eps, double wd, bool decoupled,
                    bool maximize, int steps) {
-  Vec p = kStart, m(p.size()), v(p.size());
+  Vec p = kStart;
+  AdamMoments am{lr, b1, b2, wd, decoupled, maximize, Vec(p.size()), Vec(p.size())};
   for (int t = 0; t < steps; ++t) {
     const Vec g0 = grad_at(p, t);
     const double c1 = 1 - std::pow(b1, t + 1), c2 = 1 - std::pow(b2, t + 1);
     for (size_t i = 0; i < p.size(); ++i) {
-      double g = maximize ? -g0[i] : g0[i];
-      if (decoupled) p[i] *= 1 - lr * wd;
-      else g += wd * p[i];
-      m[i] = b1 * m[i] + (1 - b1) * g;
-      v[i] = b2 * v[i] + (1 - b2) * g * g;
-      p[i] -= lr / c1 * m[i] / (std::sqrt(v[i]) / std::sqrt(c2) + eps);
+      am.update(p, g0, i);
+      p[i] -= lr / c1 * am.m[i] / (std::sqrt(am.v[i]) / std::sqrt(c2) + eps);
     }
   }
   return p;

@@ -18,6 +18,7 @@ using optim_test::Vec;
 
 namespace {
 
+using optim_test::AdamMoments;
 using optim_test::expect_near;
 using optim_test::grad_at;
 using optim_test::kStart;
@@ -97,7 +98,8 @@ Vec adamax_reference(double lr, double b1, double b2, double eps, double wd, boo
 
 Vec nadam_reference(double lr, double b1, double b2, double eps, double wd, double psi,
                     bool decoupled, bool maximize) {
-  Vec p = kStart, m(p.size()), v(p.size());
+  Vec p = kStart;
+  AdamMoments am{lr, b1, b2, wd, decoupled, maximize, Vec(p.size()), Vec(p.size())};
   double product = 1;
   for (int t = 1; t <= kSteps; ++t) {
     const Vec g0 = grad_at(p, t - 1);
@@ -105,14 +107,10 @@ Vec nadam_reference(double lr, double b1, double b2, double eps, double wd, doub
     const double mu_next = b1 * (1 - 0.5 * std::pow(0.96, (t + 1) * psi));
     product *= mu;
     for (size_t i = 0; i < p.size(); ++i) {
-      double g = maximize ? -g0[i] : g0[i];
-      if (decoupled) p[i] *= 1 - lr * wd;
-      else g += wd * p[i];
-      m[i] = b1 * m[i] + (1 - b1) * g;
-      v[i] = b2 * v[i] + (1 - b2) * g * g;
-      const double d = std::sqrt(v[i] / (1 - std::pow(b2, t))) + eps;
+      const double g = am.update(p, g0, i);
+      const double d = std::sqrt(am.v[i] / (1 - std::pow(b2, t))) + eps;
       p[i] -= lr * (1 - mu) / (1 - product) * g / d;
-      p[i] -= lr * mu_next / (1 - product * mu_next) * m[i] / d;
+      p[i] -= lr * mu_next / (1 - product * mu_next) * am.m[i] / d;
     }
   }
   return p;
@@ -120,23 +118,20 @@ Vec nadam_reference(double lr, double b1, double b2, double eps, double wd, doub
 
 Vec radam_reference(double lr, double b1, double b2, double eps, double wd, bool decoupled,
                     bool maximize) {
-  Vec p = kStart, m(p.size()), v(p.size());
+  Vec p = kStart;
+  AdamMoments am{lr, b1, b2, wd, decoupled, maximize, Vec(p.size()), Vec(p.size())};
   const double rho_inf = 2 / (1 - b2) - 1;
   for (int t = 1; t <= kSteps; ++t) {
     const Vec g0 = grad_at(p, t - 1);
     const double c1 = 1 - std::pow(b1, t), c2 = 1 - std::pow(b2, t);
     const double rho = rho_inf - 2 * t * std::pow(b2, t) / c2;
     for (size_t i = 0; i < p.size(); ++i) {
-      double g = maximize ? -g0[i] : g0[i];
-      if (decoupled) p[i] *= 1 - lr * wd;
-      else g += wd * p[i];
-      m[i] = b1 * m[i] + (1 - b1) * g;
-      v[i] = b2 * v[i] + (1 - b2) * g * g;
-      const double m_hat = m[i] / c1;
+      am.update(p, g0, i);
+      const double m_hat = am.m[i] / c1;
       if (rho > 5) {
         const double r =
             std::sqrt((rho - 4) * (rho - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho));
-        p[i] -= lr * r * m_hat * std::sqrt(c2) / (std::sqrt(v[i]) + eps);
+        p[i] -= lr * r * m_hat * std::sqrt(c2) / (std::sqrt(am.v[i]) + eps);
       } else {
         p[i] -= lr * m_hat;
       }
@@ -281,4 +276,51 @@ TEST(OptimComposed, Float32ParametersAndGroups) {
   const Vec want = adagrad_reference(0.1, 0, 0, 0, 1e-10, false);
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5);
   EXPECT_EQ(q.data().to(ember::DType::Float64).to_vector<double>(), kStart);  // lr 0
+}
+
+// An optimizer of one's own, as the composed ones are made: a name, defaults and an
+// OptimizerRule. Its options are checked as the rule says, its state holds the rule's buffers.
+namespace {
+
+class PlainDescent : public optim::Optimizer {
+ public:
+  explicit PlainDescent(std::vector<ad::Variable> params, const optim::Options& options = {},
+                        bool with_update = true)
+      : Optimizer("PlainDescent", {{"lr", 0.1}, {"decay", 0.5}, {"halve", 0.0}}, options,
+                  {{"halve"}, {"decay"}, {"steps_seen"}, with_update ? update_fn : nullptr}) {
+    add_param_group(std::move(params));
+  }
+
+ private:
+  static void update_fn(const optim::Options& o, const ember::TensorList& params,
+                        const ember::TensorList& grads,
+                        const std::vector<optim::ParamState*>& states) {
+    const double lr = o.at("lr") * (o.at("halve") != 0.0 ? 0.5 : 1.0);
+    for (size_t i = 0; i < params.size(); ++i) {
+      ember::sub_(params[i], ember::mul(grads[i], lr));
+      states[i]->scalars["steps_seen"] += 1.0;
+    }
+  }
+};
+
+}  // namespace
+
+TEST(OptimComposed, AnOptimizerMadeOfARule) {
+  ad::Variable p(Tensor::from_vector(Vec{1.0, -2.0}, {2}), true);
+  PlainDescent opt({p}, {{"halve", 1.0}});
+  for (int t = 0; t < 2; ++t) {
+    p.set_grad(ad::Variable(Tensor::from_vector(Vec{4.0, 8.0}, {2})));
+    opt.step();
+  }
+  expect_near(p.data().to_vector<double>(), Vec{1.0 - 2 * 0.2, -2.0 - 2 * 0.4}, 1e-15);
+  EXPECT_EQ(opt.state(p)->scalars.at("steps_seen"), 2.0);
+  EXPECT_EQ(opt.state_dict().state.at(0).scalars.at("steps_seen"), 2.0);
+  // lr >= 0 (no rule names it), "decay" a fraction, "halve" a flag.
+  EXPECT_THROW(PlainDescent({p}, {{"lr", -1.0}}), ember::ValueError);
+  EXPECT_THROW(PlainDescent({p}, {{"decay", 1.0}}), ember::ValueError);
+  EXPECT_THROW(PlainDescent({p}, {{"halve", 0.5}}), ember::ValueError);
+  EXPECT_NO_THROW(PlainDescent({p}, {{"decay", 0.0}, {"halve", 0.0}}));
+  // A rule without an update, and no override of update(): step() says so.
+  PlainDescent none({p}, {}, false);
+  EXPECT_THROW(none.step(), ember::NotSupportedError);
 }

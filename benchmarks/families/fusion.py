@@ -199,6 +199,26 @@ class FusionCase(PythonCase):
         return timed_in_turn(ctx, r, mine, others)
 
 
+def cold_and_warm(ctx, core, first_call):
+    """Median seconds of first_call() with a cold kernel cache (a fresh EMBER_CACHE_DIR, nothing
+    loaded) and a warm one (the same folder, kernels on disk but not loaded), over rounds."""
+    cold, warm = [], []
+    saved = os.environ.get("EMBER_CACHE_DIR")
+    try:
+        for _ in range(max(ctx.rounds, 3)):
+            with tempfile.TemporaryDirectory() as folder:
+                os.environ["EMBER_CACHE_DIR"] = folder
+                for times in (cold, warm):
+                    core._fused_forget_loaded()
+                    times.append(first_call())
+    finally:
+        if saved is None:
+            os.environ.pop("EMBER_CACHE_DIR", None)
+        else:
+            os.environ["EMBER_CACHE_DIR"] = saved
+    return sorted(cold)[len(cold) // 2], sorted(warm)[len(warm) // 2]
+
+
 @dataclass
 class CompileCase(PythonCase):
     """Cold and warm compile of the chain8 kernel, one call each, median over rounds."""
@@ -209,29 +229,17 @@ class CompileCase(PythonCase):
         x = ember.rand(1024).to(r.device)
         core = private(ember)
         fused = core._fused_elementwise
-        cold, warm = [], []
-        saved = os.environ.get("EMBER_CACHE_DIR")
-        try:
-            for _ in range(max(ctx.rounds, 3)):
-                with tempfile.TemporaryDirectory() as folder:
-                    os.environ["EMBER_CACHE_DIR"] = folder
-                    for times in (cold, warm):
-                        core._fused_forget_loaded()
-                        start = time.perf_counter()
-                        _, ok, reason = fused(CHAIN8, [x])
-                        times.append(time.perf_counter() - start)
-                        if not ok:
-                            raise Skipped(f"no fused kernel here: {reason}")
-        finally:
-            if saved is None:
-                os.environ.pop("EMBER_CACHE_DIR", None)
-            else:
-                os.environ["EMBER_CACHE_DIR"] = saved
 
-        def median(v):
-            return sorted(v)[len(v) // 2]
-        return [Measurement("compile_cold", "s", "lower", median(cold)),
-                Measurement("compile_warm", "s", "lower", median(warm))]
+        def first_call():
+            start = time.perf_counter()
+            _, ok, reason = fused(CHAIN8, [x])
+            seconds = time.perf_counter() - start
+            if not ok:
+                raise Skipped(f"no fused kernel here: {reason}")
+            return seconds
+        cold, warm = cold_and_warm(ctx, core, first_call)
+        return [Measurement("compile_cold", "s", "lower", cold),
+                Measurement("compile_warm", "s", "lower", warm)]
 
 
 def cases(device):
@@ -378,25 +386,13 @@ class StepCompileCase(PythonCase):
         r = python_side(ctx)
         if not hasattr(r.xp, "compile"):
             raise Skipped("this ember has no compile()")
-        core = private(r.xp)
-        cold, warm, groups = [], [], 0
-        saved = os.environ.get("EMBER_CACHE_DIR")
-        try:
-            for _ in range(max(ctx.rounds, 3)):
-                with tempfile.TemporaryDirectory() as folder:
-                    os.environ["EMBER_CACHE_DIR"] = folder
-                    for times in (cold, warm):
-                        core._fused_forget_loaded()
-                        seconds, groups = self.first_call(r)
-                        times.append(seconds)
-        finally:
-            if saved is None:
-                os.environ.pop("EMBER_CACHE_DIR", None)
-            else:
-                os.environ["EMBER_CACHE_DIR"] = saved
+        groups = 0
 
-        def median(v):
-            return sorted(v)[len(v) // 2]
-        return [Measurement("compile_cold", "s", "lower", median(cold)),
-                Measurement("compile_warm", "s", "lower", median(warm)),
+        def first_call():
+            nonlocal groups
+            seconds, groups = self.first_call(r)
+            return seconds
+        cold, warm = cold_and_warm(ctx, private(r.xp), first_call)
+        return [Measurement("compile_cold", "s", "lower", cold),
+                Measurement("compile_warm", "s", "lower", warm),
                 Measurement("fused_groups", "groups", "higher", float(groups))]

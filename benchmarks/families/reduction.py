@@ -15,11 +15,14 @@ def reduce(name):
     return build
 
 
+# The [rows, cols] matrices of the families that reduce along rows or columns (softmax_loss's too).
+MATRIX_SIZES = {"cpu": [(64, 256), (1024, 1024), (4096, 4096)],
+                "cuda": [(1024, 1024), (4096, 4096), (16384, 4096)]}
+
+
 def cases(device):
-    sizes = {"cpu": [(64, 256), (1024, 1024), (4096, 4096)],
-             "cuda": [(1024, 1024), (4096, 4096), (16384, 4096)]}[device]
     out = []
-    for i, (rows, cols) in enumerate(sizes):
+    for i, (rows, cols) in enumerate(MATRIX_SIZES[device]):
         for op in ("sum", "amax"):
             for dim in (-1, 0):
                 p = {"rows": rows, "cols": cols, "dim": dim}

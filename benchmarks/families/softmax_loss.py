@@ -8,6 +8,7 @@ Ember's case (cpp/kernel_cases.cpp) it computes the mean loss and the gradient o
 input requires grad, so no graph is built and PyTorch's autograd engine, which Ember's case does
 not run, is not timed."""
 
+from families.reduction import MATRIX_SIZES
 from harness.case import KernelCase
 
 F32 = 4
@@ -85,10 +86,8 @@ def cross_entropy_fwd_bwd_ember(r, p):  # the ops of Ember's case, from Python
 
 
 def cases(device):
-    sizes = {"cpu": [(64, 256), (1024, 1024), (4096, 4096)],
-             "cuda": [(1024, 1024), (4096, 4096), (16384, 4096)]}[device]
     out = []
-    for i, (rows, cols) in enumerate(sizes):
+    for i, (rows, cols) in enumerate(MATRIX_SIZES[device]):
         p, quick, moved = {"rows": rows, "cols": cols}, i == 1, 2 * F32 * rows * cols
         out += [KernelCase("softmax", p, softmax, softmax, bytes=moved, quick=quick,
                            ember=ember_over_last_dim("softmax")),

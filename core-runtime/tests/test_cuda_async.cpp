@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "cuda_test.h"
 #include "ember/cuda.h"
 #include "test_util.h"
 
@@ -176,14 +177,7 @@ TEST_P(CudaAsyncErrors, MaxPool2dBackwardOutOfRangeIndex) {
 
 // ---- CUDA only ----
 
-class CudaAsync : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!cuda_is_available())
-      GTEST_SKIP() << "no CUDA device here (cuda_compiled=" << cuda_compiled() << ")";
-  }
-  const Device gpu{DeviceType::CUDA, 0};
-};
+using CudaAsync = test::CudaTest;
 
 TEST_F(CudaAsync, TheFirstOfTwoFailuresIsReported) {
   const Tensor x = grid(10, 3, gpu);

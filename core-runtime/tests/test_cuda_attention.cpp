@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "attention_reference.h"
+#include "cuda_test.h"
 #include "test_util.h"
 
 namespace ember {
@@ -27,13 +28,7 @@ using test::random_tensor;
 
 const Device kCuda("cuda:0");
 
-class CudaAttention : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!cuda_is_available())
-      GTEST_SKIP() << "no CUDA device here (cuda_compiled=" << cuda_compiled() << ")";
-  }
-};
+using CudaAttention = test::CudaTest;
 
 // Sets EMBER_ATTENTION_VERSION for the scope of a test.
 struct LadderVersion {

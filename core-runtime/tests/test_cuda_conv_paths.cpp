@@ -14,6 +14,7 @@
 #include <random>
 #include <string>
 
+#include "cuda_test.h"
 #include "test_util.h"
 
 namespace ember {
@@ -24,13 +25,7 @@ using Values = std::vector<double>;
 
 const Device kCuda("cuda:0");
 
-class ConvPaths : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!cuda_is_available())
-      GTEST_SKIP() << "no CUDA device here (cuda_compiled=" << cuda_compiled() << ")";
-  }
-};
+using ConvPaths = test::CudaTest;
 
 // Sets EMBER_CONV_ALGO for the scope.
 struct ConvAlgo {

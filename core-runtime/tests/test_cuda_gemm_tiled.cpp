@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "cuda_test.h"
 #include "test_util.h"
 
 namespace ember {
@@ -20,13 +21,7 @@ using test::random_tensor;
 const Device kCuda("cuda:0");
 constexpr int kVersions = 5;  // kTiledVersions in gemm_tiled.cuh
 
-class TiledGemm : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!cuda_is_available())
-      GTEST_SKIP() << "no CUDA device here (cuda_compiled=" << cuda_compiled() << ")";
-  }
-};
+using TiledGemm = test::CudaTest;
 
 // Sets EMBER_GEMM_TILED_VERSION for the scope of a test.
 struct TiledVersion {

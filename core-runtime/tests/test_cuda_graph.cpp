@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda_test.h"
 #include "ember/cuda.h"
 #include "test_util.h"
 
@@ -14,14 +15,7 @@ namespace {
 
 using test::expect_error;
 
-class CudaGraph : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!cuda_is_available())
-      GTEST_SKIP() << "no CUDA device here (cuda_compiled=" << cuda_compiled() << ")";
-  }
-  const Device gpu{DeviceType::CUDA, 0};
-};
+using CudaGraph = test::CudaTest;
 
 Tensor from(const std::vector<float>& v, const Shape& shape, Device device) {
   return Tensor::from_vector(v, shape).to(device);

@@ -107,6 +107,15 @@ opt::SchedulerState schedule_state_from(const py::dict& d) {
   return s;
 }
 
+// One optimizer class, made from (params, options) as every optimizer is.
+template <class T, class Base = opt::Optimizer>
+void bind_optimizer(py::module_& m, const char* name) {
+  auto make = [](std::vector<Variable> params, const opt::Options& options) {
+    return new T(std::move(params), options);
+  };
+  py::class_<T, Base>(m, name).def(py::init(make), py::arg("params"), py::arg("options"));
+}
+
 void bind_optimizers(py::module_& m) {
   py::class_<opt::Optimizer>(m, "_Optimizer",
                              "An autodiff-engine optimizer (ember.optim wraps it).")
@@ -140,30 +149,15 @@ void bind_optimizers(py::module_& m) {
           },
           py::arg("state_dict"));
 
-  const auto ctor = [](auto* tag) {
-    using T = std::remove_pointer_t<decltype(tag)>;
-    return py::init([](std::vector<Variable> params, const opt::Options& options) {
-      return new T(std::move(params), options);
-    });
-  };
-  py::class_<opt::SGD, opt::Optimizer>(m, "_SGD").def(ctor((opt::SGD*)nullptr), py::arg("params"),
-                                                      py::arg("options"));
-  py::class_<opt::Adam, opt::Optimizer>(m, "_Adam")
-      .def(ctor((opt::Adam*)nullptr), py::arg("params"), py::arg("options"));
-  py::class_<opt::AdamW, opt::Adam>(m, "_AdamW")
-      .def(ctor((opt::AdamW*)nullptr), py::arg("params"), py::arg("options"));
-  py::class_<opt::RMSprop, opt::Optimizer>(m, "_RMSprop")
-      .def(ctor((opt::RMSprop*)nullptr), py::arg("params"), py::arg("options"));
-  py::class_<opt::Adadelta, opt::Optimizer>(m, "_Adadelta")
-      .def(ctor((opt::Adadelta*)nullptr), py::arg("params"), py::arg("options"));
-  py::class_<opt::Adagrad, opt::Optimizer>(m, "_Adagrad")
-      .def(ctor((opt::Adagrad*)nullptr), py::arg("params"), py::arg("options"));
-  py::class_<opt::Adamax, opt::Optimizer>(m, "_Adamax")
-      .def(ctor((opt::Adamax*)nullptr), py::arg("params"), py::arg("options"));
-  py::class_<opt::NAdam, opt::Optimizer>(m, "_NAdam")
-      .def(ctor((opt::NAdam*)nullptr), py::arg("params"), py::arg("options"));
-  py::class_<opt::RAdam, opt::Optimizer>(m, "_RAdam")
-      .def(ctor((opt::RAdam*)nullptr), py::arg("params"), py::arg("options"));
+  bind_optimizer<opt::SGD>(m, "_SGD");
+  bind_optimizer<opt::Adam>(m, "_Adam");
+  bind_optimizer<opt::AdamW, opt::Adam>(m, "_AdamW");
+  bind_optimizer<opt::RMSprop>(m, "_RMSprop");
+  bind_optimizer<opt::Adadelta>(m, "_Adadelta");
+  bind_optimizer<opt::Adagrad>(m, "_Adagrad");
+  bind_optimizer<opt::Adamax>(m, "_Adamax");
+  bind_optimizer<opt::NAdam>(m, "_NAdam");
+  bind_optimizer<opt::RAdam>(m, "_RAdam");
 }
 
 // ReduceLROnPlateau steps on a metric, so it is not an _LRScheduler; its state_dict is
@@ -256,6 +250,16 @@ void bind_schedules(py::module_& m) {
   bind_plateau(m);
 }
 
+// A random initialiser as Python calls it: f(tensor, args..., generator) on the tensor of a
+// Variable, drawing from the ember.Generator `generator` (the default generator when it is None),
+// and returning the Variable.
+// Args: the initialiser's own arguments, between the tensor and the generator.
+template <class... Args, class F> auto random_init(F f, const char* name) {
+  return [f, name](const Variable& t, Args... args, py::handle generator) {
+    return f(t.data(), args..., generator_from_object(generator, name)), t;
+  };
+}
+
 void bind_init(py::module_& m) {
   m.def(
       "_calculate_fan_in_and_fan_out",
@@ -266,63 +270,26 @@ void bind_init(py::module_& m) {
       py::arg("tensor"), "(fan_in, fan_out) of a weight [out, in, k...].");
   m.def("_calculate_gain", &init::calculate_gain, py::arg("nonlinearity"),
         py::arg("param") = py::none());
-  // Each initialiser fills its Tensor argument in place (no history) and returns it; the random
-  // ones draw from generator (an ember.Generator), or the default generator when it is None.
-  using V = const Variable&;
+  // Each initialiser fills its Tensor argument in place (no history) and returns it.
   using S = const std::string&;
-  using H = py::handle;
   const auto gen = py::arg("generator") = py::none();
+  m.def("_uniform_", random_init<double, double>(init::uniform_, "uniform_"), py::arg("tensor"),
+        py::arg("a"), py::arg("b"), gen);
+  m.def("_normal_", random_init<double, double>(init::normal_, "normal_"), py::arg("tensor"),
+        py::arg("mean"), py::arg("std"), gen);
   m.def(
-      "_uniform_",
-      [](V t, double a, double b, H gen) {
-        return init::uniform_(t.data(), a, b, generator_from_object(gen, "uniform_")), t;
-      },
-      py::arg("tensor"), py::arg("a"), py::arg("b"), gen);
-  m.def(
-      "_normal_",
-      [](V t, double mean, double std, H gen) {
-        return init::normal_(t.data(), mean, std, generator_from_object(gen, "normal_")), t;
-      },
-      py::arg("tensor"), py::arg("mean"), py::arg("std"), gen);
-  m.def(
-      "_constant_", [](V t, double v) { return init::constant_(t.data(), v), t; },
+      "_constant_", [](const Variable& t, double v) { return init::constant_(t.data(), v), t; },
       py::arg("tensor"), py::arg("val"));
-  m.def(
-      "_xavier_uniform_",
-      [](V t, double gain, H gen) {
-        return init::xavier_uniform_(t.data(), gain, generator_from_object(gen, "xavier_uniform_")),
-               t;
-      },
-      py::arg("tensor"), py::arg("gain"), gen);
-  m.def(
-      "_xavier_normal_",
-      [](V t, double gain, H gen) {
-        return init::xavier_normal_(t.data(), gain, generator_from_object(gen, "xavier_normal_")),
-               t;
-      },
-      py::arg("tensor"), py::arg("gain"), gen);
-  m.def(
-      "_kaiming_uniform_",
-      [](V t, double a, S mode, S nl, H gen) {
-        return init::kaiming_uniform_(t.data(), a, mode, nl,
-                                      generator_from_object(gen, "kaiming_uniform_")),
-               t;
-      },
-      py::arg("tensor"), py::arg("a"), py::arg("mode"), py::arg("nonlinearity"), gen);
-  m.def(
-      "_kaiming_normal_",
-      [](V t, double a, S mode, S nl, H gen) {
-        return init::kaiming_normal_(t.data(), a, mode, nl,
-                                     generator_from_object(gen, "kaiming_normal_")),
-               t;
-      },
-      py::arg("tensor"), py::arg("a"), py::arg("mode"), py::arg("nonlinearity"), gen);
-  m.def(
-      "_orthogonal_",
-      [](V t, double gain, H gen) {
-        return init::orthogonal_(t.data(), gain, generator_from_object(gen, "orthogonal_")), t;
-      },
-      py::arg("tensor"), py::arg("gain"), gen);
+  m.def("_xavier_uniform_", random_init<double>(init::xavier_uniform_, "xavier_uniform_"),
+        py::arg("tensor"), py::arg("gain"), gen);
+  m.def("_xavier_normal_", random_init<double>(init::xavier_normal_, "xavier_normal_"),
+        py::arg("tensor"), py::arg("gain"), gen);
+  m.def("_kaiming_uniform_", random_init<double, S, S>(init::kaiming_uniform_, "kaiming_uniform_"),
+        py::arg("tensor"), py::arg("a"), py::arg("mode"), py::arg("nonlinearity"), gen);
+  m.def("_kaiming_normal_", random_init<double, S, S>(init::kaiming_normal_, "kaiming_normal_"),
+        py::arg("tensor"), py::arg("a"), py::arg("mode"), py::arg("nonlinearity"), gen);
+  m.def("_orthogonal_", random_init<double>(init::orthogonal_, "orthogonal_"), py::arg("tensor"),
+        py::arg("gain"), gen);
 }
 
 }  // namespace

@@ -125,12 +125,18 @@ def make_step(model, opt, kind):
     return step
 
 
-@pytest.mark.parametrize("kind", ["cnn", "mlp", "gpt"])
-def test_twenty_steps_equal_eager_bit_for_bit(kind):
+def eager_and_compiled(kind, **options):
+    """Two models and optimizers built alike, each with its step: (model, optimizer, step) of the
+    eager one, then of the one whose step is ember.compile(step, **options)."""
     model_a, opt_a = build(kind)
     model_b, opt_b = build(kind)
-    eager = make_step(model_a, opt_a, kind)
-    compiled = ember.compile(make_step(model_b, opt_b, kind))
+    return ((model_a, opt_a, make_step(model_a, opt_a, kind)),
+            (model_b, opt_b, ember.compile(make_step(model_b, opt_b, kind), **options)))
+
+
+@pytest.mark.parametrize("kind", ["cnn", "mlp", "gpt"])
+def test_twenty_steps_equal_eager_bit_for_bit(kind):
+    (model_a, opt_a, eager), (model_b, opt_b, compiled) = eager_and_compiled(kind)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the second trace (optimizer state made) is quiet
         for i, (x, y) in enumerate(batches(kind, 20)):
@@ -155,12 +161,9 @@ def test_explain_and_graph_show_the_step():
 
 
 def test_learning_rate_schedule_between_calls_is_read_live():
-    model_a, opt_a = build("mlp")
-    model_b, opt_b = build("mlp")
+    (model_a, opt_a, eager), (model_b, opt_b, compiled) = eager_and_compiled("mlp")
     sched_a = optim.lr_scheduler.StepLR(opt_a, step_size=2, gamma=0.5)
     sched_b = optim.lr_scheduler.StepLR(opt_b, step_size=2, gamma=0.5)
-    eager, compiled = make_step(model_a, opt_a, "mlp"), ember.compile(make_step(model_b, opt_b,
-                                                                                  "mlp"))
     for x, y in batches("mlp", 8):
         assert_same(eager(x, y), compiled(x, y), "loss")
         sched_a.step()
@@ -170,10 +173,7 @@ def test_learning_rate_schedule_between_calls_is_read_live():
 
 
 def test_state_changed_between_calls_is_read():
-    model_a, opt_a = build("mlp")
-    model_b, opt_b = build("mlp")
-    eager, compiled = make_step(model_a, opt_a, "mlp"), ember.compile(make_step(model_b, opt_b,
-                                                                                  "mlp"))
+    (model_a, opt_a, eager), (model_b, opt_b, compiled) = eager_and_compiled("mlp")
     data = batches("mlp", 6)
     for i, (x, y) in enumerate(data):
         if i == 3:
@@ -428,20 +428,15 @@ def test_a_memory_budget_recomputes_or_names_the_smallest():
     with pytest.raises(ember.ValueError, match="cannot be met") as info:
         ember.compile(make_step(model, opt, "mlp"), memory_budget=64)(x, y)
     smallest = int(re.search(r"memory_budget >= (\d+)", str(info.value)).group(1))
-    model_a, opt_a = build("mlp")
-    model_b, opt_b = build("mlp")
-    eager = make_step(model_a, opt_a, "mlp")
-    compiled = ember.compile(make_step(model_b, opt_b, "mlp"), memory_budget=smallest)
+    (model_a, opt_a, eager), (model_b, opt_b, compiled) = eager_and_compiled(
+        "mlp", memory_budget=smallest)
     for x, y in batches("mlp", 5):
         assert_same(eager(x, y), compiled(x, y), "loss")
     assert "== rematerialisation ==" in compiled.explain()
 
 
 def test_without_passes_the_traced_graph_replays_as_it_is():
-    model_a, opt_a = build("cnn")
-    model_b, opt_b = build("cnn")
-    eager = make_step(model_a, opt_a, "cnn")
-    compiled = ember.compile(make_step(model_b, opt_b, "cnn"), optimize=False)
+    (model_a, opt_a, eager), (model_b, opt_b, compiled) = eager_and_compiled("cnn", optimize=False)
     for x, y in batches("cnn", 5):
         assert_same(eager(x, y), compiled(x, y), "loss")
     assert_same_training_state(model_a, opt_a, model_b, opt_b)

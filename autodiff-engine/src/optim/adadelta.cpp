@@ -1,28 +1,13 @@
-// adadelta.cpp — Adadelta: options, their checks and the update, composed of elementwise ops.
-#include "ember/autodiff/optim/adadelta.h"
-
+// adadelta.cpp — Adadelta: its options and update, composed of elementwise ops.
 #include "composed.h"
+#include "ember/autodiff/optim/composed_optimizers.h"
 
 namespace ember::autodiff::optim {
 
-Adadelta::Adadelta(std::vector<Variable> params, const Options& options)
-    : Optimizer(
-          "Adadelta",
-          {{"lr", 1.0}, {"rho", 0.9}, {"eps", 1e-6}, {"weight_decay", 0.0}, {"maximize", 0.0}},
-          options) {
-  add_param_group(std::move(params));
-}
+namespace {
 
-void Adadelta::check_options(const Options& options) const {
-  check_at_least(options, "lr", 0.0);
-  check_in_range(options, "rho", 0.0, 1.0);
-  check_at_least(options, "eps", 0.0);
-  check_at_least(options, "weight_decay", 0.0);
-  check_flag(options, "maximize");
-}
-
-void Adadelta::update(const Options& o, const TensorList& params, const TensorList& grads,
-                      const std::vector<ParamState*>& states) {
+void adadelta_update(const Options& o, const TensorList& params, const TensorList& grads,
+                     const std::vector<ParamState*>& states) {
   const double lr = o.at("lr"), rho = o.at("rho"), eps = o.at("eps");
   for (size_t i = 0; i < params.size(); ++i) {
     const Tensor& p = params[i];
@@ -34,6 +19,16 @@ void Adadelta::update(const Options& o, const TensorList& params, const TensorLi
     lerp_(acc_delta, mul(delta, delta), rho);
     sub_(p, mul(delta, lr));
   }
+}
+
+}  // namespace
+
+Adadelta::Adadelta(std::vector<Variable> params, const Options& options)
+    : Optimizer(
+          "Adadelta",
+          {{"lr", 1.0}, {"rho", 0.9}, {"eps", 1e-6}, {"weight_decay", 0.0}, {"maximize", 0.0}},
+          options, {{"maximize"}, {"rho"}, {"square_avg", "acc_delta"}, adadelta_update}) {
+  add_param_group(std::move(params));
 }
 
 }  // namespace ember::autodiff::optim

@@ -1,6 +1,7 @@
-// adam.cpp — Adam and AdamW: options, their checks and the fused update.
+// adam.cpp — Adam and AdamW: their options and the fused update.
 #include "ember/autodiff/optim/adam.h"
 
+#include "adam_family.h"
 #include "ember/autodiff/compile/trace.h"
 #include "ember/autodiff/op.h"
 #include "ember/ops/creation.h"
@@ -13,22 +14,14 @@ Adam::Adam(std::vector<Variable> params, const Options& options)
 
 Adam::Adam(std::string name, std::vector<Variable> params, const Options& options,
            double weight_decay, bool decoupled)
-    : Optimizer(std::move(name),
-                {{"lr", 1e-3},
-                 {"beta1", 0.9},
-                 {"beta2", 0.999},
-                 {"eps", 1e-8},
-                 {"weight_decay", weight_decay},
-                 {"maximize", 0.0}},
-                options),
+    : Optimizer(std::move(name), adam_family_defaults(1e-3, weight_decay), options,
+                adam_family_rule({"exp_avg", "exp_avg_sq"}, nullptr)),
       decoupled_(decoupled) {
   add_param_group(std::move(params));
 }
 
 AdamW::AdamW(std::vector<Variable> params, const Options& options)
     : Adam("AdamW", std::move(params), options, 1e-2, true) {}
-
-void Adam::check_options(const Options& options) const { check_adam_options(options); }
 
 void Adam::update(const Options& o, const TensorList& params, const TensorList& grads,
                   const std::vector<ParamState*>& states) {

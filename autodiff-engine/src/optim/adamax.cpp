@@ -1,28 +1,16 @@
-// adamax.cpp — Adamax: options, their checks and the update, composed of elementwise ops.
-#include "ember/autodiff/optim/adamax.h"
-
+// adamax.cpp — Adamax: its options and update, composed of elementwise ops.
 #include <cmath>
 
+#include "adam_family.h"
 #include "composed.h"
+#include "ember/autodiff/optim/composed_optimizers.h"
 
 namespace ember::autodiff::optim {
 
-Adamax::Adamax(std::vector<Variable> params, const Options& options)
-    : Optimizer("Adamax",
-                {{"lr", 2e-3},
-                 {"beta1", 0.9},
-                 {"beta2", 0.999},
-                 {"eps", 1e-8},
-                 {"weight_decay", 0.0},
-                 {"maximize", 0.0}},
-                options) {
-  add_param_group(std::move(params));
-}
+namespace {
 
-void Adamax::check_options(const Options& options) const { check_adam_options(options); }
-
-void Adamax::update(const Options& o, const TensorList& params, const TensorList& grads,
-                    const std::vector<ParamState*>& states) {
+void adamax_update(const Options& o, const TensorList& params, const TensorList& grads,
+                   const std::vector<ParamState*>& states) {
   const double beta1 = o.at("beta1"), beta2 = o.at("beta2");
   for (size_t i = 0; i < params.size(); ++i) {
     const Tensor& p = params[i];
@@ -34,6 +22,14 @@ void Adamax::update(const Options& o, const TensorList& params, const TensorList
     const double clr = o.at("lr") / (1.0 - std::pow(beta1, double(states[i]->step)));
     sub_(p, mul(div(exp_avg, exp_inf), clr));
   }
+}
+
+}  // namespace
+
+Adamax::Adamax(std::vector<Variable> params, const Options& options)
+    : Optimizer("Adamax", adam_family_defaults(2e-3, 0.0), options,
+                adam_family_rule({"exp_avg", "exp_inf"}, adamax_update)) {
+  add_param_group(std::move(params));
 }
 
 }  // namespace ember::autodiff::optim

@@ -1,34 +1,16 @@
-// nadam.cpp — NAdam: options, their checks and the update, composed of elementwise ops.
-#include "ember/autodiff/optim/nadam.h"
-
+// nadam.cpp — NAdam: its options and update, composed of elementwise ops.
 #include <cmath>
 
+#include "adam_family.h"
 #include "composed.h"
+#include "ember/autodiff/optim/composed_optimizers.h"
 
 namespace ember::autodiff::optim {
 
-NAdam::NAdam(std::vector<Variable> params, const Options& options)
-    : Optimizer("NAdam",
-                {{"lr", 2e-3},
-                 {"beta1", 0.9},
-                 {"beta2", 0.999},
-                 {"eps", 1e-8},
-                 {"weight_decay", 0.0},
-                 {"momentum_decay", 4e-3},
-                 {"decoupled_weight_decay", 0.0},
-                 {"maximize", 0.0}},
-                options) {
-  add_param_group(std::move(params));
-}
+namespace {
 
-void NAdam::check_options(const Options& options) const {
-  check_adam_options(options);
-  check_at_least(options, "momentum_decay", 0.0);
-  check_flag(options, "decoupled_weight_decay");
-}
-
-void NAdam::update(const Options& o, const TensorList& params, const TensorList& grads,
-                   const std::vector<ParamState*>& states) {
+void nadam_update(const Options& o, const TensorList& params, const TensorList& grads,
+                  const std::vector<ParamState*>& states) {
   const double lr = o.at("lr"), beta1 = o.at("beta1"), beta2 = o.at("beta2");
   // The momentum schedule: mu(t) rises from about beta1 / 2 towards beta1.
   auto mu = [&](double t) {
@@ -46,6 +28,18 @@ void NAdam::update(const Options& o, const TensorList& params, const TensorList&
     sub_(p, mul(div(g, denom), lr * (1.0 - mu_t) / (1.0 - mu_product)));
     sub_(p, mul(div(m.exp_avg, denom), lr * mu_next / (1.0 - mu_product * mu_next)));
   }
+}
+
+}  // namespace
+
+NAdam::NAdam(std::vector<Variable> params, const Options& options)
+    : Optimizer("NAdam",
+                adam_family_defaults(2e-3, 0.0,
+                                     {{"momentum_decay", 4e-3}, {"decoupled_weight_decay", 0.0}}),
+                options,
+                adam_family_rule({"exp_avg", "exp_avg_sq", "mu_product"}, nadam_update,
+                                 {"decoupled_weight_decay"})) {
+  add_param_group(std::move(params));
 }
 
 }  // namespace ember::autodiff::optim

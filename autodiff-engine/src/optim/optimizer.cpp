@@ -34,8 +34,9 @@ Tensor copy_like(const Tensor& src, const Tensor& like, bool master) {
 bool is_half(DType t) { return t == DType::Float16 || t == DType::BFloat16; }
 }  // namespace
 
-Optimizer::Optimizer(std::string name, Options defaults, const Options& options)
-    : name_(std::move(name)), defaults_(std::move(defaults)) {
+Optimizer::Optimizer(std::string name, Options defaults, const Options& options, OptimizerRule rule)
+    : name_(std::move(name)), defaults_(std::move(defaults)), rule_(std::move(rule)) {
+  for (const auto& [option, value] : defaults_) option_names_.push_back(option);
   defaults_.emplace(kMasterWeights, 0.0);
   defaults_ = merged(options);
 }
@@ -151,6 +152,24 @@ void Optimizer::step() {
     }
   }
   if (traced) trace_host_state(updated);
+}
+
+void Optimizer::check_options(const Options& options) const {
+  auto among = [](const std::vector<std::string>& names, const std::string& option) {
+    return std::find(names.begin(), names.end(), option) != names.end();
+  };
+  for (const std::string& option : option_names_) {
+    if (among(rule_.flags, option)) check_flag(options, option.c_str());
+    else if (among(rule_.fractions, option)) check_in_range(options, option.c_str(), 0.0, 1.0);
+    else check_at_least(options, option.c_str(), 0.0);
+  }
+}
+
+void Optimizer::update(const Options& options, const TensorList& params, const TensorList& grads,
+                       const std::vector<ParamState*>& states) {
+  if (!rule_.update)
+    throw NotSupportedError(name_ + ".step", "no update: the optimizer must override update()");
+  rule_.update(options, params, grads, states);
 }
 
 void Optimizer::traced_update(size_t, const std::vector<Variable>&, const TensorList&,

@@ -1,32 +1,16 @@
-// radam.cpp — RAdam: options, their checks and the update, composed of elementwise ops.
-#include "ember/autodiff/optim/radam.h"
-
+// radam.cpp — RAdam: its options and update, composed of elementwise ops.
 #include <cmath>
 
+#include "adam_family.h"
 #include "composed.h"
+#include "ember/autodiff/optim/composed_optimizers.h"
 
 namespace ember::autodiff::optim {
 
-RAdam::RAdam(std::vector<Variable> params, const Options& options)
-    : Optimizer("RAdam",
-                {{"lr", 1e-3},
-                 {"beta1", 0.9},
-                 {"beta2", 0.999},
-                 {"eps", 1e-8},
-                 {"weight_decay", 0.0},
-                 {"decoupled_weight_decay", 0.0},
-                 {"maximize", 0.0}},
-                options) {
-  add_param_group(std::move(params));
-}
+namespace {
 
-void RAdam::check_options(const Options& options) const {
-  check_adam_options(options);
-  check_flag(options, "decoupled_weight_decay");
-}
-
-void RAdam::update(const Options& o, const TensorList& params, const TensorList& grads,
-                   const std::vector<ParamState*>& states) {
+void radam_update(const Options& o, const TensorList& params, const TensorList& grads,
+                  const std::vector<ParamState*>& states) {
   const double lr = o.at("lr"), beta1 = o.at("beta1"), beta2 = o.at("beta2");
   const double rho_inf = 2.0 / (1.0 - beta2) - 1.0;
   for (size_t i = 0; i < params.size(); ++i) {
@@ -48,6 +32,16 @@ void RAdam::update(const Options& o, const TensorList& params, const TensorList&
       sub_(p, mul(m_hat, lr));
     }
   }
+}
+
+}  // namespace
+
+RAdam::RAdam(std::vector<Variable> params, const Options& options)
+    : Optimizer("RAdam", adam_family_defaults(1e-3, 0.0, {{"decoupled_weight_decay", 0.0}}),
+                options,
+                adam_family_rule({"exp_avg", "exp_avg_sq"}, radam_update,
+                                 {"decoupled_weight_decay"})) {
+  add_param_group(std::move(params));
 }
 
 }  // namespace ember::autodiff::optim

@@ -1,4 +1,4 @@
-// rmsprop.cpp — RMSprop: options, their checks and the fused update.
+// rmsprop.cpp — RMSprop: its options and the fused update.
 #include "ember/autodiff/optim/rmsprop.h"
 
 #include "ember/ops/creation.h"
@@ -6,31 +6,10 @@
 
 namespace ember::autodiff::optim {
 
-RMSprop::RMSprop(std::vector<Variable> params, const Options& options)
-    : Optimizer("RMSprop",
-                {{"lr", 1e-2},
-                 {"alpha", 0.99},
-                 {"eps", 1e-8},
-                 {"weight_decay", 0.0},
-                 {"momentum", 0.0},
-                 {"centered", 0.0},
-                 {"maximize", 0.0}},
-                options) {
-  add_param_group(std::move(params));
-}
+namespace {
 
-void RMSprop::check_options(const Options& options) const {
-  check_at_least(options, "lr", 0.0);
-  check_at_least(options, "alpha", 0.0);
-  check_at_least(options, "eps", 0.0);
-  check_at_least(options, "weight_decay", 0.0);
-  check_at_least(options, "momentum", 0.0);
-  check_flag(options, "centered");
-  check_flag(options, "maximize");
-}
-
-void RMSprop::update(const Options& o, const TensorList& params, const TensorList& grads,
-                     const std::vector<ParamState*>& states) {
+void rmsprop_update(const Options& o, const TensorList& params, const TensorList& grads,
+                    const std::vector<ParamState*>& states) {
   const double momentum = o.at("momentum");
   const bool centered = o.at("centered") != 0.0;
   // Every buffer starts at zero; the lists the configuration does not use stay empty.
@@ -47,6 +26,25 @@ void RMSprop::update(const Options& o, const TensorList& params, const TensorLis
   }
   rmsprop_step(params, grads, square_avgs, momentum_buffers, grad_avgs, o.at("lr"), o.at("alpha"),
                o.at("eps"), o.at("weight_decay"), momentum, centered, o.at("maximize") != 0.0);
+}
+
+}  // namespace
+
+RMSprop::RMSprop(std::vector<Variable> params, const Options& options)
+    : Optimizer("RMSprop",
+                {{"lr", 1e-2},
+                 {"alpha", 0.99},
+                 {"eps", 1e-8},
+                 {"weight_decay", 0.0},
+                 {"momentum", 0.0},
+                 {"centered", 0.0},
+                 {"maximize", 0.0}},
+                options,
+                {{"centered", "maximize"},
+                 {},
+                 {"square_avg", "momentum_buffer", "grad_avg"},
+                 rmsprop_update}) {
+  add_param_group(std::move(params));
 }
 
 }  // namespace ember::autodiff::optim

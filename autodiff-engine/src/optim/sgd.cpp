@@ -16,7 +16,7 @@ SGD::SGD(std::vector<Variable> params, const Options& options)
                  {"weight_decay", 0.0},
                  {"nesterov", 0.0},
                  {"maximize", 0.0}},
-                options) {
+                options, {{}, {}, {"momentum_buffer"}, nullptr}) {
   add_param_group(std::move(params));
 }
 

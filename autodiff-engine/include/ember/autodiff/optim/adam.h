@@ -16,8 +16,6 @@ class Adam : public Optimizer {
  protected:
   Adam(std::string name, std::vector<Variable> params, const Options& options, double weight_decay,
        bool decoupled);
-  void check_options(const Options& options) const override;
-  std::vector<std::string> buffer_names() const override { return {"exp_avg", "exp_avg_sq"}; }
   void update(const Options& options, const TensorList& params, const TensorList& grads,
               const std::vector<ParamState*>& states) override;
   void traced_update(size_t group, const std::vector<Variable>& params, const TensorList& grads,

@@ -59,6 +59,22 @@ struct OptimizerState {
   std::map<int64_t, ParamState> state;
 };
 
+// What the optimizers share that is data, not code: given to Optimizer's constructor, it
+// supplies the defaults of check_options, buffer_names and update, so that an optimizer whose
+// update is a plain function (most of them) declares nothing but its constructor.
+struct OptimizerRule {
+  // check_options: every option of the defaults is a number >= 0, but the flags (0 or 1) and
+  // the fractions (within [0, 1)).
+  std::vector<std::string> flags;
+  std::vector<std::string> fractions;
+  std::vector<std::string> buffers;  // buffer_names
+  // update: a group's update (Optimizer::update's contract); empty where the optimizer
+  // overrides update.
+  std::function<void(const Options& options, const TensorList& params, const TensorList& grads,
+                     const std::vector<ParamState*>& states)>
+      update;
+};
+
 class Optimizer {
  public:
   static constexpr const char* kMasterWeights = "master_weights";  // the option
@@ -95,17 +111,20 @@ class Optimizer {
   void load_state_dict(const OptimizerState& saved);
 
  protected:
-  // `defaults` name every option with its default value; `options` override them.
-  Optimizer(std::string name, Options defaults, const Options& options);
+  // `defaults` name every option with its default value; `options` override them. `rule`
+  // gives the defaults of the three functions below; an optimizer without one overrides them.
+  Optimizer(std::string name, Options defaults, const Options& options, OptimizerRule rule = {});
 
-  // ValueError (naming the optimizer, the option and the fix) unless `options` are valid.
-  virtual void check_options(const Options& options) const = 0;
-  // The buffer (and scalar) names a parameter's state may hold.
-  virtual std::vector<std::string> buffer_names() const = 0;
+  // ValueError (naming the optimizer, the option and the fix) unless `options` are valid. The
+  // default checks the defaults' options as the rule says.
+  virtual void check_options(const Options& options) const;
+  // The buffer (and scalar) names a parameter's state may hold: the rule's buffers.
+  virtual std::vector<std::string> buffer_names() const { return rule_.buffers; }
   // Updates `params` in place from `grads`. states[i] is params[i]'s state, its step already
-  // counting this update; missing buffers are the implementation's to create.
+  // counting this update; missing buffers are the implementation's to create. The default
+  // calls the rule's update.
   virtual void update(const Options& options, const TensorList& params, const TensorList& grads,
-                      const std::vector<ParamState*>& states) = 0;
+                      const std::vector<ParamState*>& states);
   // The same while a compiled step is traced (compile/compile.h): one in-place update node per
   // parameter over its state, with the numbers that change between steps (lr, the step count)
   // in a hyper tensor the replay refills. The default is a CaptureError: only the optimizers
@@ -132,7 +151,8 @@ class Optimizer {
   void check_in_range(const Options& options, const char* option, double low, double high) const;
   void check_flag(const Options& options, const char* option) const;
   // lr, eps, weight_decay >= 0, beta1 and beta2 in [0, 1), maximize a flag: the options of
-  // Adam's family (Adam, AdamW, Adamax, NAdam, RAdam).
+  // Adam's family, for an optimizer that overrides check_options (this library's own give the
+  // same checks as an OptimizerRule).
   void check_adam_options(const Options& options) const;
 
  private:
@@ -143,6 +163,8 @@ class Optimizer {
 
   std::string name_;
   Options defaults_;
+  std::vector<std::string> option_names_;  // the options the constructor's defaults name
+  OptimizerRule rule_;
   std::vector<ParamGroup> groups_;
   // While tracing: what the replay depends on (which state exists, the options that are not
   // read live) and the step counts it advances.

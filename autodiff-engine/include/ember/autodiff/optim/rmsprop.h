@@ -12,14 +12,6 @@ namespace ember::autodiff::optim {
 class RMSprop : public Optimizer {
  public:
   explicit RMSprop(std::vector<Variable> params, const Options& options = {});
-
- protected:
-  void check_options(const Options& options) const override;
-  std::vector<std::string> buffer_names() const override {
-    return {"square_avg", "momentum_buffer", "grad_avg"};
-  }
-  void update(const Options& options, const TensorList& params, const TensorList& grads,
-              const std::vector<ParamState*>& states) override;
 };
 
 }  // namespace ember::autodiff::optim

@@ -14,7 +14,6 @@ class SGD : public Optimizer {
 
  protected:
   void check_options(const Options& options) const override;
-  std::vector<std::string> buffer_names() const override { return {"momentum_buffer"}; }
   void update(const Options& options, const TensorList& params, const TensorList& grads,
               const std::vector<ParamState*>& states) override;
   void traced_update(size_t group, const std::vector<Variable>& params, const TensorList& grads,
