@@ -281,10 +281,14 @@ def cross_aarch64(session):
     out = BUILD / "cross-aarch64"
     out.mkdir(parents=True, exist_ok=True)
     version = (core / "VERSION").read_text().strip()
+    # The lists CMake generates from the files present (kernels.def's families, ember/ops.h).
+    generated = out / "generated"
+    session.run("cmake", f"-DEMBER_GENERATED_DIR={generated}", "-P",
+                str(core / "cmake/EmberGeneratedLists.cmake"), external=True)
     flags = ["-std=c++17", "-O2", "-pthread", "-Wall", "-Wextra", "-Wno-unused-parameter",
              "-Werror", "-Werror=undef", "-fno-trapping-math", "-ffp-contract=off",
-             f"-I{core / 'include'}", f"-I{core / 'src'}",
-             f'-DEMBER_CORE_VERSION_STRING="{version}"']
+             f"-I{core / 'include'}", f"-I{core / 'src'}", f"-I{generated / 'include'}",
+             f"-I{generated / 'src'}", f'-DEMBER_CORE_VERSION_STRING="{version}"']
     # What CMakeLists.txt's ember_backend() defines on the files that ask which backends exist.
     backends = ["-DEMBER_WITH_CPU=1", "-DEMBER_WITH_CUDA=0"]
     sources = sorted([*(core / "src/core").glob("*.cpp"), *(core / "src/ops").glob("*.cpp"),

@@ -1,6 +1,8 @@
 // families.h — each op family's table of definitions, declared from families.def, and the
-// shorthands they are written with. The registry (registry.cpp) asks each table once; adding a
-// family is one line in families.def.
+// shorthands they are written with. The registry (registry.cpp) asks each table once.
+// families.def is generated into the build tree from the files that define a table,
+// `std::vector<OpDef> <family>_ops() {` in src/rules/<family>.cpp (or src/eager/): a new family
+// is its own file (cmake/EmberOpLists.cmake).
 #pragma once
 #include <vector>
 
