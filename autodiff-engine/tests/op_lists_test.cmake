@@ -88,7 +88,8 @@ file(WRITE "${WORK_DIR}/bad/rules/bar.cpp" "std::vector<OpDef> baz_ops() {\n  re
 file(WRITE "${WORK_DIR}/bad/run.cmake"
      "include(${SOURCE_DIR}/cmake/EmberOpLists.cmake)\n"
      "ember_op_families(families ${WORK_DIR}/bad/rules/*.cpp)\n")
-execute_process(COMMAND ${CMAKE_COMMAND} -P "${WORK_DIR}/bad/run.cmake"
+execute_process(COMMAND ${CMAKE_COMMAND} -DEmberCore_FILE_LISTS=${EmberCore_FILE_LISTS}
+                        -P "${WORK_DIR}/bad/run.cmake"
                 RESULT_VARIABLE result ERROR_VARIABLE error)
 if(result EQUAL 0 OR NOT error MATCHES "bar.cpp[ \n]+defines[ \n]+baz_ops")
   message(FATAL_ERROR "bar.cpp defining baz_ops() was accepted (${result}): ${error}")
