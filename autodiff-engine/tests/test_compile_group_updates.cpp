@@ -96,6 +96,19 @@ TEST(GroupUpdates, AnUpdateNeverWaitsPastAReadOfWhatItWrites) {
   s.grouped(1, 1, unused);
 }
 
+TEST(GroupUpdates, TwoUpdatesOfOneParameterNeverJoin) {
+  // A step that updates w0 twice (two optimizer steps): one multi-tensor call would update it
+  // twice at once. w1's update joins the second.
+  Step s;
+  for (int i = 0; i < 2; ++i) s.add_param();
+  s.update(0);
+  s.update(0);
+  s.update(1);
+  s.program.returned = {sum(s.x).id};
+  std::string unused;
+  s.grouped(1, 1, unused);
+}
+
 TEST(GroupUpdates, AnUpdateWhoseGradIsABufferOfTheStepStaysAlone) {
   Step s;
   for (int i = 0; i < 2; ++i) s.add_param();

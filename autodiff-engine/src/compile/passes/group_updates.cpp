@@ -6,10 +6,11 @@
 // mode updates all of them in one multi-tensor call (on CUDA one kernel launch); replayed node
 // by node they are as many launches. This pass joins runs of updates of one kind and attributes
 // into one node (sgd_update_group, adam_update_group) at the place of the run's last update. An
-// update joins the run only when nothing between it and that place reads or writes what it
-// writes (the parameter, its state) or writes what it reads (the grad, the hyper numbers), so
-// every other node sees the same contents as before; and only when its grad is state (a .grad
-// tensor) rather than a buffer of the arena, which waiting longer would keep alive.
+// update joins the run only when nothing after it up to that place (the run's other updates
+// included) reads or writes what it writes (the parameter, its state) or writes what it reads
+// (the grad, the hyper numbers), so every other node sees the same contents as before; and only
+// when its grad is state (a .grad tensor) rather than a buffer of the arena, which waiting longer
+// would keep alive.
 #include <algorithm>
 
 #include "../rewrite.h"
@@ -85,15 +86,16 @@ Program group_updates(const Program& program, Explain& explain) {
       const Node& first = g.node(run[0]);
       bool joins = first.op == node.op && first.attrs == node.attrs &&
                    first.inputs.size() == node.inputs.size();
-      // Every update of the run waits until k: nothing in between may see it missing.
+      // Every update of the run waits until k: nothing after it up to k, the run's later
+      // updates and k itself included, may touch what it writes or write what it reads (two
+      // updates of one parameter never join: one multi-tensor call would update it twice at
+      // once).
       for (int32_t m : run) {
         if (!joins) break;
         std::vector<ValueId> written, read;
         for (size_t i = 0; i < g.node(m).inputs.size(); ++i)
           (i < per ? written : read).push_back(buffer[size_t(g.node(m).inputs[i])]);
-        for (int32_t j = m + 1; j < k && joins; ++j)
-          if (!kind_of(g.node(j)) || g.node(j).op != node.op)
-            joins = !touches(g.node(j), written, read);
+        for (int32_t j = m + 1; j <= k && joins; ++j) joins = !touches(g.node(j), written, read);
       }
       if (!joins) close();
     }
