@@ -443,3 +443,36 @@ def test_without_passes_the_traced_graph_replays_as_it_is():
     assert_same_training_state(model_a, opt_a, model_b, opt_b)
     text = compiled.explain()
     assert "no memory plan" in text and "== memory plan ==" not in text
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_param_groups_and_two_steps_a_call_equal_eager_bit_for_bit(optimizer):
+    # Two parameter groups with their own learning rates (the grouped update runs each run of
+    # equal hyper numbers as one call), and a step that updates every parameter twice (two
+    # updates of one parameter never share a call).
+    def make(seed=0):
+        ember.manual_seed(seed)
+        model = mlp()
+        groups = [{"params": list(model[0].parameters()), "lr": 0.05},
+                  {"params": list(model[2].parameters()) + list(model[4].parameters())}]
+        opt = (optim.SGD(groups, lr=0.01, momentum=0.9) if optimizer == "sgd"
+               else optim.Adam(groups, lr=1e-3))
+        loss_fn = nn.CrossEntropyLoss()
+
+        def step(x, y):
+            for _ in range(2):
+                opt.zero_grad()
+                loss = loss_fn(model(x), y)
+                loss.backward()
+                opt.step()
+            return loss
+
+        return model, opt, step
+
+    model_a, opt_a, eager = make()
+    model_b, opt_b, step = make()
+    compiled = ember.compile(step)
+    for i, (x, y) in enumerate(batches("mlp", 6)):
+        assert_same(eager(x, y), compiled(x, y), f"loss at call {i}")
+        assert_same_training_state(model_a, opt_a, model_b, opt_b)
+    assert "joined into one" in compiled.explain()

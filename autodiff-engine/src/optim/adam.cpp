@@ -61,7 +61,17 @@ void Adam::traced_update(size_t group, const std::vector<Variable>& params, cons
       else declare_buffer(p, name, b[name]);
     }
     const VariableImpl* impl = p.impl();
-    Tensor h = hyper(p, 6, [this, group, impl](double* h) {
+    // A replay advances the step counts of all its updates before any kernel runs, so an update
+    // followed by others of the same parameter in one step reads the count less theirs.
+    auto& [trace, earlier] = steps_before_last_[impl];
+    if (trace != compile::current_trace_id()) {
+      trace = compile::current_trace_id();
+      earlier.clear();
+    }
+    for (const std::shared_ptr<int64_t>& lag : earlier) ++*lag;
+    auto lag = std::make_shared<int64_t>(0);
+    earlier.push_back(lag);
+    Tensor h = hyper(p, 6, [this, group, impl, lag](double* h) {
       const Options& live = param_groups()[group].options;
       h[0] = live.at("lr");
       h[1] = live.at("beta1");
@@ -69,7 +79,7 @@ void Adam::traced_update(size_t group, const std::vector<Variable>& params, cons
       h[3] = live.at("eps");
       h[4] = live.at("weight_decay");
       const ParamState* live_state = state_of(impl);
-      h[5] = live_state ? double(live_state->step) : 0.0;
+      h[5] = live_state ? double(live_state->step - *lag) : 0.0;
     });
     run_op(EMBER_OP("adam_update"), {p.data(), b["exp_avg"], b["exp_avg_sq"], grads[i], h},
            {{"decoupled", int64_t(decoupled_)}, {"maximize", int64_t(o.at("maximize") != 0.0)}});

@@ -5,6 +5,10 @@
 // 1e-2), maximize (0). PyTorch's betas=(b1, b2) are beta1 and beta2. State per parameter:
 // "exp_avg" and "exp_avg_sq", and the step count.
 #pragma once
+#include <memory>
+#include <unordered_map>
+#include <utility>
+
 #include "ember/autodiff/optim/optimizer.h"
 
 namespace ember::autodiff::optim {
@@ -23,6 +27,11 @@ class Adam : public Optimizer {
 
  private:
   bool decoupled_ = false;  // AdamW: p *= 1 - lr * weight_decay instead of g += weight_decay * p
+  // Per parameter, the trace its last traced update was in and how many steps each of that
+  // trace's updates lies before the trace's last step (a step that calls step() twice replays
+  // two updates, both after the replay has advanced the step count twice).
+  std::unordered_map<const VariableImpl*, std::pair<int64_t, std::vector<std::shared_ptr<int64_t>>>>
+      steps_before_last_;
 };
 
 class AdamW : public Adam {
