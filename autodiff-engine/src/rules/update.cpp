@@ -48,42 +48,16 @@ void check_update(const char* op, const Types& in, size_t tensors, int64_t hyper
 
 const double* hyper_of(const Tensor& t) { return t.data<double>(); }
 
-// (param, [momentum_buffer], grad, hyper) -> (param, [momentum_buffer]), in place.
-Types sgd_update_infer(const Types& in, const Attrs& a) {
-  const bool buffer = a.b("has_buffer");
-  check_update("sgd_update", in, buffer ? 3 : 2, kSgdCount);
-  return buffer ? Types{in[0], in[1]} : Types{in[0]};
-}
+// The updates of n parameters (attribute `params`; absent: 1, the per-parameter ops sgd_update
+// and adam_update): each parameter followed by its state buffers (so that output o is written
+// into input o, as the memory plan reads an in-place node), then the n grads, then the n hyper
+// tensors. For one parameter that is (param, [state...], grad, hyper). The grouped forms
+// (sgd_update_group, adam_update_group) are what compile/passes.h's group_updates makes of a run
+// of per-parameter updates, so that the multi-tensor kernel updates them together, as eager
+// mode's optimizer step does; parameters whose hyper numbers are equal (one learning rate, one
+// step count) go through one call of core-runtime's multi-tensor step.
+size_t params_of(const Attrs& a) { return a.has("params") ? size_t(a.i("params")) : 1; }
 
-Tensors sgd_update_run(const Tensors& in, const Attrs& a) {
-  const bool buffer = a.b("has_buffer");
-  const Tensor& grad = in[buffer ? 2 : 1];
-  const double* h = hyper_of(in[buffer ? 3 : 2]);
-  sgd_step({in[0]}, {grad}, buffer ? TensorList{in[1]} : TensorList{}, h[kSgdLr], h[kSgdMomentum],
-           h[kSgdDampening], a.b("nesterov"), h[kSgdWeightDecay], a.b("first_step"),
-           a.b("maximize"));
-  return buffer ? Tensors{in[0], in[1]} : Tensors{in[0]};
-}
-
-// (param, exp_avg, exp_avg_sq, grad, hyper) -> (param, exp_avg, exp_avg_sq), in place.
-Types adam_update_infer(const Types& in, const Attrs&) {
-  check_update("adam_update", in, 4, kAdamCount);
-  return {in[0], in[1], in[2]};
-}
-
-Tensors adam_update_run(const Tensors& in, const Attrs& a) {
-  const double* h = hyper_of(in[4]);
-  adam_step({in[0]}, {in[3]}, {in[1]}, {in[2]}, int64_t(h[kAdamStep]), h[kAdamLr], h[kAdamBeta1],
-            h[kAdamBeta2], h[kAdamEps], h[kAdamWeightDecay], a.b("decoupled"), a.b("maximize"));
-  return {in[0], in[1], in[2]};
-}
-
-// The grouped forms (compile/passes.h, group_updates): n parameters' updates as one node, so that
-// the multi-tensor kernel updates them together, as eager mode's optimizer step does. Inputs:
-// each parameter followed by its state buffers (so that output o is written into input o, as the
-// memory plan reads an in-place node), then the n grads, then the n hyper tensors; attribute
-// `params` = n. Parameters whose hyper numbers are equal (one learning rate, one step count) go
-// through one call of core-runtime's multi-tensor step.
 template <class Step>
 void for_each_run_of_equal_hyper(const Tensors& in, size_t n, size_t hyper_at, int64_t count,
                                  Step step) {
@@ -96,31 +70,30 @@ void for_each_run_of_equal_hyper(const Tensors& in, size_t n, size_t hyper_at, i
   }
 }
 
-Types update_group_infer(const char* op, const Types& in, const Attrs& a, size_t state,
-                         int64_t hyper_count) {
-  const int64_t n = a.i("params");
-  const size_t per = 1 + state;  // the parameter and its state buffers
-  if (n < 1 || in.size() != size_t(n) * (per + 2))
+Types updates_infer(const char* op, const Types& in, const Attrs& a, size_t state,
+                    int64_t hyper_count) {
+  const size_t n = params_of(a), per = 1 + state;  // per: the parameter and its state buffers
+  if (n < 1 || in.size() != n * (per + 2))
     throw ShapeError(op, "got " + std::to_string(in.size()) + " operands for " + std::to_string(n) +
                              " parameters; expected " + std::to_string(per + 2) + " a parameter");
   Types out;
-  for (size_t i = 0; i < size_t(n); ++i) {
+  for (size_t i = 0; i < n; ++i) {
     Types one(in.begin() + long(i * per), in.begin() + long((i + 1) * per));
-    one.push_back(in[size_t(n) * per + i]);        // its grad
-    one.push_back(in[size_t(n) * (per + 1) + i]);  // its hyper
+    one.push_back(in[n * per + i]);        // its grad
+    one.push_back(in[n * (per + 1) + i]);  // its hyper
     check_update(op, one, per + 1, hyper_count);
     out.insert(out.end(), one.begin(), one.begin() + long(per));
   }
   return out;
 }
 
-Types sgd_update_group_infer(const Types& in, const Attrs& a) {
-  return update_group_infer("sgd_update_group", in, a, a.b("has_buffer") ? 1 : 0, kSgdCount);
+template <const char* kOp> Types sgd_updates_infer(const Types& in, const Attrs& a) {
+  return updates_infer(kOp, in, a, a.b("has_buffer") ? 1 : 0, kSgdCount);
 }
 
-Tensors sgd_update_group_run(const Tensors& in, const Attrs& a) {
+Tensors sgd_updates_run(const Tensors& in, const Attrs& a) {
   const bool buffer = a.b("has_buffer");
-  const size_t n = size_t(a.i("params")), per = buffer ? 2 : 1;
+  const size_t n = params_of(a), per = buffer ? 2 : 1;
   for_each_run_of_equal_hyper(in, n, n * (per + 1), kSgdCount,
                               [&](size_t first, size_t last, const double* h) {
                                 TensorList params, buffers, grads;
@@ -136,12 +109,12 @@ Tensors sgd_update_group_run(const Tensors& in, const Attrs& a) {
   return Tensors(in.begin(), in.begin() + long(n * per));
 }
 
-Types adam_update_group_infer(const Types& in, const Attrs& a) {
-  return update_group_infer("adam_update_group", in, a, 2, kAdamCount);
+template <const char* kOp> Types adam_updates_infer(const Types& in, const Attrs& a) {
+  return updates_infer(kOp, in, a, 2, kAdamCount);
 }
 
-Tensors adam_update_group_run(const Tensors& in, const Attrs& a) {
-  const size_t n = size_t(a.i("params")), per = 3;
+Tensors adam_updates_run(const Tensors& in, const Attrs& a) {
+  const size_t n = params_of(a), per = 3;
   for_each_run_of_equal_hyper(in, n, n * (per + 1), kAdamCount,
                               [&](size_t first, size_t last, const double* h) {
                                 TensorList params, exp_avgs, exp_avg_sqs, grads;
@@ -158,6 +131,9 @@ Tensors adam_update_group_run(const Tensors& in, const Attrs& a) {
                               });
   return Tensors(in.begin(), in.begin() + long(n * per));
 }
+
+constexpr char kSgdUpdate[] = "sgd_update", kSgdUpdateGroup[] = "sgd_update_group";
+constexpr char kAdamUpdate[] = "adam_update", kAdamUpdateGroup[] = "adam_update_group";
 
 // (dst, src) -> dst with src's values (broadcast and cast), in place.
 Types copy_infer(const Types& in, const Attrs&) {
@@ -176,10 +152,11 @@ std::vector<OpDef> update_ops() {
          return {in[0]};
        },
        nullptr, false, true},
-      {"sgd_update", sgd_update_infer, sgd_update_run, nullptr, false, true},
-      {"adam_update", adam_update_infer, adam_update_run, nullptr, false, true},
-      {"sgd_update_group", sgd_update_group_infer, sgd_update_group_run, nullptr, false, true},
-      {"adam_update_group", adam_update_group_infer, adam_update_group_run, nullptr, false, true},
+      {kSgdUpdate, sgd_updates_infer<kSgdUpdate>, sgd_updates_run, nullptr, false, true},
+      {kAdamUpdate, adam_updates_infer<kAdamUpdate>, adam_updates_run, nullptr, false, true},
+      {kSgdUpdateGroup, sgd_updates_infer<kSgdUpdateGroup>, sgd_updates_run, nullptr, false, true},
+      {kAdamUpdateGroup, adam_updates_infer<kAdamUpdateGroup>, adam_updates_run, nullptr, false,
+       true},
   };
 }
 
