@@ -48,27 +48,40 @@ Program group_updates(const Program& program, Explain& explain) {
   const std::vector<ValueId> buffer = buffers(program);
   const std::vector<bool> outlives = outlives_step(program, buffer);
 
-  // Whether node j reads or writes a buffer of `written`, or writes one of `read`.
-  auto touches = [&](const Node& other, const std::vector<ValueId>& written,
-                     const std::vector<ValueId>& read) {
-    auto in = [&](const std::vector<ValueId>& set, ValueId v) {
-      return std::count(set.begin(), set.end(), buffer[size_t(v)]) > 0;
-    };
+  // The buffers the open run's updates write (parameters, state) and read (grads, hyper).
+  std::vector<char> written(size_t(g.num_values()), 0), read(size_t(g.num_values()), 0);
+  // Whether `other` reads or writes a buffer the run writes, or writes one it reads: then the run
+  // cannot wait past it.
+  auto touches_run = [&](const Node& other) {
     for (ValueId v : other.inputs)
-      if (in(written, v)) return true;
+      if (written[size_t(buffer[size_t(v)])]) return true;
     for (ValueId v : other.outputs) {
       const bool writes = other.op->in_place || program.reuse.count(v) > 0;
-      if (in(written, v) || (writes && in(read, v))) return true;
+      if (written[size_t(buffer[size_t(v)])] || (writes && read[size_t(buffer[size_t(v)])]))
+        return true;
     }
     return false;
   };
 
   // Runs of updates, each closed when the next update cannot wait for it (or differs in kind).
+  // Every update of a run waits until the run's last: nothing after it up to there, the run's
+  // later updates included, may touch what it writes or write what it reads (so two updates of
+  // one parameter never join: one multi-tensor call would update it twice at once). The nodes
+  // after the run's last update are checked once, against all its updates together.
   std::vector<std::vector<int32_t>> runs;
   std::vector<int32_t> run;
   auto close = [&] {
     if (run.size() > 1) runs.push_back(run);
+    for (int32_t m : run)
+      for (ValueId in : g.node(m).inputs)
+        written[size_t(buffer[size_t(in)])] = read[size_t(buffer[size_t(in)])] = 0;
     run.clear();
+  };
+  auto add_to_run = [&](int32_t k, size_t per) {
+    run.push_back(k);
+    const Node& u = g.node(k);
+    for (size_t i = 0; i < u.inputs.size(); ++i)
+      (i < per ? written : read)[size_t(buffer[size_t(u.inputs[i])])] = 1;
   };
   for (int32_t k = 0; k < g.num_nodes(); ++k) {
     const Node& node = g.node(k);
@@ -86,20 +99,10 @@ Program group_updates(const Program& program, Explain& explain) {
       const Node& first = g.node(run[0]);
       bool joins = first.op == node.op && first.attrs == node.attrs &&
                    first.inputs.size() == node.inputs.size();
-      // Every update of the run waits until k: nothing after it up to k, the run's later
-      // updates and k itself included, may touch what it writes or write what it reads (two
-      // updates of one parameter never join: one multi-tensor call would update it twice at
-      // once).
-      for (int32_t m : run) {
-        if (!joins) break;
-        std::vector<ValueId> written, read;
-        for (size_t i = 0; i < g.node(m).inputs.size(); ++i)
-          (i < per ? written : read).push_back(buffer[size_t(g.node(m).inputs[i])]);
-        for (int32_t j = m + 1; j <= k && joins; ++j) joins = !touches(g.node(j), written, read);
-      }
+      for (int32_t j = run.back() + 1; j <= k && joins; ++j) joins = !touches_run(g.node(j));
       if (!joins) close();
     }
-    run.push_back(k);
+    add_to_run(k, per);
   }
   close();
 
