@@ -1,11 +1,11 @@
 // replay.cpp — the flat list of kernel calls (replay.h).
 #include "replay.h"
 
-#include <algorithm>
 #include <climits>
 
 #include "ember/autodiff/compile/trace.h"
 #include "ember/autodiff/op.h"
+#include "rewrite.h"
 
 namespace ember::autodiff::compile {
 
@@ -39,9 +39,7 @@ Replay::Replay(const Program& program, const MemoryPlan* plan, std::shared_ptr<S
   // The values the returned copies read: kept, so that a CUDA graph's replay copies them after.
   for (int32_t k = 0; k < g.num_nodes(); ++k) {
     const Node& node = g.node(k);
-    if (node.op->name == "clone" && std::find(program.returned.begin(), program.returned.end(),
-                                              node.outputs[0]) != program.returned.end())
-      last_use[size_t(node.inputs[0])] = INT32_MAX;
+    if (is_returned_copy(program, node)) last_use[size_t(node.inputs[0])] = INT32_MAX;
   }
 
   for (ValueId id = 0; id < g.num_values(); ++id)
@@ -52,9 +50,7 @@ Replay::Replay(const Program& program, const MemoryPlan* plan, std::shared_ptr<S
     const Node& node = g.node(k);
     Call call{node.op, &node.attrs, k, node.inputs, node.outputs, {}, {}, {}};
     for (ValueId out : node.outputs) call.types.push_back(g.value(out).type);
-    call.returns = node.op->name == "clone" &&
-                   std::find(program.returned.begin(), program.returned.end(), node.outputs[0]) !=
-                       program.returned.end();
+    call.returns = is_returned_copy(program, node);
     for (ValueId in : node.inputs)
       if (last_use[size_t(in)] == k && g.value(in).kind == ValueKind::Computed)
         call.drop.push_back(in);

@@ -163,6 +163,11 @@ std::vector<ValueId> buffers(const Program& program) {
   return buffer;
 }
 
+bool is_returned_copy(const Program& program, const Node& node) {
+  return node.op->name == "clone" && std::find(program.returned.begin(), program.returned.end(),
+                                               node.outputs[0]) != program.returned.end();
+}
+
 std::vector<int32_t> last_reads(const Program& program, const std::vector<ValueId>& buffer) {
   const Graph& g = *program.graph;
   std::vector<int32_t> last(buffer.size(), -1);

@@ -67,6 +67,9 @@ std::string bytes_text(int64_t bytes);
 // buffer of the input it is written over; any other value in its own.
 std::vector<ValueId> buffers(const Program& program);
 
+// Whether `node` is one of the copies (`clone`) the trace ends with, whose output the caller gets.
+bool is_returned_copy(const Program& program, const Node& node);
+
 // Per buffer (indexed by its value): the last node reading it through any of its values; -1 none.
 std::vector<int32_t> last_reads(const Program& program, const std::vector<ValueId>& buffer);
 

@@ -9,8 +9,6 @@
 // gets a fresh tensor every call all the same. On CUDA the copy stays: a CUDA graph's replay
 // writes into the fixed addresses it captured and can allocate nothing, so the returned values
 // are copied out after it.
-#include <algorithm>
-
 #include "../rewrite.h"
 #include "ember/autodiff/compile/passes.h"
 #include "ember/autodiff/op.h"
@@ -46,15 +44,10 @@ Program return_without_copy(const Program& program, Explain& explain) {
     if (g.node(k).op->in_place)
       for (ValueId out : g.node(k).outputs) written[size_t(buffer[size_t(out)])] = true;
 
-  auto returned_copy = [&](const Node& node) {
-    return node.op->name == "clone" && std::find(program.returned.begin(), program.returned.end(),
-                                                 node.outputs[0]) != program.returned.end();
-  };
-
   Rewriter r(program);
   for (int32_t k = 0; k < g.num_nodes(); ++k) {
     const Node& node = g.node(k);
-    if (!returned_copy(node)) {
+    if (!is_returned_copy(program, node)) {
       r.copy(k);
       continue;
     }
