@@ -21,6 +21,16 @@
 //       fragments; tiles fully masked by the causal rule are skipped. The tensor cores do the
 //       products fast enough that the elementwise softmax, and the shared-memory round trips
 //       around it, set the pace: hence every lane on it, and no buffer the product passes through.
+//   v4  v3 without the shared-memory round trips (float16/bfloat16, E == Ev in {64, 128}, sm_80
+//       and newer), after FlashAttention-2: wmma's fragments have no documented layout, so v3's
+//       scores, probabilities and accumulator went through shared memory every tile, and shared
+//       memory, not the tensor cores, bounded it. v4 runs mma.sync m16n8k16 in inline PTX
+//       (mma_sm80.cuh), whose register layouts the PTX ISA documents: q stays in A fragments, the
+//       scores in C fragments, where the online softmax reads them in place (a row's max and sum
+//       joined across the 4 lanes that hold it), the probabilities become the A fragments of
+//       p v by packing pairs of C fragments, and the output accumulates in C fragments. Shared
+//       memory holds only the staged q, k and v (ldmatrix reads them; cp.async loads the next
+//       tile of k and v while the current one is used).
 // The backward recomputes the probabilities from logsumexp (the forward keeps no [L, S] matrix),
 // with delta_i = dO_i . O_i:  P = exp(S - lse), dV = (P Z)^T dO, dP = dO V^T Z,
 // dS = P (dP - delta) scale, dK = dS^T Q, dQ = dS K  (Z: the dropout's factors). Two kernels:
@@ -34,14 +44,21 @@
 //       shared memory, dQ by float atomic adds (one kernel: no second pass recomputing P).
 //       Computing S and dP transposed (keys as rows) makes each warp's products run on its own
 //       rows, so only the dQ product, which needs every warp's dS, waits for the block.
+//   b4  b3 at v4's level: the same plan on mma.sync fragments, S^T, dP^T, P and dS in registers,
+//       dK and dV accumulated in registers (C fragments) over the whole walk; only dS^T goes
+//       through shared memory, for the dQ product every warp's rows take part in (dQ by float
+//       atomic adds, as b3).
 //
-// Selecting a version: the op runs EMBER_ATTENTION_VERSION (0..3, read at every call so that a
-// benchmark or a test can switch), or, unset, v3 where it applies and v2 elsewhere. v3 asked for
-// where it does not apply (float32, float64, E or Ev not a multiple of 16, bfloat16 on a GPU
-// below sm_80, whose tensor cores lack it) runs v2. The backward follows: b3 where v3 applies,
-// unless 0, 1 or 2 is asked for; b2 otherwise. v2, v3 and b3 need their tiles to fit the GPU's
-// shared memory (E and Ev up to several hundred; b3 falls back to b2 beyond its own); beyond
-// that the forward runs v1, and the backward raises NotSupportedError naming the sizes.
+// Selecting a version: the op runs EMBER_ATTENTION_VERSION (0..4, read at every call so that a
+// benchmark or a test can switch), or, unset, the highest that applies: v4, else v3, else v2. A
+// version asked for where it does not apply runs the next one down: v4 needs float16/bfloat16,
+// E == Ev in {64, 128}, an sm_80 GPU or newer and 16-byte aligned tensors, else v3; v3 needs
+// float16/bfloat16 with E and Ev multiples of 16 (bfloat16 on sm_80 or newer, whose tensor cores
+// have it), else v2. The backward follows: b4 where v4 applies, unless 0..3 is asked for; b3
+// where v3 applies, unless 0, 1 or 2 is asked for; b2 otherwise. v2, v3, v4, b3 and b4 need their
+// tiles to fit the GPU's shared memory (E and Ev up to several hundred; b3 falls back to b2
+// beyond its own); beyond that the forward runs v1, and the backward raises NotSupportedError
+// naming the sizes.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -51,12 +68,14 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <initializer_list>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 #include "convert.h"
 #include "cuda/launch.cuh"
+#include "cuda/mma_sm80.cuh"
 #include "dispatch.h"
 #include "kernels.h"
 #include "ops/attention_kernels.h"
@@ -70,15 +89,15 @@ constexpr const char* kBackward = "scaled_dot_product_attention_backward";
 // ================================================================================================
 // Shared pieces.
 
-// EMBER_ATTENTION_VERSION (0..3), read at every call; -1 when unset (the best that applies). `op`
+// EMBER_ATTENTION_VERSION (0..4), read at every call; -1 when unset (the best that applies). `op`
 // names the op a bad value is reported against.
 int requested_version(const char* op) {
   const char* v = std::getenv("EMBER_ATTENTION_VERSION");
   if (!v || !*v) return -1;
   const std::string s(v);
-  if (s.size() != 1 || s[0] < '0' || s[0] > '3')
+  if (s.size() != 1 || s[0] < '0' || s[0] > '4')
     throw ValueError(op, "EMBER_ATTENTION_VERSION='" + s +
-                             "'; expected 0, 1, 2 or 3 (or unset for the fastest)");
+                             "'; expected 0, 1, 2, 3 or 4 (or unset for the fastest)");
   return s[0] - '0';
 }
 
@@ -624,6 +643,316 @@ bool v3_forward_launch(const Tensor& q, const Tensor& k, const Tensor& v, const 
 }
 
 // ================================================================================================
+// v4 — v3 with the scores, probabilities and output accumulator in registers, after
+// FlashAttention-2 (float16/bfloat16, E == Ev in {64, 128}, sm_80 and newer).
+//
+// v3's wmma fragments have no documented element layout, so every tile its scores went to shared
+// memory for the softmax, the probabilities came back from it for p v, and the accumulator made
+// the round trip for its rescaling: shared memory, not the tensor cores, set v3's pace. v4 uses
+// mma.sync m16n8k16 (mma_sm80.cuh), whose fragments are documented, and keeps everything a warp
+// computes in registers:
+//   - grid (BH, ceil(L / 64)), block 4 warps, warp w owns query rows i0 + 16 w ... + 15; its q
+//     rows are loaded once, by ldmatrix, into A fragments held for the whole walk;
+//   - tiles of 64 keys and values are staged in shared memory by cp.async, double buffered (tile
+//     n + 1 loads while tile n is used), rows padded by 16 bytes so that ldmatrix's eight rows
+//     fall in different banks;
+//   - S = q k^T: per 16 dims, one ldmatrix.x4 of k gives the B fragments of two 8-key tiles; the
+//     warp's S [16][64] is 8 C fragments (32 floats a thread);
+//   - the online softmax on the fragments: lane (g, t) holds rows g and g + 8, columns 2 t, 2 t + 1
+//     of every 8-key tile, so a row's max is the max over 16 values and the 4 lanes of its quad
+//     (two __shfl_xor_sync); each thread sums its own share of l (the quad joins them once, at
+//     the end); exponentials in base 2 with the scale folded in (one multiply, ex2.approx);
+//   - P goes to the A fragments of P V by packing pairs of its C fragments (mma_sm80.cuh), and
+//     V's B fragments come from ldmatrix.trans; the accumulator O [16][Ev] stays in C fragments
+//     (Ev / 2 floats a thread) and is rescaled there;
+//   - at the end O / l goes through the (now free) q buffer to 16-byte stores, and logsumexp
+//     = m + log l as v3 writes it (0 and -inf for a fully masked row).
+// Causal: the block stops at its last row's key, and a warp skips the tiles past its last row.
+// The bias (causal rule, mask of either kind, keys past S, rows past L) is added element by element
+// only in tiles that need it; dropout multiplies p after the sum (as v3). Inputs must be 16-byte
+// aligned (cp.async); an input that is not, like any other case v4 does not take, runs v3.
+
+constexpr int kV4Warps = 4;
+constexpr int kV4Threads = 32 * kV4Warps;
+constexpr int kV4Rows = 16 * kV4Warps;  // query rows of a block (forward), keys of a block (b4)
+constexpr int kV4Keys = 64;             // keys of a tile (forward)
+constexpr int kV4Pad = 8;               // 16-bit elements of padding after every staged row
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+
+size_t v4_shared_bytes(int64_t D) {
+  return 2 * size_t(kV4Rows + 4 * kV4Keys) * size_t(D + kV4Pad);  // q; k and v, two buffers each
+}
+
+// Stages rows [Rows][D] of 16-bit values (row r at src + r D, 16-byte aligned) into dst [Rows]
+// [D + kV4Pad] by cp.async, zero-filling the rows from `valid` on. The caller commits the group.
+template <int D, int Rows>
+__device__ __forceinline__ void stage_async(uint16_t* dst, const void* src, int valid) {
+  constexpr int chunks = D / 8;  // 16-byte chunks a row
+  static_assert(Rows * chunks % kV4Threads == 0, "whole passes of the block");
+  const char* s = static_cast<const char*>(src);
+#pragma unroll
+  for (int pass = 0; pass < Rows * chunks / kV4Threads; ++pass) {
+    const int n = pass * kV4Threads + int(threadIdx.x), r = n / chunks, c = n % chunks;
+    const bool ok = r < valid;
+    sm80::cp_async_16(sm80::shared_address(dst + r * (D + kV4Pad) + c * 8),
+                      s + (ok ? (size_t(r) * D + size_t(c) * 8) * 2 : 0), ok);
+  }
+}
+
+// ldmatrix addresses (mma_sm80.cuh) of a 16x16 block at (row0, col0) of a staged matrix with
+// row stride ld (elements), for the three ways v4 and b4 read one:
+//   a_rows:  as an A fragment (row-major A): matrices (rows 0-7, cols 0-7), (8-15, 0-7),
+//            (0-7, 8-15), (8-15, 8-15) give a[0..3];
+//   b_rows:  as the B fragments of two 8-wide n tiles, the matrix's rows being n and its columns
+//            k (B = the matrix's transpose): (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7),
+//            (n 8-15, k 8-15) give b[0], b[1] of tile 0 and b[0], b[1] of tile 1;
+//   b_trans: with ldmatrix.trans, the same for a matrix whose rows are k and columns n (B itself):
+//            (k 0-7, n 0-7), (k 8-15, n 0-7), (k 0-7, n 8-15), (k 8-15, n 8-15).
+// Lane l addresses row l % 8 of matrix l / 8.
+__device__ __forceinline__ uint32_t a_rows(const uint16_t* m, int ld, int row0, int col0,
+                                           int lane) {
+  const int mi = lane / 8;
+  return sm80::shared_address(m + (row0 + (mi & 1) * 8 + lane % 8) * ld + col0 + (mi >> 1) * 8);
+}
+__device__ __forceinline__ uint32_t b_rows(const uint16_t* m, int ld, int row0, int col0,
+                                           int lane) {
+  const int mi = lane / 8;
+  return sm80::shared_address(m + (row0 + (mi >> 1) * 8 + lane % 8) * ld + col0 + (mi & 1) * 8);
+}
+__device__ __forceinline__ uint32_t b_trans(const uint16_t* m, int ld, int row0, int col0,
+                                            int lane) {
+  const int mi = lane / 8;
+  return sm80::shared_address(m + (row0 + (mi & 1) * 8 + lane % 8) * ld + col0 + (mi >> 1) * 8);
+}
+
+// The A fragment of 16 columns (2 kk ... 2 kk + 1 of 8-wide C fragments c) packed to T: C's
+// (g, 2t..), (g+8, 2t..) of the left tile and of the right one are A's a[0], a[1], a[2], a[3].
+template <class T, int N>
+__device__ __forceinline__ void c_to_a(uint32_t (&a)[4], const float (&c)[N][4], int kk) {
+  a[0] = sm80::pack2<T>(c[2 * kk][0], c[2 * kk][1]);
+  a[1] = sm80::pack2<T>(c[2 * kk][2], c[2 * kk][3]);
+  a[2] = sm80::pack2<T>(c[2 * kk + 1][0], c[2 * kk + 1][1]);
+  a[3] = sm80::pack2<T>(c[2 * kk + 1][2], c[2 * kk + 1][3]);
+}
+
+// c[n] += A B_n for 8-wide n tiles 0 .. N - 1 (N even), K = 16 Kc: A fragments a[kk], B from
+// the staged matrix m read as b_rows (trans = false: m's rows are n) or b_trans (m's rows are k),
+// its n and k origin at (n0, k0).
+template <class T, int N, int Kc, bool trans>
+__device__ __forceinline__ void mma_a_frags(float (&c)[N][4], const uint32_t (&a)[Kc][4],
+                                            const uint16_t* m, int ld, int n0, int k0, int lane) {
+#pragma unroll
+  for (int kk = 0; kk < Kc; ++kk)
+#pragma unroll
+    for (int np = 0; np < N / 2; ++np) {
+      uint32_t b[4];
+      if constexpr (trans)
+        sm80::ldmatrix_x4_trans(b, b_trans(m, ld, k0 + 16 * kk, n0 + 16 * np, lane));
+      else sm80::ldmatrix_x4(b, b_rows(m, ld, n0 + 16 * np, k0 + 16 * kk, lane));
+      sm80::mma_16816<T>(c[2 * np], a[kk], b[0], b[1]);
+      sm80::mma_16816<T>(c[2 * np + 1], a[kk], b[2], b[3]);
+    }
+}
+
+// The 16 rows r0 ... r0 + 15 of a staged row-major matrix m as A fragments, 16 columns each.
+template <int Kc>
+__device__ __forceinline__ void load_a_frags(uint32_t (&a)[Kc][4], const uint16_t* m, int ld,
+                                             int r0, int lane) {
+#pragma unroll
+  for (int kk = 0; kk < Kc; ++kk) sm80::ldmatrix_x4(a[kk], a_rows(m, ld, r0, 16 * kk, lane));
+}
+
+template <class T, int D>
+__device__ __forceinline__ void v4_forward_body(const T* q, const T* k, const T* v, MaskView mask,
+                                                AttentionParams p, T* out, float* lse) {
+  constexpr int ld = D + kV4Pad;
+  constexpr int NT = kV4Keys / 8;  // 8-key C fragments of a warp's scores
+  constexpr int ND = D / 8;        // 8-column C fragments of a warp's output
+  extern __shared__ __align__(128) unsigned char v4_smem[];
+  uint16_t* qs = reinterpret_cast<uint16_t*>(v4_smem);  // [kV4Rows][ld]
+  uint16_t* ks = qs + kV4Rows * ld;                     // [2][kV4Keys][ld]
+  uint16_t* vs = ks + 2 * kV4Keys * ld;                 // [2][kV4Keys][ld]
+  const int64_t b = blockIdx.x;
+  // The last row tiles have the most keys under the causal rule: they are launched first.
+  const int64_t i0 = int64_t(gridDim.y - 1 - blockIdx.y) * kV4Rows;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane / 4, t = lane % 4;  // the fragments' groupID and threadID_in_group
+  const int r0 = 16 * warp;              // this warp's first row in the block
+  const int rows = int(imin(kV4Rows, p.L - i0));
+  const int64_t kend = p.causal ? imin(p.S, i0 + kV4Rows) : p.S;
+  const int tiles = int((kend + kV4Keys - 1) / kV4Keys);
+  const auto stage_tile = [&](int n) {
+    const int64_t j0 = int64_t(n) * kV4Keys;
+    const int cols = int(imin(kV4Keys, p.S - j0));
+    stage_async<D, kV4Keys>(ks + (n & 1) * kV4Keys * ld, k + (b * p.S + j0) * D, cols);
+    stage_async<D, kV4Keys>(vs + (n & 1) * kV4Keys * ld, v + (b * p.S + j0) * D, cols);
+  };
+  stage_async<D, kV4Rows>(qs, q + (b * p.L + i0) * D, rows);
+  sm80::cp_async_commit();
+  if (tiles > 0) stage_tile(0);
+  sm80::cp_async_commit();
+  sm80::cp_async_wait<1>();  // q has landed (tile 0 may still be on its way)
+  __syncthreads();
+  uint32_t qa[D / 16][4];  // this warp's q rows as A fragments
+  load_a_frags(qa, qs, ld, r0, lane);
+  float o[ND][4] = {};                  // O: rows g and g + 8 of every 8-column tile
+  float m[2] = {-INFINITY, -INFINITY};  // rows g, g + 8: running max (base-2 units)
+  float l[2] = {0.0f, 0.0f};            // and this thread's share of the running sum
+  const float scale2 = float(p.scale) * kLog2e;
+  const bool dropout = p.dropout_p > 0;
+  for (int n = 0; n < tiles; ++n) {
+    const int64_t j0 = int64_t(n) * kV4Keys;
+    if (n + 1 < tiles) stage_tile(n + 1);
+    sm80::cp_async_commit();   // empty on the last tile: the count of pending groups stays 1
+    sm80::cp_async_wait<1>();  // tile n has landed
+    __syncthreads();
+    const uint16_t* kt = ks + (n & 1) * kV4Keys * ld;
+    const uint16_t* vt = vs + (n & 1) * kV4Keys * ld;
+    // A warp whose rows are all past L, or all before the tile's first key under the causal
+    // rule, would only see scores of -inf, which leave m, l and O as they are.
+    if (r0 < rows && !(p.causal && j0 > i0 + r0 + 15)) {
+      float s[NT][4] = {};
+      mma_a_frags<T, NT, D / 16, false>(s, qa, kt, ld, 0, 0, lane);
+      // Biases only where some score needs one: a mask, keys past S, rows past L, or a tile
+      // crossing the warp's diagonal.
+      const bool biased = mask.kind != AttentionMaskKind::None || j0 + kV4Keys > p.S ||
+                          r0 + 16 > rows || (p.causal && j0 + kV4Keys - 1 > i0 + r0);
+      float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          float x = s[nt][c] * scale2;
+          if (biased) {
+            const int64_t i = i0 + r0 + g + 8 * (c >> 1), j = j0 + nt * 8 + 2 * t + (c & 1);
+            x = i < p.L && j < p.S ? x + bias_of<T, float>(mask, p, b, i, j) * kLog2e : -INFINITY;
+          }
+          s[nt][c] = x;
+          mx[c >> 1] = fmaxf(mx[c >> 1], x);
+        }
+      float alpha[2], base[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {  // the quad (lanes 4 g ... 4 g + 3) shares rows g, g + 8
+        mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
+        mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+        const float m_new = fmaxf(m[h], mx[h]);
+        // With every score so far -inf, exponentiate against 0: every p is 0 and alpha is
+        // 2^-inf = 0, which leaves l and O at 0. Otherwise alpha = 2^(m - m_new), 0 on the
+        // row's first live tile.
+        base[h] = m_new == -INFINITY ? 0.0f : m_new;
+        alpha[h] = sm80::exp2_approx(m[h] - base[h]);
+        m[h] = m_new;
+        l[h] *= alpha[h];
+      }
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          float e = sm80::exp2_approx(s[nt][c] - base[c >> 1]);
+          l[c >> 1] += e;
+          if (dropout && e != 0.0f) {
+            const int64_t i = i0 + r0 + g + 8 * (c >> 1), j = j0 + nt * 8 + 2 * t + (c & 1);
+            e *= keep_factor<float>(p, b, i, j);
+          }
+          s[nt][c] = e;
+        }
+#pragma unroll
+      for (int nt = 0; nt < ND; ++nt)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) o[nt][c] *= alpha[c >> 1];
+      // O += P V: P's C fragments become A fragments in registers; V's B fragments by
+      // ldmatrix.trans (v's rows are the product's k).
+      uint32_t pa[kV4Keys / 16][4];
+#pragma unroll
+      for (int kk = 0; kk < kV4Keys / 16; ++kk) c_to_a<T>(pa[kk], s, kk);
+      mma_a_frags<T, ND, kV4Keys / 16, true>(o, pa, vt, ld, 0, 0, lane);
+    }
+    __syncthreads();  // buffer n & 1 is free for tile n + 2
+  }
+  if (r0 >= rows) return;  // no __syncthreads follows
+  float inv[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
+    l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
+    inv[h] = l[h] > 0 ? 1.0f / l[h] : 0.0f;
+    const int64_t i = i0 + r0 + g + 8 * h;
+    if (t == 0 && i < p.L) lse[b * p.L + i] = l[h] > 0 ? m[h] * kLn2 + logf(l[h]) : -INFINITY;
+  }
+  // O / l into this warp's own rows of the q buffer (read by nobody since the start; the last
+  // cp.async group has landed), then 16-byte stores of whole rows.
+#pragma unroll
+  for (int nt = 0; nt < ND; ++nt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      *reinterpret_cast<uint32_t*>(qs + (r0 + g + 8 * h) * ld + nt * 8 + 2 * t) =
+          sm80::pack2<T>(o[nt][2 * h] * inv[h], o[nt][2 * h + 1] * inv[h]);
+  __syncwarp();
+  constexpr int chunks = D / 8;
+#pragma unroll
+  for (int pass = 0; pass < 16 * chunks / 32; ++pass) {
+    const int n = pass * 32 + lane, r = n / chunks, c = n % chunks;
+    if (r0 + r < rows)
+      *reinterpret_cast<uint4*>(out + (b * p.L + i0 + r0 + r) * D + c * 8) =
+          *reinterpret_cast<const uint4*>(qs + (r0 + r) * ld + c * 8);
+  }
+}
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+constexpr bool kHasMma = false;
+#else
+constexpr bool kHasMma = true;
+#endif
+
+template <class T, int D>
+__global__ void __launch_bounds__(kV4Threads)
+    v4_forward(const T* q, const T* k, const T* v, MaskView mask, AttentionParams p, T* out,
+               float* lse) {
+  if constexpr (kHasMma) v4_forward_body<T, D>(q, k, v, mask, p, out, lse);
+  else __trap();
+}
+
+// Whether v4 and b4 take the problem: a 16-bit type, E == Ev in {64, 128}, an sm_80 or newer
+// GPU, and every tensor they read or write 16-byte aligned (cp.async, the 16-byte stores).
+bool v4_applies(DType dtype, const AttentionParams& p, int device,
+                std::initializer_list<const Tensor*> tensors) {
+  if (!(dtype == DType::Float16 || dtype == DType::BFloat16) || p.E != p.Ev ||
+      (p.E != 64 && p.E != 128))
+    return false;
+  for (const Tensor* x : tensors)
+    if (reinterpret_cast<uintptr_t>(x->data_ptr()) % 16 != 0) return false;
+  int major = 0;
+  EMBER_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device),
+                   kForward);
+  return major >= 8;
+}
+
+template <class T, int D>
+bool v4_forward_launch_d(const Tensor& q, const Tensor& k, const Tensor& v,
+                         const AttentionMask& mask, const AttentionParams& p, Tensor& out,
+                         Tensor& lse) {
+  const size_t bytes = v4_shared_bytes(D);
+  if (!allow_shared(v4_forward<T, D>, bytes, q.device().index)) return false;
+  const dim3 grid(unsigned(p.heads), unsigned((p.L + kV4Rows - 1) / kV4Rows));
+  v4_forward<T, D><<<grid, kV4Threads, bytes, stream(q.device())>>>(q.data<T>(), k.data<T>(),
+                                                                    v.data<T>(), mask_view(mask), p,
+                                                                    out.data<T>(),
+                                                                    lse.data<float>());
+  check_launch(kForward, {&q, &k, &v, &out});
+  return true;
+}
+
+// False where v4 does not apply (the caller then runs v3).
+template <class T>
+bool v4_forward_launch(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionMask& mask,
+                       const AttentionParams& p, Tensor& out, Tensor& lse) {
+  if (!v4_applies(q.dtype(), p, q.device().index, {&q, &k, &v, &out})) return false;
+  return p.E == 64 ? v4_forward_launch_d<T, 64>(q, k, v, mask, p, out, lse)
+                   : v4_forward_launch_d<T, 128>(q, k, v, mask, p, out, lse);
+}
+
+// ================================================================================================
 // b2 — the backward, fused at v2's level.
 //
 // delta[b, i] = dO_i . O_i first (one thread per row). Then grid (BH, ceil(S / 32)); block 32
@@ -908,8 +1237,239 @@ void b3_backward_launch(const Tensor& grad_out, const Tensor& q, const Tensor& k
   check_launch(kBackward, {&grad_out, &q, &k, &v});
 }
 
-// The backward: v3's kernel where it applies (unless EMBER_ATTENTION_VERSION asks for 0..2) and
-// its tiles fit, b2's elsewhere.
+// ================================================================================================
+// b4 — the backward at v4's level: b3's plan with the products on mma.sync fragments, P, dP and dS
+// in registers, and dK, dV accumulated in registers for the block's whole walk.
+//
+// Grid (BH, ceil(S / 64)); block 4 warps, warp w owns keys j0 + 16 w ... + 15. The block stages
+// its 64 keys and values once (cp.async), then walks the query tiles of R rows (R = 64 for
+// E = 64, 32 for E = 128: with dK and dV in registers, 128 floats a thread at E = 128, a smaller
+// tile keeps S^T and dP^T from pushing the kernel into spills), from the first that sees j0
+// under the causal rule, q, dO, logsumexp and delta double buffered as v4 does k and v. Per tile
+// each warp, on its 16 keys:
+//   S^T = K_w Q^T, dP^T = V_w dO^T   [16][R] in C fragments (K_w, V_w: A fragments by ldmatrix,
+//                                    Q, dO: B fragments, rows as n)
+//   P^T = 2^(S^T scale log2 e + bias log2 e - lse log2 e), (P Z)^T, dS^T = P^T (dP^T Z - delta)
+//   scale, element by element on the fragments (each lane knows its rows and columns);
+//   dV_w += (P Z)^T dO, dK_w += dS^T Q, the A fragments packed from the C fragments in registers,
+//   dO and Q as B fragments by ldmatrix.trans; dV_w, dK_w are C fragments held across tiles;
+//   dS^T, packed to T, into a [64][R] shared buffer.
+// After a __syncthreads, dQ [R][E] of the tile = dS [R][64] K [64][E]: work items of 16 rows by 16
+// columns spread over the warps, dS's A fragments read from the dS^T buffer by ldmatrix.trans,
+// K's B fragments by ldmatrix.trans; each item adds its 16x16 block into the float dQ buffer by
+// atomic adds, as b3 does. Atomics keep the backward one kernel: a separate dQ kernel (walking the
+// key tiles per query tile) would recompute S and dP, two of the five products, to avoid
+// contention that is small here (each dQ element gets one add per key block of 64).
+
+template <int D> constexpr int kB4Rows = D == 64 ? 64 : 32;
+
+size_t b4_shared_bytes(int64_t D) {
+  const size_t R = D == 64 ? 64 : 32, ld = size_t(D + kV4Pad);
+  return 2 * (2 * kV4Rows * ld + 4 * R * ld + kV4Rows * (R + kV4Pad)) + 4 * (4 * R);
+}
+
+// The ldmatrix.trans address that gives A's fragment for the 16x16 block at (row0, col0) of A,
+// from a staged matrix m holding A's transpose (A's (r, c) at m's row c, column r): A's 8x8
+// blocks (rows 0-7, cols 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15) are m's blocks at (row
+// col0, col row0) + (0, 0), (0, 8), (8, 0), (8, 8), each read transposed.
+__device__ __forceinline__ uint32_t a_trans(const uint16_t* m, int ld, int row0, int col0,
+                                            int lane) {
+  const int mi = lane / 8;
+  return sm80::shared_address(m + (col0 + (mi >> 1) * 8 + lane % 8) * ld + row0 + (mi & 1) * 8);
+}
+
+// dst[0], dst[1] += x, y by atomic adds (one 8-byte add on sm_90; dst is 8-byte aligned).
+__device__ __forceinline__ void atomic_add2(float* dst, float x, float y) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  atomicAdd(reinterpret_cast<float2*>(dst), make_float2(x, y));
+#else
+  atomicAdd(dst, x);
+  atomicAdd(dst + 1, y);
+#endif
+}
+
+template <class T, int D>
+__device__ __forceinline__ void b4_backward_body(const T* dout, const T* q, const T* k, const T* v,
+                                                 MaskView mask, const float* lse,
+                                                 const float* delta, AttentionParams p, float* dq,
+                                                 T* dk, T* dv) {
+  constexpr int R = kB4Rows<D>;
+  constexpr int ld = D + kV4Pad, ldt = R + kV4Pad;
+  constexpr int NR = R / 8;  // 8-query C fragments of S^T and dP^T
+  constexpr int ND = D / 8;  // 8-column C fragments of dK and dV
+  extern __shared__ __align__(128) unsigned char b4_smem[];
+  uint16_t* ks = reinterpret_cast<uint16_t*>(b4_smem);          // [kV4Rows][ld]
+  uint16_t* vs = ks + kV4Rows * ld;                             // [kV4Rows][ld]
+  uint16_t* qs = vs + kV4Rows * ld;                             // [2][R][ld]
+  uint16_t* dos = qs + 2 * R * ld;                              // [2][R][ld]
+  uint16_t* dst = dos + 2 * R * ld;                             // [kV4Rows][ldt]: dS^T
+  float* lses = reinterpret_cast<float*>(dst + kV4Rows * ldt);  // [2][R]
+  float* deltas = lses + 2 * R;                                 // [2][R]
+  const int64_t b = blockIdx.x, j0 = int64_t(blockIdx.y) * kV4Rows;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane / 4, t = lane % 4;  // the fragments' groupID and threadID_in_group
+  const int kw = 16 * warp;              // this warp's first key in the block
+  const int keys = int(imin(kV4Rows, p.S - j0));
+  // Under the causal rule, query i sees key j0 only from i = j0 on.
+  const int64_t first = p.causal ? (j0 / R) * R : 0;
+  const int tiles = first < p.L ? int((p.L - first + R - 1) / R) : 0;
+  const auto stage_tile = [&](int n) {
+    const int64_t i0 = first + int64_t(n) * R;
+    const int rows = int(imin(R, p.L - i0));
+    stage_async<D, R>(qs + (n & 1) * R * ld, q + (b * p.L + i0) * D, rows);
+    stage_async<D, R>(dos + (n & 1) * R * ld, dout + (b * p.L + i0) * D, rows);
+    // Rows past L get logsumexp -inf, as a fully masked row has: their probabilities are 0.
+    for (int r = threadIdx.x; r < R; r += kV4Threads) {
+      lses[(n & 1) * R + r] = r < rows ? lse[b * p.L + i0 + r] : -INFINITY;
+      deltas[(n & 1) * R + r] = r < rows ? delta[b * p.L + i0 + r] : 0.0f;
+    }
+  };
+  stage_async<D, kV4Rows>(ks, k + (b * p.S + j0) * D, keys);
+  stage_async<D, kV4Rows>(vs, v + (b * p.S + j0) * D, keys);
+  if (tiles > 0) stage_tile(0);
+  sm80::cp_async_commit();
+  float dka[ND][4] = {}, dva[ND][4] = {};  // dK_w, dV_w: rows (keys) g and g + 8
+  const float scale = float(p.scale), scale2 = scale * kLog2e;
+  const bool dropout = p.dropout_p > 0;
+  for (int n = 0; n < tiles; ++n) {
+    const int64_t i0 = first + int64_t(n) * R;
+    if (n + 1 < tiles) stage_tile(n + 1);
+    sm80::cp_async_commit();   // empty on the last tile: the count of pending groups stays 1
+    sm80::cp_async_wait<1>();  // tile n (and on the first, k and v) has landed
+    __syncthreads();
+    const uint16_t* qt = qs + (n & 1) * R * ld;
+    const uint16_t* dot = dos + (n & 1) * R * ld;
+    const float* lt = lses + (n & 1) * R;
+    const float* deltat = deltas + (n & 1) * R;
+    // A warp whose keys are all past S, or all after the tile's last row under the causal rule,
+    // has probabilities and dS of 0 only: it adds nothing, and gives the dQ product zeros.
+    if (kw < keys && !(p.causal && i0 + R - 1 < j0 + kw)) {
+      float st[NR][4] = {}, dpt[NR][4] = {};
+      {
+        uint32_t a[D / 16][4];
+        load_a_frags(a, ks, ld, kw, lane);
+        mma_a_frags<T, NR, D / 16, false>(st, a, qt, ld, 0, 0, lane);
+        load_a_frags(a, vs, ld, kw, lane);
+        mma_a_frags<T, NR, D / 16, false>(dpt, a, dot, ld, 0, 0, lane);
+      }
+      const bool biased = mask.kind != AttentionMaskKind::None || kw + 16 > keys || i0 + R > p.L ||
+                          (p.causal && i0 < j0 + kw + 15);
+#pragma unroll
+      for (int nt = 0; nt < NR; ++nt)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          // C fragment element c of tile nt: key row kw + g (+ 8 for c >= 2), query 8 nt + 2 t
+          // (+ 1 for odd c).
+          const int kr = kw + g + 8 * (c >> 1), qc = nt * 8 + 2 * t + (c & 1);
+          const int64_t i = i0 + qc, j = j0 + kr;
+          float x = st[nt][c] * scale2;
+          if (biased)
+            x = i < p.L && j < p.S ? x + bias_of<T, float>(mask, p, b, i, j) * kLog2e : -INFINITY;
+          const float l = lt[qc];
+          float pz = 0.0f, ds = 0.0f;
+          if (x != -INFINITY && l != -INFINITY) {
+            const float prob = sm80::exp2_approx(x - l * kLog2e);
+            const float z = dropout ? keep_factor<float>(p, b, i, j) : 1.0f;
+            pz = prob * z;
+            ds = prob * (dpt[nt][c] * z - deltat[qc]) * scale;
+          }
+          st[nt][c] = pz;
+          dpt[nt][c] = ds;
+        }
+      uint32_t pa[R / 16][4], da[R / 16][4];  // (P Z)^T and dS^T as A fragments
+#pragma unroll
+      for (int kk = 0; kk < R / 16; ++kk) {
+        c_to_a<T>(pa[kk], st, kk);
+        c_to_a<T>(da[kk], dpt, kk);
+      }
+      mma_a_frags<T, ND, R / 16, true>(dva, pa, dot, ld, 0, 0, lane);
+      mma_a_frags<T, ND, R / 16, true>(dka, da, qt, ld, 0, 0, lane);
+      // dS^T into the block's buffer: da[kk] holds rows g, g + 8 and columns 16 kk + 2 t, + 1
+      // (a[0], a[1]) and 16 kk + 8 + 2 t, + 1 (a[2], a[3]) of the warp's [16][R].
+#pragma unroll
+      for (int kk = 0; kk < R / 16; ++kk)
+#pragma unroll
+        for (int x = 0; x < 4; ++x)
+          *reinterpret_cast<uint32_t*>(dst + (kw + g + 8 * (x & 1)) * ldt + 16 * kk + 8 * (x >> 1) +
+                                       2 * t) = da[kk][x];
+    } else {
+      for (int x = lane; x < 16 * (R / 2); x += 32)
+        reinterpret_cast<uint32_t*>(dst + (kw + x / (R / 2)) * ldt)[x % (R / 2)] = 0;
+    }
+    __syncthreads();  // every warp's dS^T is in
+    // dQ rows i0 ... of the tile += dS [R][64] K [64][E], by blocks of 16 x 16.
+    for (int item = warp; item < (R / 16) * (D / 16); item += kV4Warps) {
+      const int rb = item / (D / 16), cb = item % (D / 16);
+      if (i0 + 16 * rb >= p.L) continue;
+      float acc[2][4] = {};
+#pragma unroll
+      for (int kk = 0; kk < kV4Rows / 16; ++kk) {
+        uint32_t a[4], bk[4];
+        sm80::ldmatrix_x4_trans(a, a_trans(dst, ldt, 16 * rb, 16 * kk, lane));
+        sm80::ldmatrix_x4_trans(bk, b_trans(ks, ld, 16 * kk, 16 * cb, lane));
+        sm80::mma_16816<T>(acc[0], a, bk[0], bk[1]);
+        sm80::mma_16816<T>(acc[1], a, bk[2], bk[3]);
+      }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int64_t i = i0 + 16 * rb + g + 8 * h;
+        if (i >= p.L) continue;
+        float* at = dq + (b * p.L + i) * D + 16 * cb + 2 * t;
+        atomic_add2(at, acc[0][2 * h], acc[0][2 * h + 1]);
+        atomic_add2(at + 8, acc[1][2 * h], acc[1][2 * h + 1]);
+      }
+    }
+    __syncthreads();  // the dS^T buffer and buffer n & 1 are free
+  }
+  sm80::cp_async_wait<0>();  // with no query tile, k and v may still be on their way
+  // dK_w and dV_w: rows g and g + 8 of the warp's keys, columns 8 nt + 2 t, + 1.
+#pragma unroll
+  for (int nt = 0; nt < ND; ++nt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int key = kw + g + 8 * h;
+      if (key >= keys) continue;
+      const int64_t at = (b * p.S + j0 + key) * D + nt * 8 + 2 * t;
+      *reinterpret_cast<uint32_t*>(dk + at) = sm80::pack2<T>(dka[nt][2 * h], dka[nt][2 * h + 1]);
+      *reinterpret_cast<uint32_t*>(dv + at) = sm80::pack2<T>(dva[nt][2 * h], dva[nt][2 * h + 1]);
+    }
+}
+
+template <class T, int D>
+__global__ void __launch_bounds__(kV4Threads)
+    b4_backward(const T* dout, const T* q, const T* k, const T* v, MaskView mask, const float* lse,
+                const float* delta, AttentionParams p, float* dq, T* dk, T* dv) {
+  if constexpr (kHasMma) b4_backward_body<T, D>(dout, q, k, v, mask, lse, delta, p, dq, dk, dv);
+  else __trap();
+}
+
+// Whether b4 takes the problem (v4_applies, and its shared memory fits); allows the memory.
+template <class T>
+bool b4_ready(const AttentionParams& p, int device, std::initializer_list<const Tensor*> tensors) {
+  if (!v4_applies(dtype_of_v<T>, p, device, tensors)) return false;
+  const size_t bytes = b4_shared_bytes(p.E);
+  return p.E == 64 ? allow_shared(b4_backward<T, 64>, bytes, device)
+                   : allow_shared(b4_backward<T, 128>, bytes, device);
+}
+
+// The caller has checked b4_ready.
+template <class T>
+void b4_backward_launch(const Tensor& grad_out, const Tensor& q, const Tensor& k, const Tensor& v,
+                        const AttentionMask& mask, const Tensor& lse, const Tensor& delta,
+                        const AttentionParams& p, Tensor& dq, Tensor& grad_k, Tensor& grad_v) {
+  const size_t bytes = b4_shared_bytes(p.E);
+  const dim3 grid(unsigned(p.heads), unsigned((p.S + kV4Rows - 1) / kV4Rows));
+  auto kernel = p.E == 64 ? b4_backward<T, 64> : b4_backward<T, 128>;
+  kernel<<<grid, kV4Threads, bytes, stream(q.device())>>>(grad_out.data<T>(), q.data<T>(),
+                                                          k.data<T>(), v.data<T>(), mask_view(mask),
+                                                          lse.data<float>(), delta.data<float>(), p,
+                                                          dq.data<float>(), grad_k.data<T>(),
+                                                          grad_v.data<T>());
+  check_launch(kBackward, {&grad_out, &q, &k, &v});
+}
+
+// The backward: b4 where v4 applies (unless EMBER_ATTENTION_VERSION asks for 0..3), else b3 where
+// v3 applies and its tiles fit (unless 0..2 is asked for), b2 elsewhere.
 template <class T>
 void backward_typed(const Tensor& grad_out, const Tensor& q, const Tensor& k, const Tensor& v,
                     const AttentionMask& mask, const Tensor& out, const Tensor& lse,
@@ -917,10 +1477,13 @@ void backward_typed(const Tensor& grad_out, const Tensor& q, const Tensor& k, co
   using C = compute_t<T>;
   const int dev = q.device().index;
   const int asked = requested_version(kBackward);
-  bool tensor_cores = false;
-  if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
-    tensor_cores = (asked < 0 || asked == 3) && v3_applies(dtype_of_v<T>, p, dev) &&
-                   allow_shared(b3_backward<T>, b3_shared_bytes(p), dev);
+  bool use_b4 = false, tensor_cores = false;
+  if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+    use_b4 =
+        (asked < 0 || asked == 4) && b4_ready<T>(p, dev, {&grad_out, &q, &k, &v, &grad_k, &grad_v});
+    tensor_cores = use_b4 || ((asked < 0 || asked >= 3) && v3_applies(dtype_of_v<T>, p, dev) &&
+                              allow_shared(b3_backward<T>, b3_shared_bytes(p), dev));
+  }
   const size_t bytes = b2_shared_bytes(p, sizeof(C));
   if (!tensor_cores && !allow_shared(b2_backward<T, C>, bytes, dev))
     throw NotSupportedError(kBackward, "E = " + std::to_string(p.E) +
@@ -939,8 +1502,10 @@ void backward_typed(const Tensor& grad_out, const Tensor& q, const Tensor& k, co
     check_launch(kBackward, {&grad_out, &out});
   }
   if (p.S > 0 && tensor_cores) {
-    if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
-      b3_backward_launch<T>(grad_out, q, k, v, mask, lse, delta, p, dq, grad_k, grad_v);
+    if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+      if (use_b4) b4_backward_launch<T>(grad_out, q, k, v, mask, lse, delta, p, dq, grad_k, grad_v);
+      else b3_backward_launch<T>(grad_out, q, k, v, mask, lse, delta, p, dq, grad_k, grad_v);
+    }
   } else if (p.S > 0) {
     const dim3 grid(unsigned(p.heads), unsigned((p.S + kB2Keys - 1) / kB2Keys));
     b2_backward<T, C><<<grid, kB2Keys, bytes, s>>>(grad_out.data<T>(), q.data<T>(), k.data<T>(),
@@ -968,6 +1533,7 @@ void attention(const AttentionOperand& q_heads, const AttentionOperand& k_heads,
     if (asked == 0) return v0_forward(q, k, v, mask, p, out, lse);
     if (asked == 1) return v1_forward<T>(q, k, v, mask, p, out, lse);
     if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+      if ((asked < 0 || asked == 4) && v4_forward_launch<T>(q, k, v, mask, p, out, lse)) return;
       if (asked != 2 && v3_applies(q.dtype(), p, q.device().index) &&
           v3_forward_launch<T>(q, k, v, mask, p, out, lse))
         return;
