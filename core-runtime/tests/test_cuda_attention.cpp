@@ -3,10 +3,11 @@
 // formula in double on the host (attention_reference.h), on sizes that cut the kernels' tiles
 // (1, 15, 17, 33, 65, 130), with masks of both kinds, causal with L != S, dropout, and every
 // floating dtype (v3 on float16/bfloat16 with head sizes that are multiples of 16, and the
-// fallback to v2 where they are not). The tensor-core backward (b3) and forward on float16 and
-// bfloat16 also against the formula with broadcast masks, dropout and fully masked rows, at a
-// tolerance derived from the dtype's unit roundoff. GPU only: every test skips visibly without
-// one.
+// fallback to v2 where they are not). The tensor-core backwards (b3, b4) and forwards (v3, v4) on
+// float16 and bfloat16 also against the formula with broadcast masks, dropout and fully masked
+// rows, at a tolerance derived from the dtype's unit roundoff; v4 and b4 on E = Ev = 64 and 128
+// with lengths that cut their tiles (1, 17, 100, 257), non-contiguous and misaligned inputs, and
+// their fallbacks to v3 and b3. GPU only: every test skips visibly without one.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -89,7 +90,7 @@ const std::vector<Problem> kProblems = {
 };
 
 TEST_F(CudaAttention, EveryVersionMatchesTheFormulaInFloat32AndFloat64) {
-  for (int version = 0; version <= 3; ++version) {
+  for (int version = 0; version <= 4; ++version) {  // 3 and 4 run v2 on these dtypes
     LadderVersion use(version);
     for (const Problem& p : kProblems) {
       SCOPED_TRACE("version " + std::to_string(version) + ", L " + std::to_string(p.L) + ", S " +
@@ -101,7 +102,7 @@ TEST_F(CudaAttention, EveryVersionMatchesTheFormulaInFloat32AndFloat64) {
 }
 
 TEST_F(CudaAttention, TensorCoresOnHalfTypesAndTheirFallback) {
-  for (int version : {2, 3}) {
+  for (int version : {2, 3, 4}) {  // 4: v4 on the E = Ev = 64 problems, v3 on the others
     LadderVersion use(version);
     for (const Problem& p : kProblems) {
       SCOPED_TRACE("version " + std::to_string(version) + ", L " + std::to_string(p.L));
@@ -110,8 +111,10 @@ TEST_F(CudaAttention, TensorCoresOnHalfTypesAndTheirFallback) {
       check(p, DType::BFloat16, 6e-2, true);
     }
   }
-  LadderVersion use(3);  // E = 24 is not a multiple of 16: v3 falls back to v2
-  check({2, 20, 30, 24, 8, true, 0}, DType::Float16, 1e-2, true);
+  for (int version : {3, 4}) {  // E = 24 is not a multiple of 16: v4 and v3 fall back to v2
+    LadderVersion use(version);
+    check({2, 20, 30, 24, 8, true, 0}, DType::Float16, 1e-2, true);
+  }
 }
 
 // The tensor-core backward (b3) and forward (v3) on float16 and bfloat16.
@@ -121,6 +124,7 @@ struct HalfCase {
   int mask;         // 0: none, 1: bool [L, S], 2: additive [L, S]; both broadcast over heads
   double dropout;   // p, 0 for none
   bool masked_row;  // the mask drops every key of row L / 2
+  int layout = 0;   // q, k, v: 0 contiguous, 1 transposed views, 2 one element off 16-byte aligned
 };
 
 // The largest finite |x| of a reference, floored at 0.05: a gradient the formula makes exactly 0
@@ -144,10 +148,23 @@ void expect_close_16(const Tensor& got, const std::vector<double>& want) {
   expect_close(got, want, tol * max_abs(want), tol);
 }
 
+// A [BH, rows, cols] input of `layout` (HalfCase): the transposed view of a [rows, BH, cols]
+// tensor, or a contiguous tensor starting one element into its storage (the op then copies the
+// first to a contiguous tensor, and hands the second to the kernels as it is: v4 and b4, whose
+// cp.async needs 16-byte alignment, leave it to v3 and b3).
+Tensor input(int64_t BH, int64_t rows, int64_t cols, uint32_t seed, DType dtype, int layout) {
+  if (layout == 1) return random_tensor({rows, BH, cols}, seed, dtype, kCuda).transpose(0, 1);
+  if (layout == 2)
+    return random_tensor({BH * rows * cols + 1}, seed, dtype, kCuda)
+        .narrow(0, 1, BH * rows * cols)
+        .view({BH, rows, cols});
+  return random_tensor({BH, rows, cols}, seed, dtype, kCuda);
+}
+
 void check_half_case(const HalfCase& c, DType dtype) {
-  const Tensor q = random_tensor({c.BH, c.L, c.E}, 1, dtype, kCuda);
-  const Tensor k = random_tensor({c.BH, c.S, c.E}, 2, dtype, kCuda);
-  const Tensor v = random_tensor({c.BH, c.S, c.Ev}, 3, dtype, kCuda);
+  const Tensor q = input(c.BH, c.L, c.E, 1, dtype, c.layout);
+  const Tensor k = input(c.BH, c.S, c.E, 2, dtype, c.layout);
+  const Tensor v = input(c.BH, c.S, c.Ev, 3, dtype, c.layout);
   const Tensor g = random_tensor({c.BH, c.L, c.Ev}, 4, dtype, kCuda);
   const int64_t dead = c.masked_row ? c.L / 2 : -1;  // the fully masked row, if any
   // The [L, S] bias of every head (-inf where a key is dropped), and the mask the op takes. The op
@@ -225,21 +242,83 @@ const std::vector<HalfCase> kHalfCases = {
     {1, 130, 130, 64, 64, true, 1, 0.25, false}, {2, 17, 65, 64, 64, true, 0, 0.0, false},
 };
 
+std::string describe(const HalfCase& c, DType dtype, int version) {
+  return std::string(dtype_name(dtype)) + ", version " + std::to_string(version) + ", BH " +
+         std::to_string(c.BH) + ", L " + std::to_string(c.L) + ", S " + std::to_string(c.S) +
+         ", E " + std::to_string(c.E) + ", Ev " + std::to_string(c.Ev) + ", causal " +
+         std::to_string(c.causal) + ", mask " + std::to_string(c.mask) + ", dropout " +
+         std::to_string(c.dropout) + ", layout " + std::to_string(c.layout);
+}
+
 TEST_F(CudaAttention, TensorCoreBackwardMatchesTheFormulaInHalfTypes) {
-  for (int version : {-1, 3}) {  // unset (the default) and asked for: both run v3 and b3 here
+  // Unset (the default) runs v4 and b4 on the E = Ev = 64 cases and v3 and b3 on the others; 4
+  // asked for does the same; 3 runs v3 and b3 on all.
+  for (int version : {-1, 3, 4}) {
     if (version < 0) unsetenv("EMBER_ATTENTION_VERSION");
-    else setenv("EMBER_ATTENTION_VERSION", "3", 1);
+    else setenv("EMBER_ATTENTION_VERSION", std::to_string(version).c_str(), 1);
     for (const HalfCase& c : kHalfCases)
       for (DType dtype : {DType::Float16, DType::BFloat16}) {
-        SCOPED_TRACE(std::string(dtype_name(dtype)) + ", version " + std::to_string(version) +
-                     ", BH " + std::to_string(c.BH) + ", L " + std::to_string(c.L) + ", S " +
-                     std::to_string(c.S) + ", E " + std::to_string(c.E) + ", causal " +
-                     std::to_string(c.causal) + ", mask " + std::to_string(c.mask) + ", dropout " +
-                     std::to_string(c.dropout));
+        SCOPED_TRACE(describe(c, dtype, version));
         check_half_case(c, dtype);
       }
   }
   unsetenv("EMBER_ATTENTION_VERSION");
+}
+
+// v4 and b4 (E == Ev in {64, 128}): lengths that cut the 64-row and 64-key tiles and b4's query
+// tiles (64 rows at E = 64, 32 at E = 128) — 1, 17, 100, 257 —, L != S both ways, several heads,
+// causal and not, masks of both kinds, dropout, a fully masked row, and inputs that are
+// non-contiguous views (copied by the op) or misaligned (left to v3 and b3).
+const std::vector<HalfCase> kV4Cases = {
+    {2, 1, 1, 64, 64, false, 0, 0.0, false},      {3, 17, 100, 64, 64, false, 0, 0.0, false},
+    {2, 100, 17, 128, 128, true, 0, 0.0, false},  {2, 257, 257, 64, 64, true, 0, 0.0, false},
+    {2, 257, 100, 128, 128, false, 1, 0.0, true}, {2, 100, 257, 128, 128, true, 0, 0.0, false},
+    {2, 17, 257, 64, 64, false, 2, 0.0, true},    {2, 100, 100, 128, 128, true, 2, 0.0, false},
+    {2, 100, 257, 64, 64, false, 0, 0.25, false}, {2, 257, 100, 128, 128, true, 1, 0.25, true},
+    {1, 1, 257, 128, 128, true, 0, 0.0, false},   {2, 257, 1, 64, 64, false, 0, 0.0, false},
+    {2, 100, 17, 64, 64, true, 0, 0.0, false, 1}, {2, 17, 100, 128, 128, false, 2, 0.0, false, 1},
+    {2, 100, 17, 64, 64, true, 0, 0.0, false, 2}, {2, 17, 100, 128, 128, false, 1, 0.0, true, 2},
+};
+
+// Where v4 does not apply, asking for it runs v3 and b3: E = Ev not in {64, 128}, and E != Ev.
+const std::vector<HalfCase> kV4Fallbacks = {
+    {2, 17, 100, 32, 32, true, 0, 0.0, false},
+    {2, 100, 17, 80, 80, false, 1, 0.0, false},
+    {2, 65, 33, 64, 128, true, 0, 0.0, false},
+    {2, 33, 65, 128, 64, false, 2, 0.25, false},
+};
+
+TEST_F(CudaAttention, V4AndB4MatchTheFormulaInHalfTypes) {
+  LadderVersion use(4);
+  for (const std::vector<HalfCase>* cases : {&kV4Cases, &kV4Fallbacks})
+    for (const HalfCase& c : *cases)
+      for (DType dtype : {DType::Float16, DType::BFloat16}) {
+        SCOPED_TRACE(describe(c, dtype, 4));
+        check_half_case(c, dtype);
+      }
+}
+
+// Unset, the op runs v4 and b4 where they apply: the forward and dK, dV (no atomics in either)
+// are bit for bit those of EMBER_ATTENTION_VERSION=4.
+TEST_F(CudaAttention, V4IsTheDefaultWhereItApplies) {
+  for (int64_t E : {64, 128}) {
+    const Tensor q = random_tensor({2, 100, E}, 1, DType::BFloat16, kCuda);
+    const Tensor k = random_tensor({2, 130, E}, 2, DType::BFloat16, kCuda);
+    const Tensor v = random_tensor({2, 130, E}, 3, DType::BFloat16, kCuda);
+    const Tensor g = random_tensor({2, 100, E}, 4, DType::BFloat16, kCuda);
+    const auto run = [&](const char* version) {
+      if (version) setenv("EMBER_ATTENTION_VERSION", version, 1);
+      else unsetenv("EMBER_ATTENTION_VERSION");
+      AttentionResult r = scaled_dot_product_attention(q, k, v, Tensor(), {}, true);
+      AttentionGrads d = scaled_dot_product_attention_backward(g, q, k, v, Tensor(), r.output,
+                                                               r.logsumexp, {}, true);
+      unsetenv("EMBER_ATTENTION_VERSION");
+      return std::vector<Tensor>{r.output, r.logsumexp, d.grad_k, d.grad_v};
+    };
+    const std::vector<Tensor> by_default = run(nullptr), asked = run("4");
+    for (size_t n = 0; n < asked.size(); ++n)
+      test::expect_exact(by_default[n], asked[n].to_vector<double>());
+  }
 }
 
 TEST_F(CudaAttention, DropoutMatchesTheCpuStreamOnEveryVersion) {
@@ -252,7 +331,7 @@ TEST_F(CudaAttention, DropoutMatchesTheCpuStreamOnEveryVersion) {
   const Tensor keep_gpu = attention_dropout_scale({2}, 9, 70, d, DType::Float32, kCuda);
   test::expect_exact(keep_gpu, keep_cpu.to_vector<double>());
   const Tensor want = scaled_dot_product_attention(q, k, v, Tensor(), d).output;
-  for (int version = 0; version <= 3; ++version) {
+  for (int version = 0; version <= 4; ++version) {
     LadderVersion use(version);
     const Tensor got =
         scaled_dot_product_attention(q.to(kCuda), k.to(kCuda), v.to(kCuda), Tensor(), d).output;
@@ -261,10 +340,13 @@ TEST_F(CudaAttention, DropoutMatchesTheCpuStreamOnEveryVersion) {
 }
 
 TEST_F(CudaAttention, ABadVersionIsAValueError) {
-  setenv("EMBER_ATTENTION_VERSION", "7", 1);
   const Tensor q = random_tensor({1, 2, 16}, 1, DType::Float32, kCuda);
-  test::expect_error<ValueError>([&] { scaled_dot_product_attention(q, q, q); },
-                                 {"EMBER_ATTENTION_VERSION='7'"});
+  for (const char* bad : {"7", "5", "-1", "34"}) {
+    setenv("EMBER_ATTENTION_VERSION", bad, 1);
+    test::expect_error<ValueError>([&] { scaled_dot_product_attention(q, q, q); },
+                                   {"EMBER_ATTENTION_VERSION='" + std::string(bad) + "'",
+                                    "expected 0, 1, 2, 3 or 4"});
+  }
   unsetenv("EMBER_ATTENTION_VERSION");
 }
 
