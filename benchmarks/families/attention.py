@@ -19,7 +19,7 @@ Every case is batch 8, heads 4, head dim 64, causal (a GPT's attention), at T = 
 On CUDA also:
 
   sdpa_ladder        bfloat16, T = 1024 and 4096, forward + backward as sdpa_fwd_bwd, for each
-                     version of Ember's CUDA kernel ladder (EMBER_ATTENTION_VERSION 1, 2, 3: see
+                     version of Ember's CUDA kernel ladder (EMBER_ATTENTION_VERSION 1..4: see
                      core-runtime/src/cuda/attention_ladder.cu) against PyTorch's
                      F.scaled_dot_product_attention (its flash kernel on bfloat16)
 
@@ -35,7 +35,7 @@ from harness.case import Context, KernelCase, Measurement, PythonCase, python_si
 
 B, H, D = 8, 4, 64
 LENGTHS = (256, 1024)
-LADDER_LENGTHS, LADDER_VERSIONS = (1024, 4096), (1, 2, 3)
+LADDER_LENGTHS, LADDER_VERSIONS = (1024, 4096), (1, 2, 3, 4)
 
 
 def qkv_grad(r, t):
