@@ -677,8 +677,6 @@ constexpr int kV4Threads = 32 * kV4Warps;
 constexpr int kV4Rows = 16 * kV4Warps;  // query rows of a block (forward), keys of a block (b4)
 constexpr int kV4Keys = 64;             // keys of a tile (forward)
 constexpr int kV4Pad = 8;               // 16-bit elements of padding after every staged row
-constexpr float kLog2e = 1.4426950408889634f;
-constexpr float kLn2 = 0.6931471805599453f;
 
 size_t v4_shared_bytes(int64_t D) {
   return 2 * size_t(kV4Rows + 4 * kV4Keys) * size_t(D + kV4Pad);  // q; k and v, two buffers each
@@ -698,32 +696,6 @@ __device__ __forceinline__ void stage_async(uint16_t* dst, const void* src, int 
     sm80::cp_async_16(sm80::shared_address(dst + r * (D + kV4Pad) + c * 8),
                       s + (ok ? (size_t(r) * D + size_t(c) * 8) * 2 : 0), ok);
   }
-}
-
-// ldmatrix addresses (mma_sm80.cuh) of a 16x16 block at (row0, col0) of a staged matrix with
-// row stride ld (elements), for the three ways v4 and b4 read one:
-//   a_rows:  as an A fragment (row-major A): matrices (rows 0-7, cols 0-7), (8-15, 0-7),
-//            (0-7, 8-15), (8-15, 8-15) give a[0..3];
-//   b_rows:  as the B fragments of two 8-wide n tiles, the matrix's rows being n and its columns
-//            k (B = the matrix's transpose): (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7),
-//            (n 8-15, k 8-15) give b[0], b[1] of tile 0 and b[0], b[1] of tile 1;
-//   b_trans: with ldmatrix.trans, the same for a matrix whose rows are k and columns n (B itself):
-//            (k 0-7, n 0-7), (k 8-15, n 0-7), (k 0-7, n 8-15), (k 8-15, n 8-15).
-// Lane l addresses row l % 8 of matrix l / 8.
-__device__ __forceinline__ uint32_t a_rows(const uint16_t* m, int ld, int row0, int col0,
-                                           int lane) {
-  const int mi = lane / 8;
-  return sm80::shared_address(m + (row0 + (mi & 1) * 8 + lane % 8) * ld + col0 + (mi >> 1) * 8);
-}
-__device__ __forceinline__ uint32_t b_rows(const uint16_t* m, int ld, int row0, int col0,
-                                           int lane) {
-  const int mi = lane / 8;
-  return sm80::shared_address(m + (row0 + (mi >> 1) * 8 + lane % 8) * ld + col0 + (mi & 1) * 8);
-}
-__device__ __forceinline__ uint32_t b_trans(const uint16_t* m, int ld, int row0, int col0,
-                                            int lane) {
-  const int mi = lane / 8;
-  return sm80::shared_address(m + (row0 + (mi & 1) * 8 + lane % 8) * ld + col0 + (mi >> 1) * 8);
 }
 
 // The A fragment of 16 columns (2 kk ... 2 kk + 1 of 8-wide C fragments c) packed to T: C's
@@ -748,8 +720,8 @@ __device__ __forceinline__ void mma_a_frags(float (&c)[N][4], const uint32_t (&a
     for (int np = 0; np < N / 2; ++np) {
       uint32_t b[4];
       if constexpr (trans)
-        sm80::ldmatrix_x4_trans(b, b_trans(m, ld, k0 + 16 * kk, n0 + 16 * np, lane));
-      else sm80::ldmatrix_x4(b, b_rows(m, ld, n0 + 16 * np, k0 + 16 * kk, lane));
+        sm80::ldmatrix_x4_trans(b, sm80::b_trans(m, ld, k0 + 16 * kk, n0 + 16 * np, lane));
+      else sm80::ldmatrix_x4(b, sm80::b_rows(m, ld, n0 + 16 * np, k0 + 16 * kk, lane));
       sm80::mma_16816<T>(c[2 * np], a[kk], b[0], b[1]);
       sm80::mma_16816<T>(c[2 * np + 1], a[kk], b[2], b[3]);
     }
@@ -760,7 +732,7 @@ template <int Kc>
 __device__ __forceinline__ void load_a_frags(uint32_t (&a)[Kc][4], const uint16_t* m, int ld,
                                              int r0, int lane) {
 #pragma unroll
-  for (int kk = 0; kk < Kc; ++kk) sm80::ldmatrix_x4(a[kk], a_rows(m, ld, r0, 16 * kk, lane));
+  for (int kk = 0; kk < Kc; ++kk) sm80::ldmatrix_x4(a[kk], sm80::a_rows(m, ld, r0, 16 * kk, lane));
 }
 
 template <class T, int D>
@@ -769,6 +741,7 @@ __device__ __forceinline__ void v4_forward_body(const T* q, const T* k, const T*
   constexpr int ld = D + kV4Pad;
   constexpr int NT = kV4Keys / 8;  // 8-key C fragments of a warp's scores
   constexpr int ND = D / 8;        // 8-column C fragments of a warp's output
+  constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
   extern __shared__ __align__(128) unsigned char v4_smem[];
   uint16_t* qs = reinterpret_cast<uint16_t*>(v4_smem);  // [kV4Rows][ld]
   uint16_t* ks = qs + kV4Rows * ld;                     // [2][kV4Keys][ld]
@@ -1268,20 +1241,12 @@ size_t b4_shared_bytes(int64_t D) {
   return 2 * (2 * kV4Rows * ld + 4 * R * ld + kV4Rows * (R + kV4Pad)) + 4 * (4 * R);
 }
 
-// The ldmatrix.trans address that gives A's fragment for the 16x16 block at (row0, col0) of A,
-// from a staged matrix m holding A's transpose (A's (r, c) at m's row c, column r): A's 8x8
-// blocks (rows 0-7, cols 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15) are m's blocks at (row
-// col0, col row0) + (0, 0), (0, 8), (8, 0), (8, 8), each read transposed.
-__device__ __forceinline__ uint32_t a_trans(const uint16_t* m, int ld, int row0, int col0,
-                                            int lane) {
-  const int mi = lane / 8;
-  return sm80::shared_address(m + (col0 + (mi >> 1) * 8 + lane % 8) * ld + row0 + (mi & 1) * 8);
-}
-
-// dst[0], dst[1] += x, y by atomic adds (one 8-byte add on sm_90; dst is 8-byte aligned).
-__device__ __forceinline__ void atomic_add2(float* dst, float x, float y) {
+// dst[0], dst[1] += x, y by atomic adds (one 8-byte add on sm_90; dst is 8-byte aligned). A
+// template, so that a device pass below sm_80, whose b4 traps instead of calling it (kHasMma),
+// does not warn of an unused function.
+template <class F> __device__ __forceinline__ void atomic_add2(F* dst, F x, F y) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  atomicAdd(reinterpret_cast<float2*>(dst), make_float2(x, y));
+  atomicAdd(reinterpret_cast<float2*>(dst), make_float2(float(x), float(y)));
 #else
   atomicAdd(dst, x);
   atomicAdd(dst + 1, y);
@@ -1297,6 +1262,7 @@ __device__ __forceinline__ void b4_backward_body(const T* dout, const T* q, cons
   constexpr int ld = D + kV4Pad, ldt = R + kV4Pad;
   constexpr int NR = R / 8;  // 8-query C fragments of S^T and dP^T
   constexpr int ND = D / 8;  // 8-column C fragments of dK and dV
+  constexpr float kLog2e = 1.4426950408889634f;
   extern __shared__ __align__(128) unsigned char b4_smem[];
   uint16_t* ks = reinterpret_cast<uint16_t*>(b4_smem);          // [kV4Rows][ld]
   uint16_t* vs = ks + kV4Rows * ld;                             // [kV4Rows][ld]
@@ -1405,8 +1371,8 @@ __device__ __forceinline__ void b4_backward_body(const T* dout, const T* q, cons
 #pragma unroll
       for (int kk = 0; kk < kV4Rows / 16; ++kk) {
         uint32_t a[4], bk[4];
-        sm80::ldmatrix_x4_trans(a, a_trans(dst, ldt, 16 * rb, 16 * kk, lane));
-        sm80::ldmatrix_x4_trans(bk, b_trans(ks, ld, 16 * kk, 16 * cb, lane));
+        sm80::ldmatrix_x4_trans(a, sm80::a_trans(dst, ldt, 16 * rb, 16 * kk, lane));
+        sm80::ldmatrix_x4_trans(bk, sm80::b_trans(ks, ld, 16 * kk, 16 * cb, lane));
         sm80::mma_16816<T>(acc[0], a, bk[0], bk[1]);
         sm80::mma_16816<T>(acc[1], a, bk[2], bk[3]);
       }

@@ -140,6 +140,42 @@ template <int N> __device__ __forceinline__ void cp_async_wait() {
 #endif
 }
 
+// The ldmatrix addresses (layouts above) of a 16x16 block at (row0, col0) of a staged matrix with
+// row stride ld (elements), for the ways v4 and b4 read one:
+//   a_rows:  as an A fragment (row-major A): matrices (rows 0-7, cols 0-7), (8-15, 0-7),
+//            (0-7, 8-15), (8-15, 8-15) give a[0..3];
+//   b_rows:  as the B fragments of two 8-wide n tiles, the matrix's rows being n and its columns
+//            k (B = the matrix's transpose): (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7),
+//            (n 8-15, k 8-15) give b[0], b[1] of tile 0 and b[0], b[1] of tile 1;
+//   b_trans: with ldmatrix.trans, the same for a matrix whose rows are k and columns n (B itself):
+//            (k 0-7, n 0-7), (k 8-15, n 0-7), (k 0-7, n 8-15), (k 8-15, n 8-15).
+// Lane l addresses row l % 8 of matrix l / 8.
+__device__ __forceinline__ uint32_t a_rows(const uint16_t* m, int ld, int row0, int col0,
+                                           int lane) {
+  const int mi = lane / 8;
+  return shared_address(m + (row0 + (mi & 1) * 8 + lane % 8) * ld + col0 + (mi >> 1) * 8);
+}
+__device__ __forceinline__ uint32_t b_rows(const uint16_t* m, int ld, int row0, int col0,
+                                           int lane) {
+  const int mi = lane / 8;
+  return shared_address(m + (row0 + (mi >> 1) * 8 + lane % 8) * ld + col0 + (mi & 1) * 8);
+}
+__device__ __forceinline__ uint32_t b_trans(const uint16_t* m, int ld, int row0, int col0,
+                                            int lane) {
+  const int mi = lane / 8;
+  return shared_address(m + (row0 + (mi & 1) * 8 + lane % 8) * ld + col0 + (mi >> 1) * 8);
+}
+
+// The ldmatrix.trans address that gives A's fragment for the 16x16 block at (row0, col0) of A,
+// from a staged matrix m holding A's transpose (A's (r, c) at m's row c, column r): A's 8x8
+// blocks (rows 0-7, cols 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15) are m's blocks at (row
+// col0, col row0) + (0, 0), (0, 8), (8, 0), (8, 8), each read transposed.
+__device__ __forceinline__ uint32_t a_trans(const uint16_t* m, int ld, int row0, int col0,
+                                            int lane) {
+  const int mi = lane / 8;
+  return shared_address(m + (col0 + (mi >> 1) * 8 + lane % 8) * ld + row0 + (mi & 1) * 8);
+}
+
 // 2^x by the special function unit (ex2.approx: relative error about 2^-22; 2^-inf = +0).
 __device__ __forceinline__ float exp2_approx(float x) {
   float y;
