@@ -1284,10 +1284,13 @@ __device__ __forceinline__ void b4_backward_body(const T* dout, const T* q, cons
     const int rows = int(imin(R, p.L - i0));
     stage_async<D, R>(qs + (n & 1) * R * ld, q + (b * p.L + i0) * D, rows);
     stage_async<D, R>(dos + (n & 1) * R * ld, dout + (b * p.L + i0) * D, rows);
-    // Rows past L get logsumexp -inf, as a fully masked row has: their probabilities are 0.
+    // Asynchronously too (a plain load would hold its warp, and at the next barrier the block,
+    // for a global memory latency every tile). Rows past L get 0, which no score reads: theirs
+    // are -inf (the bias step masks every row past L).
     for (int r = threadIdx.x; r < R; r += kV4Threads) {
-      lses[(n & 1) * R + r] = r < rows ? lse[b * p.L + i0 + r] : -INFINITY;
-      deltas[(n & 1) * R + r] = r < rows ? delta[b * p.L + i0 + r] : 0.0f;
+      const int64_t at = b * p.L + (r < rows ? i0 + r : 0);
+      sm80::cp_async_4(sm80::shared_address(lses + (n & 1) * R + r), lse + at, r < rows);
+      sm80::cp_async_4(sm80::shared_address(deltas + (n & 1) * R + r), delta + at, r < rows);
     }
   };
   stage_async<D, kV4Rows>(ks, k + (b * p.S + j0) * D, keys);

@@ -126,6 +126,17 @@ __device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, bool 
 #endif
 }
 
+// The same for 4 bytes (both 4-byte aligned).
+__device__ __forceinline__ void cp_async_4(uint32_t dst, const void* src, bool valid) {
+#if EMBER_SM80_PTX
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src),
+               "r"(valid ? 4 : 0)
+               : "memory");
+#else
+  __trap();
+#endif
+}
+
 // Closes the group of cp.async issued since the last commit (an empty group is fine).
 __device__ __forceinline__ void cp_async_commit() {
 #if EMBER_SM80_PTX
