@@ -1,4 +1,4 @@
-// attention_ladder.cu — scaled dot-product attention on CUDA in three steps, from the formula to
+// attention_ladder.cu — scaled dot-product attention on CUDA in four steps, from the formula to
 // tensor cores (a teaching series in the style of llm.c's dev/cuda files, like gemm_tiled.cuh),
 // beside its CPU reference (v0), and the kernels the op runs.
 //
@@ -30,10 +30,11 @@
 //       joined across the 4 lanes that hold it), the probabilities become the A fragments of
 //       p v by packing pairs of C fragments, and the output accumulates in C fragments. Shared
 //       memory holds only the staged q, k and v (ldmatrix reads them; cp.async loads the next
-//       tile of k and v while the current one is used).
+//       tile of k and v while the current one is used). Masks of both kinds, the causal rule and
+//       dropout as v3 (no case falls back for them).
 // The backward recomputes the probabilities from logsumexp (the forward keeps no [L, S] matrix),
 // with delta_i = dO_i . O_i:  P = exp(S - lse), dV = (P Z)^T dO, dP = dO V^T Z,
-// dS = P (dP - delta) scale, dK = dS^T Q, dQ = dS K  (Z: the dropout's factors). Two kernels:
+// dS = P (dP - delta) scale, dK = dS^T Q, dQ = dS K  (Z: the dropout's factors). Three kernels:
 //   b2  at v2's level (float32, float64, and the 16-bit types where v3 does not apply): a block
 //       owns 32 keys (one thread each) and walks the query rows; dK and dV accumulate in shared
 //       memory, dQ in a float (double) buffer by atomic adds.
