@@ -231,6 +231,33 @@ TEST_P(Optimizer, MixedDtypesNonContiguousAndLargeTensors) {
   sgd_step({}, {}, {}, 0.1);                    // nothing to do
 }
 
+// More tensors than one CUDA launch's table holds (24) and a tensor of more chunks than it holds
+// (160 of 65536 elements), with empty tensors between: the group takes several launches there,
+// and every element is updated once.
+TEST_P(Optimizer, ManyTensorsAndChunksAcrossLaunches) {
+  TensorList params, bufs;
+  for (int i = 0; i < 61; ++i) {
+    const int64_t n = i % 7 == 3 ? 0 : i == 40 ? 160 * 65536 + 1001 : 1 + (i * 37) % 300;
+    params.push_back(random_tensor({n}, 10 + uint32_t(i), DType::Float32, device()));
+    bufs.push_back(random_tensor({n}, 100 + uint32_t(i), DType::Float32, device()));
+  }
+  TensorList grads = random_grads(params, 500);
+  std::vector<std::vector<double>> want_p, want_b;
+  for (size_t i = 0; i < params.size(); ++i) {
+    std::vector<double> p = params[i].to_vector<double>(), b = bufs[i].to_vector<double>();
+    const std::vector<double> g = grads[i].to_vector<double>();
+    for (size_t j = 0; j < p.size(); ++j) {
+      b[j] = 0.9 * b[j] + g[j];
+      p[j] -= 0.25 * b[j];
+    }
+    want_p.push_back(p);
+    want_b.push_back(b);
+  }
+  sgd_step(params, grads, bufs, 0.25, 0.9, 0.0, false, 0.0, /*first_step=*/false);
+  expect_model(params, want_p, 1e-5);
+  expect_model(bufs, want_b, 1e-5);
+}
+
 TEST_P(Optimizer, Errors) {
   Tensor p = Tensor::empty({3}, DType::Float32, device());
   Tensor q = Tensor::empty({2, 2}, DType::Float32, device());

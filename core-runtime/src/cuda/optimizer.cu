@@ -1,11 +1,14 @@
 // optimizer.cu — CUDA kernels of the fused optimizer updates: one launch updates every tensor of
-// the group, whatever their number and sizes.
+// the group (or a few launches, for a group of very many tensors), whatever their sizes.
 //
-// The host lays out a table in one small device buffer: per tensor, the address in each list and
-// the element count; then one (tensor, first element) pair per chunk of kChunk elements. Block b
-// updates chunk b. A model's hundreds of parameters thus cost one copy of the table and one
-// launch per step instead of hundreds of launches, which for small tensors would take longer than
-// the arithmetic. Each element is updated by the formula in ops/optimizer_kernels.h.
+// The host lays out a table that travels as the kernel's parameter (by value, like PyTorch's
+// multi_tensor_apply): per tensor, its address in each list and its element count; then one
+// (tensor, first element) pair per chunk of kChunk elements. Block b updates chunk b. A model's
+// hundreds of parameters thus cost one or a few launches per step instead of hundreds, which for
+// small tensors would take longer than the arithmetic. Passing the table by value rather than in
+// a device buffer needs no allocation and no copy from the host, so the launch never waits for
+// the host and can be captured into a CUDA graph (a compiled step's replay). Each element is
+// updated by the formula in ops/optimizer_kernels.h.
 #include <cstdint>
 #include <vector>
 
@@ -17,51 +20,71 @@ namespace ember::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int64_t kChunk = 65536;    // elements per block
-constexpr int kMaxLists = 5;         // params, grads and up to three state lists
-constexpr int kRow = kMaxLists + 1;  // table words per tensor: kMaxLists addresses, then numel
+constexpr int64_t kChunk = 65536;  // elements per block
+constexpr int kMaxLists = 5;       // params, grads and up to three state lists
+// One launch's share of the group, sized to stay under the 4 KB of kernel parameters every
+// architecture takes: 24 tensors (5 addresses and a count each, 1152 B) and 160 chunks (12 B
+// each, 1920 B). A larger group takes more launches.
+constexpr int kMaxTensors = 24;
+constexpr int kMaxChunks = 160;
 
-// table: [tensors][kRow] words; chunks: [blocks][2] words (tensor, first element).
+struct Table {
+  int64_t address[kMaxTensors][kMaxLists];  // null: an unused list
+  int64_t numel[kMaxTensors];
+  int64_t chunk_begin[kMaxChunks];   // first element of block b's chunk
+  int32_t chunk_tensor[kMaxChunks];  // its tensor's row
+};
+static_assert(sizeof(Table) <= 4000, "a kernel's parameters must stay under 4 KB");
+
 template <class T, class Update>
-__global__ void __launch_bounds__(kThreads)
-    multi_tensor_step(const int64_t* table, const int64_t* chunks, Update update) {
-  const int64_t* row = table + chunks[2 * blockIdx.x] * kRow;
-  const int64_t begin = chunks[2 * blockIdx.x + 1];
-  const int64_t end = min(begin + kChunk, row[kMaxLists]);
+__global__ void __launch_bounds__(kThreads) multi_tensor_step(const Table table, Update update) {
+  const int row = table.chunk_tensor[blockIdx.x];
+  const int64_t begin = table.chunk_begin[blockIdx.x];
+  const int64_t end = min(begin + kChunk, table.numel[row]);
   T* p[kMaxLists];
 #pragma unroll
-  for (int k = 0; k < kMaxLists; ++k) p[k] = reinterpret_cast<T*>(row[k]);  // null: unused list
+  for (int k = 0; k < kMaxLists; ++k) p[k] = reinterpret_cast<T*>(table.address[row][k]);
   for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) update(p, i);
 }
 
-// Builds the table for `lists` on the params' device and launches one multi_tensor_step.
+// Fills tables with `lists`' tensors and their chunks in order, launching one multi_tensor_step
+// each time a table is full (a tensor whose chunks straddle two tables gets a row in both).
 template <class T, class Update>
 void launch(const char* op, const std::vector<TensorList>& lists, const Update& update) {
   const TensorList& params = lists[0];
-  std::vector<int64_t> words;
-  for (size_t i = 0; i < params.size(); ++i) {
-    for (size_t k = 0; k < size_t(kMaxLists); ++k) {
-      const bool used = k < lists.size() && !lists[k].empty();
-      words.push_back(used ? int64_t(reinterpret_cast<uintptr_t>(lists[k][i].data_ptr())) : 0);
-    }
-    words.push_back(params[i].numel());
-  }
-  const size_t table_words = words.size();
-  int64_t blocks = 0;
-  for (size_t i = 0; i < params.size(); ++i)
-    for (int64_t b = 0; b < params[i].numel(); b += kChunk, ++blocks) {
-      words.push_back(int64_t(i));
-      words.push_back(b);
-    }
-  if (blocks == 0) return;  // only empty tensors
   const Device dev = params[0].device();
   DeviceGuard guard(dev);
-  // Freed when this function returns, which is safe: its memory is reused only by later work on
-  // the same stream, which runs after this kernel.
-  Tensor table = Tensor::from_vector(words, {int64_t(words.size())}, dev);
-  const int64_t* t = table.data<int64_t>();
-  multi_tensor_step<T><<<unsigned(blocks), kThreads, 0, stream(dev)>>>(t, t + table_words, update);
-  check_launch(op, {&params[0]});
+  Table table{};
+  int rows = 0, chunks = 0;
+  auto flush = [&] {
+    if (chunks > 0) {
+      multi_tensor_step<T><<<unsigned(chunks), kThreads, 0, stream(dev)>>>(table, update);
+      check_launch(op, {&params[0]});
+    }
+    table = Table{};
+    rows = chunks = 0;
+  };
+  for (size_t i = 0; i < params.size(); ++i) {
+    bool has_row = false;
+    for (int64_t b = 0; b < params[i].numel(); b += kChunk) {
+      if (chunks == kMaxChunks || (!has_row && rows == kMaxTensors)) {
+        flush();
+        has_row = false;
+      }
+      if (!has_row) {
+        for (size_t k = 0; k < size_t(kMaxLists); ++k) {
+          const bool used = k < lists.size() && !lists[k].empty();
+          table.address[rows][k] =
+              used ? int64_t(reinterpret_cast<uintptr_t>(lists[k][i].data_ptr())) : 0;
+        }
+        table.numel[rows++] = params[i].numel();
+        has_row = true;
+      }
+      table.chunk_tensor[chunks] = rows - 1;
+      table.chunk_begin[chunks++] = b;
+    }
+  }
+  flush();  // empty tensors add no chunk: a group of only those launches nothing
 }
 
 // The per-element functors: load the element of every used list, update, store.
