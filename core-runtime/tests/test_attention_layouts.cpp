@@ -3,7 +3,8 @@
 // batch and head broadcasts (stride 0), and layouts the CPU kernels cannot read in place (a
 // last dim of stride 2, rows of stride 0 or overlapping), which fall back to a contiguous copy.
 // Every result equals the float64 reference (attention_reference.h) and, bit for bit, the op on
-// contiguous copies of the same inputs; on CPU a strided call allocates no copy of its inputs.
+// contiguous copies of the same inputs (on CUDA dq within the tolerance: see check()); on CPU a
+// strided call allocates no copy of its inputs.
 #include <cmath>
 #include <optional>
 #include <vector>
@@ -83,7 +84,11 @@ void check(const Inputs& in, const Tensor& mask, std::vector<double> bias, bool 
   expect_exact(r.logsumexp, rc.logsumexp.to_vector<double>());
   const AttentionGrads dc = scaled_dot_product_attention_backward(g, q, k, v, mask, rc.output,
                                                                   rc.logsumexp, dropout, causal);
-  expect_exact(d.grad_q, dc.grad_q.to_vector<double>());
+  // On CUDA the backward adds each key block's share of dq by atomic adds, in whatever order the
+  // blocks finish (as PyTorch's flash backward does): two calls agree within the tolerance, not
+  // to the bit. dk and dv are each summed by one block, in order.
+  if (q.device().is_cpu()) expect_exact(d.grad_q, dc.grad_q.to_vector<double>());
+  else expect_close(d.grad_q, dc.grad_q.to_vector<double>(), tol, tol);
   expect_exact(d.grad_k, dc.grad_k.to_vector<double>());
   expect_exact(d.grad_v, dc.grad_v.to_vector<double>());
 }
