@@ -81,21 +81,19 @@ class Block(nn.Module):
         return self.head(x)
 
 
-def build(kind, seed=0):
+def build(kind, seed=0, device="cpu"):
     ember.manual_seed(seed)
+    model = {"cnn": digits_cnn, "mlp": mlp, "gpt": Block}[kind]().to(device)
     if kind == "cnn":
-        model = digits_cnn()
         opt = optim.SGD(model.parameters(), lr=0.03, momentum=0.9, weight_decay=5e-4)
     elif kind == "mlp":
-        model = mlp()
         opt = optim.Adam(model.parameters(), lr=1e-2)
     else:
-        model = Block()
         opt = optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.1)
     return model, opt
 
 
-def batches(kind, n, batch=8):
+def batches(kind, n, batch=8, device="cpu"):
     ember.manual_seed(1234)
     out = []
     for _ in range(n):
@@ -106,7 +104,7 @@ def batches(kind, n, batch=8):
         else:
             ids = ember.randint(0, 17, (batch, 8))
             out.append((ids, ids.roll(-1, 1)))
-    return out
+    return [(x.to(device), y.to(device)) for x, y in out]
 
 
 def make_step(model, opt, kind):
@@ -125,11 +123,11 @@ def make_step(model, opt, kind):
     return step
 
 
-def eager_and_compiled(kind, **options):
+def eager_and_compiled(kind, device="cpu", **options):
     """Two models and optimizers built alike, each with its step: (model, optimizer, step) of the
     eager one, then of the one whose step is ember.compile(step, **options)."""
-    model_a, opt_a = build(kind)
-    model_b, opt_b = build(kind)
+    model_a, opt_a = build(kind, device=device)
+    model_b, opt_b = build(kind, device=device)
     return ((model_a, opt_a, make_step(model_a, opt_a, kind)),
             (model_b, opt_b, ember.compile(make_step(model_b, opt_b, kind), **options)))
 
@@ -144,6 +142,24 @@ def test_twenty_steps_equal_eager_bit_for_bit(kind):
             assert_same(want, got, f"loss at step {i}")
     assert_same_training_state(model_a, opt_a, model_b, opt_b)
     assert (compiled.traces, compiled.replays) == (2, 18)
+
+
+@pytest.mark.skipif(not ember.cuda.is_available(), reason="no CUDA GPU on this machine")
+@pytest.mark.parametrize("kind", ["cnn", "mlp", "gpt"])
+def test_on_cuda_the_step_replays_as_one_cuda_graph_and_follows_eager(kind):
+    """Every kernel of the step, the optimizer's updates included, must be capturable (no
+    allocation, nothing waiting for the host); a step that is not falls back to launching its
+    kernels one by one, correct but slow, and explain() says why: that must not happen here."""
+    (model_a, opt_a, eager), (model_b, opt_b, compiled) = eager_and_compiled(kind, "cuda")
+    for i, (x, y) in enumerate(batches(kind, 10, device="cuda")):
+        want, got = eager(x, y).item(), compiled(x, y).item()
+        assert math.isclose(want, got, rel_tol=1e-5, abs_tol=1e-6), f"loss at step {i}"
+    text = compiled.explain()
+    assert "captured once as one CUDA graph" in text
+    assert "not replayed as a CUDA graph" not in text, text
+    for (name, p), q in zip(model_a.named_parameters(), model_b.parameters()):
+        np.testing.assert_allclose(q.detach().cpu().numpy(), p.detach().cpu().numpy(),
+                                   rtol=1e-4, atol=1e-5, err_msg=name)
 
 
 def test_explain_and_graph_show_the_step():
