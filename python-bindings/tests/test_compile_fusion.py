@@ -2,12 +2,13 @@
 with GPT-2's GELU written out as elementwise ops), and a model of long elementwise chains, with
 fusion on and off, equal the eager steps bit for bit over several steps (each fused kernel does
 the library's arithmetic in the library's order; the MLP's linear + ReLU and the block's up
-projection + GELU join into one linear_act each, the GEMM's epilogue); a group writes every value of it the backward
-reads (several outputs of one kernel); explain() lists the groups, their outputs and why their
-neighbours stayed out; source() shows a group's generated kernel; a loss whose elementwise chains
-end in a mean or a sum over their innermost dims (and a written-out softmax, whose backward sums
-rows through sum_to) fuses each chain with its reduction and still equals eager bit for bit;
-EMBER_FUSION=0 keeps the library's kernels, says why once, and changes no number."""
+projection + GELU join into one linear_act each, the GEMM's epilogue); a group writes every
+value of it the backward reads (several outputs of one kernel); explain() lists the groups, their
+outputs and why their neighbours stayed out; source() shows a group's generated kernel; a loss
+whose elementwise chains end in a mean or a sum over their innermost dims (and a written-out
+softmax, whose backward sums rows through sum_to) fuses each chain with its reduction and still
+equals eager bit for bit; EMBER_FUSION=0 keeps the library's kernels, says why once, and changes
+no number."""
 
 import math
 import os
