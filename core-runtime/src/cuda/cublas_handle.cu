@@ -358,7 +358,7 @@ bool blas_gemm_act(Device device, const GemmArgs<T>& g, const T* bias, T* pre, b
   int found = 0;
   if (cublasLtMatmulAlgoGetHeuristic(lt_handle(), lt.desc, lt.a, lt.b, lt.c, lt.c, lt.preference, 1,
                                      &best, &found) != CUBLAS_STATUS_SUCCESS ||
-      found == 0)
+      found == 0 || best.state != CUBLAS_STATUS_SUCCESS)
     return false;
   const float alpha = 1.0f, beta = 0.0f;
   EMBER_CUBLAS_CHECK(cublasLtMatmul(lt_handle(), lt.desc, &alpha, g.b.data, lt.a, g.a.data, lt.b,
