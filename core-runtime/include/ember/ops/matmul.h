@@ -37,11 +37,12 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor
 //        the numbers are those of linear then relu/gelu, bit for bit.
 //   CUDA: one cuBLASLt call whose epilogue adds the bias and applies relu or gelu (tanh form),
 //        writing pre beside the output for gelu_tanh (GELU_AUX) when it is kept: float32, float16
-//        and bfloat16. cuBLASLt's gelu is the tanh formula, computed in float32 by its own code
-//        (within a few float32 ulps of the library's kernel). Exact "gelu", float64, relu with pre
-//        kept (cuBLASLt's relu aux is a bit mask, not the values), a pre whose row length is not
-//        a multiple of 8 (cuBLASLt's rule for the aux matrix), or a layout no cuBLASLt algorithm
-//        takes run the GEMM and then the library's activation kernel instead.
+//        and bfloat16. cuBLASLt's gelu is the tanh formula in its own float32 code (its tanh may
+//        be a fast approximation: close to the library's kernel, not its bits). Exact "gelu",
+//        float64, relu with pre kept (cuBLASLt's relu aux is a bit mask, not the values), a pre
+//        whose row length is not a multiple of 8 (cuBLASLt's rule for the aux matrix),
+//        non-contiguous outputs, a bias or pre view not 16-byte aligned, or operands no cuBLASLt
+//        algorithm takes run the GEMM and then the library's activation kernel instead.
 struct LinearActResult {
   Tensor output;  // [*, out_features]: activation(pre)
   Tensor pre;     // [*, out_features]: x @ weight^T + bias; undefined unless kept
