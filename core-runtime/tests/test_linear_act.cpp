@@ -119,7 +119,8 @@ TEST_P(LinearAct, MatchesTheReferenceOnEveryDtypeAndShape) {
         check(rnd({3, 7}, 9), rnd({7, out}, 10).t(), b, act);  // transposed weight
         // Views whose data pointers are not 16-byte aligned (x, bias): cuBLASLt's heuristic is
         // told each pointer's alignment.
-        check(rnd({3, 8}, 14).slice(1, 1, 8), w, rnd({out + 1}, 15).slice(0, 1, out + 1), act);
+        check(rnd({3, 8}, 14).slice(1, 1, 8), w, b, act);
+        check(rnd({3, 7}, 14), w, rnd({out + 1}, 15).slice(0, 1, out + 1), act);
       }
       // No inputs features: the bias alone goes through the activation.
       check(rnd({4, 0}, 11), rnd({6, 0}, 12), rnd({6}, 13), act);
