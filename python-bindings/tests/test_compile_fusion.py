@@ -1,12 +1,14 @@
 """ember.compile's fusion pass: the compiled CNN, MLP and GPT-style block of test_compile.py (also
 with GPT-2's GELU written out as elementwise ops), and a model of long elementwise chains, with
 fusion on and off, equal the eager steps bit for bit over several steps (each fused kernel does
-the library's arithmetic in the library's order); a group writes every value of it the backward
-reads (several outputs of one kernel); explain() lists the groups, their outputs and why their
-neighbours stayed out; source() shows a group's generated kernel; a loss whose elementwise chains
-end in a mean or a sum over their innermost dims (and a written-out softmax, whose backward sums
-rows through sum_to) fuses each chain with its reduction and still equals eager bit for bit;
-EMBER_FUSION=0 keeps the library's kernels, says why once, and changes no number."""
+the library's arithmetic in the library's order; the MLP's linear + ReLU and the block's up
+projection + GELU join into one linear_act each, the GEMM's epilogue); a group writes every
+value of it the backward reads (several outputs of one kernel); explain() lists the groups, their
+outputs and why their neighbours stayed out; source() shows a group's generated kernel; a loss
+whose elementwise chains end in a mean or a sum over their innermost dims (and a written-out
+softmax, whose backward sums rows through sum_to) fuses each chain with its reduction and still
+equals eager bit for bit; EMBER_FUSION=0 keeps the library's kernels, says why once, and changes
+no number."""
 
 import math
 import os
@@ -85,6 +87,12 @@ def test_fused_and_unfused_steps_equal_eager_bit_for_bit(kind):
         assert fused.fused_groups >= 2, fused.explain()
     if kind in ("gpt2", "chains"):  # forward values the backward reads: one group writes them
         assert " outputs)" in fused.explain(), fused.explain()
+    # The MLP's linear + ReLU and the block's up projection + GELU join into one linear_act
+    # each (the GEMM's epilogue); with fusion off they stay apart.
+    if kind in ("mlp", "gpt"):
+        joined = "joined: linear_act(" + ("relu)" if kind == "mlp" else "gelu), ")
+        assert joined in fused.explain(), fused.explain()
+        assert "linear_act" not in unfused.explain()
 
 
 def regression_step(seed):

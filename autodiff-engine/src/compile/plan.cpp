@@ -40,8 +40,10 @@ std::string input_text(const std::pair<TensorType, bool>& in) {
 // The passes, in order, then the memory plan of what the nodes allocated while traced.
 // Fusion runs after rematerialisation (which recomputes single nodes of the unfused graph, and
 // plans with the traced allocations) and before in-place reuse and the memory plan, which then
-// see the fused nodes: fewer values, fewer buffers. Dead-code elimination after it drops the
-// views (expands) whose readers the kernels now broadcast themselves.
+// see the fused nodes: fewer values, fewer buffers. The GEMM epilogues go first, so that an
+// activation after a linear joins the GEMM rather than an elementwise group. Dead-code
+// elimination after it drops the views (expands) whose readers the kernels now broadcast
+// themselves.
 Program optimize(Program program, const NodeAllocations& traced, int64_t budget, bool fuse,
                  MemoryPlan& plan, Explain& explain) {
   program = dead_code_elimination(program, explain);
@@ -52,9 +54,13 @@ Program optimize(Program program, const NodeAllocations& traced, int64_t budget,
   program = mask_before_scatter(program, explain);
   if (budget > 0) program = rematerialize(program, budget, traced, explain);
   if (fuse) {
+    program = fuse_gemm_epilogue(program, explain);
     program = fuse_elementwise(program, explain);
     program = dead_code_elimination(program, explain);
   } else {
+    explain.add("gemm epilogue",
+                "off (CompileOptions::fuse): linears stay apart from their "
+                "activations");
     explain.add("fusion", "off (CompileOptions::fuse): the step runs the library's kernels");
   }
   program = return_without_copy(program, explain);

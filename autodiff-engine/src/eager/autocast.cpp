@@ -20,7 +20,8 @@ thread_local int enabled_count = 0;  // how many device types have autocast on
 const std::unordered_map<std::string, CastPolicy>& policies() {
   static const std::unordered_map<std::string, CastPolicy> table = [] {
     std::unordered_map<std::string, CastPolicy> t;
-    for (const char* op : {"matmul", "linear", "conv2d", "scaled_dot_product_attention"})
+    for (const char* op :
+         {"matmul", "linear", "linear_act", "conv2d", "scaled_dot_product_attention"})
       t[op] = CastPolicy::Lower;
     for (const char* op :
          {// pointwise functions whose low-precision results lose too much

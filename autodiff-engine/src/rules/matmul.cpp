@@ -1,4 +1,5 @@
-// matmul.cpp — matrix products: matmul (NumPy's, every form) and linear (x weight^T + bias).
+// matmul.cpp — matrix products: matmul (NumPy's, every form), linear (x weight^T + bias) and
+// linear_act (linear then relu or gelu, one op: the GEMM's epilogue applies the activation).
 #include "ember/ops/matmul.h"
 
 #include "ember/autodiff/ops.h"
@@ -91,33 +92,33 @@ Grads matmul_grad(const GradContext& c) {
   return {da, db};
 }
 
-// x [*, in], weight [out, in], bias [out] (optional) -> [*, out]
-Types linear_infer(const Types& in, const Attrs&) {
+// x [*, in], weight [out, in], bias [out] (optional) -> [*, out], checked under `op`'s name
+// (linear or linear_act).
+TensorType linear_type(const char* op, const Types& in) {
   if (in.size() != 2 && in.size() != 3)
-    throw ValueError("linear",
-                     "takes 2 or 3 inputs (x, weight, bias), got " + std::to_string(in.size()));
-  infer::same_device("linear", in);
+    throw ValueError(op, "takes 2 or 3 inputs (x, weight, bias), got " + std::to_string(in.size()));
+  infer::same_device(op, in);
   const bool has_bias = in.size() == 3;
   const std::string who = "x is " + in[0].str() + ", weight is " + in[1].str() +
                           (has_bias ? ", bias is " + in[2].str() : "");
-  check_gemm_dtypes("linear", who, in[0].dtype, in[1].dtype, "x", "weight");
+  check_gemm_dtypes(op, who, in[0].dtype, in[1].dtype, "x", "weight");
   if (has_bias && in[2].dtype != in[0].dtype)
-    throw DTypeError("linear", who + "; bias must have x's dtype, cast it with .to(" +
-                                   dtype_name(in[0].dtype) + ")");
+    throw DTypeError(op, who + "; bias must have x's dtype, cast it with .to(" +
+                             dtype_name(in[0].dtype) + ")");
   const Shape& x = in[0].shape;
   const Shape& w = in[1].shape;
-  if (w.size() != 2)
-    throw ShapeError("linear", who + "; weight must be 2-D [out_features, in_features]");
+  if (w.size() != 2) throw ShapeError(op, who + "; weight must be 2-D [out_features, in_features]");
   if (x.empty() || x.back() != w[1])
-    throw ShapeError("linear", who + "; x.shape[-1] must equal weight.shape[1] (" +
-                                   std::to_string(w[1]) + ")");
+    throw ShapeError(op, who + "; x.shape[-1] must equal weight.shape[1] (" + std::to_string(w[1]) +
+                             ")");
   if (has_bias && in[2].shape != Shape{w[0]})
-    throw ShapeError("linear",
-                     who + "; bias must be [" + std::to_string(w[0]) + "] (weight.shape[0])");
+    throw ShapeError(op, who + "; bias must be [" + std::to_string(w[0]) + "] (weight.shape[0])");
   Shape out(x.begin(), x.end() - 1);
   out.push_back(w[0]);
-  return {TensorType{out, in[0].dtype, in[0].device}};
+  return TensorType{out, in[0].dtype, in[0].device};
 }
+
+Types linear_infer(const Types& in, const Attrs&) { return {linear_type("linear", in)}; }
 
 // y = x W^T + b;  dx = dy W, dW = dy^T x (over the rows of every leading dim), db = sum of dy
 // over the leading dims
@@ -141,6 +142,52 @@ Grads linear_grad(const GradContext& c) {
   return grads;
 }
 
+// linear_act: attributes activation ("relu", "gelu", "gelu_tanh", core's linear_act) and pre
+// (1: linear's value is a second output). Outputs y = activation(pre), then pre when kept.
+Types linear_act_infer(const Types& in, const Attrs& attrs) {
+  const std::string& activation = attrs.s("activation");
+  if (activation != "relu" && activation != "gelu" && activation != "gelu_tanh")
+    throw ValueError("linear_act", "activation is \"" + activation +
+                                       "\"; expected \"relu\", \"gelu\" or \"gelu_tanh\"");
+  const TensorType y = linear_type("linear_act", in);
+  if (!is_floating(y.dtype))
+    throw DTypeError("linear_act", "x is " + in[0].str() +
+                                       "; the activation needs a floating dtype, cast x, weight "
+                                       "and bias with .to(DType::Float32) first");
+  if (attrs.b("pre")) return {y, y};
+  return {y};
+}
+
+Tensors linear_act_run(const Tensors& in, const Attrs& attrs) {
+  const bool keep_pre = attrs.b("pre");
+  LinearActResult r =
+      linear_act(in[0], in[1], in.size() == 3 ? in[2] : Tensor(), attrs.s("activation"), keep_pre);
+  if (keep_pre) return {r.output, r.pre};
+  return {r.output};
+}
+
+// y = act(pre), pre = x W^T + b: dpre = dy act'(pre) (plus the gradient arriving at pre when it
+// is an output), then linear's gradients with dpre. relu's derivative is read from y (y > 0 where
+// pre > 0, as relu's own rule reads it), gelu's from pre: the kept output, or linear recomputed
+// when the node did not keep it.
+Grads linear_act_grad(const GradContext& c) {
+  const std::string& activation = c.attrs.s("activation");
+  const bool kept = c.outputs.size() > 1;
+  Val dpre;
+  if (c.dy(0).defined()) {
+    if (activation == "relu") {
+      dpre = relu_backward(c.dy(0), c.y(0));
+    } else {
+      const Val pre = kept ? c.y(1) : linear(c.x(0), c.x(1), c.inputs.size() == 3 ? c.x(2) : Val());
+      dpre = gelu_backward(c.dy(0), pre, activation == "gelu" ? "none" : "tanh");
+    }
+  }
+  if (kept && c.dy(1).defined()) dpre = dpre.defined() ? dpre + c.dy(1) : c.dy(1);
+  if (!dpre.defined()) return Grads(c.inputs.size());
+  const GradContext lin{c.graph, c.inputs, {c.y(0)}, {dpre}, c.needs_grad, c.attrs};
+  return linear_grad(lin);
+}
+
 }  // namespace
 
 std::vector<OpDef> matmul_ops() {
@@ -153,6 +200,7 @@ std::vector<OpDef> matmul_ops() {
          return {linear(in[0], in[1], in.size() == 3 ? in[2] : Tensor())};
        },
        linear_grad},
+      {"linear_act", linear_act_infer, linear_act_run, linear_act_grad},
   };
 }
 

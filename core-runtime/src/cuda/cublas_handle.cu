@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdint>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -172,6 +173,21 @@ cublasLtMatrixLayout_t lt_layout(cudaDataType_t t, int rows, int cols, int ld, i
   return l;
 }
 
+// The largest power of two (at most 256, cuBLASLt's default assumption) that divides p's address:
+// what the heuristic is told of an operand's alignment, so that it never picks an algorithm
+// needing more than a view's pointer has.
+uint32_t alignment_of(const void* p) {
+  uint32_t a = 256;
+  while (a > 1 && reinterpret_cast<uintptr_t>(p) % a != 0) a /= 2;
+  return a;
+}
+
+template <class T> constexpr cudaDataType_t lt_type() {
+  if constexpr (std::is_same_v<T, float>) return CUDA_R_32F;
+  else if constexpr (std::is_same_v<T, Half>) return CUDA_R_16F;
+  else return CUDA_R_16BF;
+}
+
 }  // namespace
 
 cublasHandle_t cublas_handle(Device device) {
@@ -264,6 +280,99 @@ template <class T> void blas_gemm(Device device, const GemmArgs<T>& g, const cha
                        op);
   }
 }
+
+// As blas_gemm's cuBLASLt call (C^T = B^T · A^T, column-major), with the epilogue. In that
+// column-major view C^T is [n, m]: the bias [n] runs down its rows, as cuBLASLt's BIAS epilogue
+// broadcasts it, and pre (the aux matrix) has C^T's layout and leading dimension.
+template <class T>
+bool blas_gemm_act(Device device, const GemmArgs<T>& g, const T* bias, T* pre, bool relu,
+                   const char* op) {
+  const BlasLayout la = blas_layout(g.a, g.m, g.k), lb = blas_layout(g.b, g.k, g.n);
+  const BlasLayout lc = blas_layout(g.c, g.m, g.n);
+  if (g.batch != 1 || g.m == 0 || g.n == 0 || g.k == 0) return false;
+  if (!la.ok || !lb.ok || !lc.ok || !lc.row_major) return false;
+  // CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD: a multiple of 8 elements for GELU's aux matrix.
+  if (pre && lc.ld % 8 != 0) return false;
+  // The heuristic is told A's, B's, C's and D's alignment below, but not the bias's; the epilogue
+  // reads the bias and writes the aux matrix with vector accesses, so both must be 16-byte aligned
+  // (an allocation always is; a view at an odd offset goes the unfused way).
+  if ((bias && alignment_of(bias) < 16) || (pre && alignment_of(pre) < 16)) return false;
+  DeviceGuard guard(device);
+  const cudaDataType_t t = lt_type<T>();
+  // float32 follows set_allow_tf32 as blas_gemm's cuBLAS handle does.
+  const cublasComputeType_t compute =
+      std::is_same_v<T, float> && allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  const cublasOperation_t op_b = lb.row_major ? CUBLAS_OP_N : CUBLAS_OP_T;
+  const cublasOperation_t op_a = la.row_major ? CUBLAS_OP_N : CUBLAS_OP_T;
+  const int ldb = int(lb.ld), lda = int(la.ld), ldc = int(lc.ld);
+  LtCall lt;
+  EMBER_CUBLAS_CHECK(cublasLtMatmulDescCreate(&lt.desc, compute, CUDA_R_32F), op);
+  cublasLtMatmulDescSetAttribute(lt.desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_b, sizeof(op_b));
+  cublasLtMatmulDescSetAttribute(lt.desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_a, sizeof(op_a));
+  cublasLtEpilogue_t epilogue;
+  if (relu) epilogue = bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
+  else if (pre) epilogue = bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
+  else epilogue = bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
+  EMBER_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(lt.desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                                    &epilogue, sizeof(epilogue)),
+                     op);
+  // The pointers go in before the heuristic, which reads their alignment from them.
+  if (bias) {
+    const void* bias_ptr = bias;
+    EMBER_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(lt.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                      &bias_ptr, sizeof(bias_ptr)),
+                       op);
+  }
+  if (pre) {
+    void* aux = pre;
+    const int64_t aux_ld = lc.ld;
+    EMBER_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(lt.desc,
+                                                      CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                                                      &aux, sizeof(aux)),
+                       op);
+    EMBER_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(lt.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
+                                                      &aux_ld, sizeof(aux_ld)),
+                       op);
+  }
+  lt.a =
+      op_b == CUBLAS_OP_N ? lt_layout(t, g.n, g.k, ldb, 1, 0) : lt_layout(t, g.k, g.n, ldb, 1, 0);
+  lt.b =
+      op_a == CUBLAS_OP_N ? lt_layout(t, g.k, g.m, lda, 1, 0) : lt_layout(t, g.m, g.k, lda, 1, 0);
+  lt.c = lt_layout(t, g.n, g.m, ldc, 1, 0);
+  const Workspace workspace = workspace_of(device, stream(device));
+  EMBER_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&lt.preference), op);
+  cublasLtMatmulPreferenceSetAttribute(lt.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                       &workspace.bytes, sizeof(workspace.bytes));
+  // Lt's A is our B and its B our A (the swap above); C and D are our C.
+  const uint32_t align_a = alignment_of(g.b.data), align_b = alignment_of(g.a.data);
+  const uint32_t align_c = alignment_of(g.c.data);
+  cublasLtMatmulPreferenceSetAttribute(lt.preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+                                       &align_a, sizeof(align_a));
+  cublasLtMatmulPreferenceSetAttribute(lt.preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                                       &align_b, sizeof(align_b));
+  cublasLtMatmulPreferenceSetAttribute(lt.preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+                                       &align_c, sizeof(align_c));
+  cublasLtMatmulPreferenceSetAttribute(lt.preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
+                                       &align_c, sizeof(align_c));
+  cublasLtMatmulHeuristicResult_t best{};
+  int found = 0;
+  if (cublasLtMatmulAlgoGetHeuristic(lt_handle(), lt.desc, lt.a, lt.b, lt.c, lt.c, lt.preference, 1,
+                                     &best, &found) != CUBLAS_STATUS_SUCCESS ||
+      found == 0 || best.state != CUBLAS_STATUS_SUCCESS)
+    return false;
+  const float alpha = 1.0f, beta = 0.0f;
+  EMBER_CUBLAS_CHECK(cublasLtMatmul(lt_handle(), lt.desc, &alpha, g.b.data, lt.a, g.a.data, lt.b,
+                                    &beta, g.c.data, lt.c, g.c.data, lt.c, &best.algo,
+                                    workspace.data, workspace.bytes, stream(device)),
+                     op);
+  return true;
+}
+
+template bool blas_gemm_act(Device, const GemmArgs<float>&, const float*, float*, bool,
+                            const char*);
+template bool blas_gemm_act(Device, const GemmArgs<Half>&, const Half*, Half*, bool, const char*);
+template bool blas_gemm_act(Device, const GemmArgs<BFloat16>&, const BFloat16*, BFloat16*, bool,
+                            const char*);
 
 #define EMBER_INSTANTIATE_BLAS(T)                                           \
   template bool blas_readable(const MatrixRef<const T>&, int64_t, int64_t); \

@@ -61,4 +61,14 @@ template <class T> bool blas_readable(const MatrixRef<T>& m, int64_t rows, int64
 // errors.
 template <class T> void blas_gemm(Device device, const GemmArgs<T>& g, const char* op);
 
+// linear_act's GEMM (batch 1, g.beta 0) with cuBLASLt's epilogue: C = act(A·B + bias), act relu
+// or gelu (cuBLASLt's: the tanh formula), bias [n] (null: none), and for gelu, when pre is not
+// null, A·B + bias written to pre (GELU_AUX; laid out as C, with C's row stride, which cuBLASLt
+// wants a multiple of 8). T is float, Half or BFloat16. Returns false, having queued nothing,
+// when the operands do not fit (a layout of blas_gemm's rules, pre's row stride) or cuBLASLt's
+// heuristic offers no algorithm for them: the caller then runs the GEMM and the activation apart.
+template <class T>
+bool blas_gemm_act(Device device, const GemmArgs<T>& g, const T* bias, T* pre, bool relu,
+                   const char* op);
+
 }  // namespace ember::cuda

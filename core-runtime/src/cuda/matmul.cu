@@ -12,6 +12,9 @@
 //   float64, float16, bfloat16, MatmulAlgo::Tiled -> tiled v2 templated on the dtype.
 //   integer dtypes (cuBLAS has no integer GEMM) -> tiled v2 with int64 accumulation, whatever the
 //       algo.
+// gemm_act (linear_act): float32, float16, bfloat16 -> one cuBLASLt call with a RELU/GELU (+ BIAS,
+//       + AUX for gelu's pre) epilogue (blas_gemm_act); anything else -> false, and linear_act
+//       runs gemm and then the activation's kernel.
 #include <climits>
 #include <cstdlib>
 #include <string>
@@ -85,6 +88,33 @@ void gemm(const Tensor& a, const Tensor& b, Tensor& out, const GemmFlags& flags)
     }
     check_launch("matmul", {&a, &b, &out});
   });
+}
+
+bool gemm_act(const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& out, Tensor& pre,
+              const GemmFlags& flags, GemmActivation act) {
+  // cuBLASLt's GELU is the tanh approximation: the exact (erf) gelu is linear_act's GEMM then the
+  // library's gelu kernel.
+  if (act == GemmActivation::Gelu) return false;
+  // cuBLASLt's relu aux output is a bit mask, not the pre-activation values.
+  if (act == GemmActivation::Relu && pre.defined()) return false;
+  if (flags.algo != MatmulAlgo::Default || flags.accumulate || out.size(0) != 1) return false;
+  const int64_t k = flags.trans_a ? a.size(1) : a.size(2);
+  if (out.numel() == 0 || k == 0) return false;
+  if (out.size(1) > INT_MAX || out.size(2) > INT_MAX || k > INT_MAX) return false;
+  // The BIAS epilogue reads a packed vector.
+  if (bias.defined() && bias.numel() > 1 && bias.stride(0) != 1) return false;
+  DeviceGuard guard(out.device());
+  bool done = false;
+  dispatch_floating(out.dtype(), "linear_act", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (!std::is_same_v<T, double>) {
+      const GemmArgs<T> g = gemm_args<T>(a, b, out, flags);
+      done = blas_gemm_act<T>(out.device(), g, bias.defined() ? bias.data<T>() : nullptr,
+                              pre.defined() ? pre.data<T>() : nullptr, act == GemmActivation::Relu,
+                              "linear_act");
+    }
+  });
+  return done;  // cuBLASLt reports its own errors
 }
 
 }  // namespace

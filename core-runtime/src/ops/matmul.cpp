@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <string>
 
+#include "ember/ops/elementwise.h"
 #include "kernels.h"
 #include "ops/checks.h"
 #include "ops/matmul_kernels.h"
@@ -122,8 +123,9 @@ Tensor run_matmul(const Tensor& a, const Tensor& b, MatmulAlgo algo, const Tenso
   return out;
 }
 
-Tensor run_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor* given) {
-  const char* op = "linear";
+// linear's checks of its operands, under the name `op` (linear or linear_act); the result's shape
+// [*, out_features].
+Shape linear_shape(const char* op, const Tensor& x, const Tensor& weight, const Tensor& bias) {
   const bool has_bias = bias.defined();
   if (has_bias) check_same_device(op, {{"x", x}, {"weight", weight}, {"bias", bias}});
   else check_same_device(op, {{"x", x}, {"weight", weight}});
@@ -144,21 +146,90 @@ Tensor run_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, con
   if (has_bias && bias.shape() != Shape{out_features})
     throw ShapeError(op, all() + "; bias must be [" + std::to_string(out_features) +
                              "] (weight.shape[0])");
-
   Shape out_shape(x.shape().begin(), x.shape().end() - 1);
-  const int64_t rows = shape_numel(out_shape);
   out_shape.push_back(out_features);
+  return out_shape;
+}
+
+// out3 [1, rows, out] = x3 [1, rows, in] @ w3 [1, in, out] + bias: the bias goes in first and the
+// GEMM adds onto it (BLAS beta = 1), no separate pass.
+void gemm_with_bias(Tensor& out3, const Tensor& x3, const Tensor& w3, const Tensor& bias) {
+  if (bias.defined()) out3.copy_(bias);
+  batched_gemm(x3, w3, out3, bias.defined(), MatmulAlgo::Default);
+}
+
+Tensor run_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor* given) {
+  const char* op = "linear";
+  const Shape out_shape = linear_shape(op, x, weight, bias);
+  const int64_t out_features = weight.size(0), in_features = weight.size(1);
+  const int64_t rows = shape_numel(Shape(out_shape.begin(), out_shape.end() - 1));
   Tensor out = output(op, given, out_shape, x.dtype(), x.device(),
                       {{"x", x}, {"weight", weight}, {"bias", bias}});
   write_contiguous(op, out, [&](Tensor& dst) {
     Tensor out3 = dst.view({1, rows, out_features});
-    // The bias goes in first and the GEMM adds onto it (BLAS beta = 1): no separate pass.
-    if (has_bias) out3.copy_(bias);
     Tensor x3 = x.reshape({1, rows, in_features});
     Tensor w3 = weight.t().unsqueeze(0);  // [1, in, out], column-major: read transposed, not copied
-    batched_gemm(x3, w3, out3, has_bias, MatmulAlgo::Default);
+    gemm_with_bias(out3, x3, w3, bias);
   });
   return out;
+}
+
+GemmActivation parse_activation(const char* op, const std::string& activation) {
+  if (activation == "relu") return GemmActivation::Relu;
+  if (activation == "gelu") return GemmActivation::Gelu;
+  if (activation == "gelu_tanh") return GemmActivation::GeluTanh;
+  throw ValueError(op, "activation is \"" + activation +
+                           "\"; expected \"relu\", \"gelu\" or \"gelu_tanh\"");
+}
+
+// given_output/given_pre: the _out form's outputs (given_pre undefined: pre not kept), or null to
+// allocate them (pre when keep_pre).
+LinearActResult run_linear_act(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                               const std::string& activation, bool keep_pre,
+                               const Tensor* given_output, const Tensor* given_pre) {
+  const char* op = "linear_act";
+  const GemmActivation act = parse_activation(op, activation);
+  const Shape shape = linear_shape(op, x, weight, bias);
+  if (!is_floating(x.dtype()))
+    throw DTypeError(op, operands({{"x", x}, {"weight", weight}}) +
+                             "; the activation needs a floating dtype, cast x, weight and bias "
+                             "with .to(DType::Float32) first");
+  const std::initializer_list<Named> inputs = {{"x", x}, {"weight", weight}, {"bias", bias}};
+  LinearActResult r;
+  r.output = output(op, given_output, shape, x.dtype(), x.device(), inputs, "output");
+  if (given_pre ? given_pre->defined() : keep_pre) {
+    r.pre = output(op, given_pre, shape, x.dtype(), x.device(), inputs, "pre");
+    check_outs_apart(op, {{"output", r.output}, {"pre", r.pre}});
+  }
+  if (r.output.numel() == 0) return r;
+
+  const int64_t in_features = weight.size(1), out_features = weight.size(0);
+  const int64_t rows = shape_numel(Shape(shape.begin(), shape.end() - 1));
+  const Tensor x3 = x.reshape({1, rows, in_features});  // a copy only for layouts a view cannot be
+  const Tensor w3 = weight.t().unsqueeze(0);            // [1, in, out], read transposed
+  // The backend's GEMM with the activation in its epilogue, where it has one: contiguous
+  // outputs, a non-empty sum (k = 0 is linear's bias alone).
+  if (in_features > 0 && r.output.is_contiguous() && (!r.pre.defined() || r.pre.is_contiguous())) {
+    GemmFlags flags;
+    const Tensor a = gemm_operand(x3, flags.trans_a), b = gemm_operand(w3, flags.trans_b);
+    Tensor out3 = r.output.view({1, rows, out_features});
+    Tensor pre3 = r.pre.defined() ? r.pre.view({1, rows, out_features}) : Tensor();
+    if (gemm_act_kernel(x.device())(a, b, bias, out3, pre3, flags, act)) {
+      r.output.bump_version();
+      if (r.pre.defined()) r.pre.bump_version();
+      return r;
+    }
+  }
+  // Otherwise linear's GEMM, then the library's activation kernel over its result: in place over
+  // the output (each element is read before it is written), or from pre into the output.
+  const Tensor& linear_result = r.pre.defined() ? r.pre : r.output;
+  write_contiguous(op, linear_result, [&](Tensor& dst) {
+    Tensor out3 = dst.view({1, rows, out_features});
+    gemm_with_bias(out3, x3, w3, bias);
+  });
+  if (act == GemmActivation::Relu) relu_out(r.output, linear_result);
+  else gelu_out(r.output, linear_result, act == GemmActivation::Gelu ? "none" : "tanh");
+  return r;
 }
 
 }  // namespace
@@ -178,6 +249,16 @@ const Tensor& linear_out(const Tensor& out, const Tensor& x, const Tensor& weigh
                          const Tensor& bias) {
   run_linear(x, weight, bias, &out);
   return out;
+}
+
+LinearActResult linear_act(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                           const std::string& activation, bool keep_pre) {
+  return run_linear_act(x, weight, bias, activation, keep_pre, nullptr, nullptr);
+}
+LinearActResult linear_act_out(const Tensor& output, const Tensor& pre, const Tensor& x,
+                               const Tensor& weight, const Tensor& bias,
+                               const std::string& activation) {
+  return run_linear_act(x, weight, bias, activation, pre.defined(), &output, &pre);
 }
 
 }  // namespace ember

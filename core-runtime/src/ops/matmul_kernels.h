@@ -15,4 +15,7 @@ struct GemmFlags {
   MatmulAlgo algo = MatmulAlgo::Default;
 };
 
+// The activation gemm_act_kernel applies in the GEMM's epilogue (linear_act's).
+enum class GemmActivation { Relu, Gelu, GeluTanh };
+
 }  // namespace ember

@@ -107,8 +107,10 @@ std::string why_not_fusible(const Graph& g, const Node& node) {
   if (node.op->view) return "a view (no kernel of its own)";
   if (node.op->random) return "it draws random numbers";
   if (node.op->collective) return "it talks to the other ranks";
-  if (op == "matmul" || op == "linear" || op == "conv2d" || op.rfind("conv2d_backward", 0) == 0)
-    return "its own tuned kernel (epilogue fusion is not done)";
+  if (op == "linear" || op == "linear_act")
+    return "its own tuned kernel (an activation after it joins its epilogue: gemm epilogue)";
+  if (op == "matmul" || op == "conv2d" || op.rfind("conv2d_backward", 0) == 0)
+    return "its own tuned kernel (no epilogue fusion for it)";
   if (op == "sum" || op == "mean" || op == "amax" || op == "sum_to")
     return "a reduction (one ends a group, never stands inside one)";
   if (op == "amin" || op == "prod" || op == "var" || op == "std" || op == "norm" ||

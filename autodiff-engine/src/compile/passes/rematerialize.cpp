@@ -195,7 +195,7 @@ BudgetError::BudgetError(int64_t budget, int64_t smallest)
 int64_t estimate_flops(const Graph& g, const Node& node) {
   const int64_t out = node.outputs.empty() ? 0 : g.value(node.outputs[0]).type.numel();
   const std::string& op = node.op->name;
-  if ((op == "matmul" || op == "linear") && !node.inputs.empty()) {
+  if ((op == "matmul" || op == "linear" || op == "linear_act") && !node.inputs.empty()) {
     const Shape& a = g.value(node.inputs[0]).type.shape;
     return 2 * out * (a.empty() ? 1 : a.back());
   }

@@ -39,6 +39,17 @@ Program fold_constants(const Program& program, Explain& explain);
 // the step.
 Program hoist_in_place_writes(const Program& program, Explain& explain);
 
+// Joins each linear whose value an activation (relu, gelu) reads into one linear_act node, the
+// activation applied in the GEMM's epilogue (cuBLASLt on CUDA; on the CPU the library's GEMM then
+// the activation's kernel over the output, equal to the two nodes bit for bit). The node stands
+// where the linear stood; other readers of the linear's value (gelu's backward in a training
+// step) read the node's second output, `pre`. A linear stays apart when its value is returned or
+// kept in state, when it is written in place before the activation reads it, when it is of an
+// integer dtype, or when relu's input is read elsewhere too (cuBLASLt's relu keeps only a bit
+// mask of it: nothing would be saved). Explain: each pair joined, and why each linear followed by
+// an activation was not.
+Program fuse_gemm_epilogue(const Program& program, Explain& explain);
+
 // Fuses chains and small DAGs of elementwise nodes (unary and binary ops with broadcasting, ops
 // with a scalar, casts, where, masked_fill, clamp, the activations and their backward ops) into
 // one node of op "fused" each, whose kernel is generated and compiled here, at plan time

@@ -13,5 +13,13 @@ template <class V> if_handle<V> matmul(const V& a, const V& b) {
 template <class V> if_handle<V> linear(const V& x, const V& weight, const V& bias = V()) {
   return apply1<V>(EMBER_OP("linear"), {x, weight, bias});
 }
+// activation(linear(x, weight, bias)) as one op ("linear_act", core's linear_act), activation
+// "relu", "gelu" or "gelu_tanh" (gelu's "tanh" form). gelu's gradient reads linear's value, so
+// for gelu the op keeps it as a second output (attribute pre = 1); relu's reads the result.
+template <class V>
+if_handle<V> linear_act(const V& x, const V& weight, const V& bias, const std::string& activation) {
+  return apply(EMBER_OP("linear_act"), std::vector<V>{x, weight, bias},
+               {{"activation", activation}, {"pre", int64_t(activation != "relu")}})[0];
+}
 
 }  // namespace ember::autodiff
