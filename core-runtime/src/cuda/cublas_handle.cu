@@ -188,6 +188,62 @@ template <class T> constexpr cudaDataType_t lt_type() {
   else return CUDA_R_16BF;
 }
 
+// One cuBLASLt call of blas_gemm's column-major product C^T = B^T · A^T (see blas_gemm), over
+// g.batch matrices, accumulating in `compute` with float alpha and beta. `describe` sets further
+// attributes of the descriptor (an epilogue and its pointers) before the heuristic, which is also
+// told every operand's alignment, so that it never picks an algorithm a view's pointer cannot
+// take. Returns false, having queued nothing, when the heuristic offers no algorithm.
+template <class T, class Describe>
+bool lt_matmul(Device device, const GemmArgs<T>& g, const BlasLayout& la, const BlasLayout& lb,
+               const BlasLayout& lc, cublasComputeType_t compute, const Describe& describe,
+               const char* op) {
+  const cudaDataType_t t = lt_type<T>();
+  const cublasOperation_t op_b = lb.row_major ? CUBLAS_OP_N : CUBLAS_OP_T;
+  const cublasOperation_t op_a = la.row_major ? CUBLAS_OP_N : CUBLAS_OP_T;
+  const int ldb = int(lb.ld), lda = int(la.ld), ldc = int(lc.ld), batch = int(g.batch);
+  const bool one = g.batch == 1;  // a single matrix: batch strides are unused
+  const long long sa = one ? 0 : g.a.batch_stride, sb = one ? 0 : g.b.batch_stride;
+  const long long sc = one ? 0 : g.c.batch_stride;
+  LtCall lt;
+  EMBER_CUBLAS_CHECK(cublasLtMatmulDescCreate(&lt.desc, compute, CUDA_R_32F), op);
+  cublasLtMatmulDescSetAttribute(lt.desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_b, sizeof(op_b));
+  cublasLtMatmulDescSetAttribute(lt.desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_a, sizeof(op_a));
+  describe(lt.desc);
+  // Column-major as stored: B^T is [n, k] (or [k, n] when transposed), A^T [k, m], C^T [n, m].
+  lt.a = op_b == CUBLAS_OP_N ? lt_layout(t, g.n, g.k, ldb, batch, sb)
+                             : lt_layout(t, g.k, g.n, ldb, batch, sb);
+  lt.b = op_a == CUBLAS_OP_N ? lt_layout(t, g.k, g.m, lda, batch, sa)
+                             : lt_layout(t, g.m, g.k, lda, batch, sa);
+  lt.c = lt_layout(t, g.n, g.m, ldc, batch, sc);
+  const Workspace workspace = workspace_of(device, stream(device));
+  EMBER_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&lt.preference), op);
+  cublasLtMatmulPreferenceSetAttribute(lt.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                       &workspace.bytes, sizeof(workspace.bytes));
+  // Lt's A is our B and its B our A (the swap above); C and D are our C.
+  const uint32_t align_a = alignment_of(g.b.data), align_b = alignment_of(g.a.data);
+  const uint32_t align_c = alignment_of(g.c.data);
+  cublasLtMatmulPreferenceSetAttribute(lt.preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+                                       &align_a, sizeof(align_a));
+  cublasLtMatmulPreferenceSetAttribute(lt.preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                                       &align_b, sizeof(align_b));
+  cublasLtMatmulPreferenceSetAttribute(lt.preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+                                       &align_c, sizeof(align_c));
+  cublasLtMatmulPreferenceSetAttribute(lt.preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
+                                       &align_c, sizeof(align_c));
+  cublasLtMatmulHeuristicResult_t best{};
+  int found = 0;
+  if (cublasLtMatmulAlgoGetHeuristic(lt_handle(), lt.desc, lt.a, lt.b, lt.c, lt.c, lt.preference, 1,
+                                     &best, &found) != CUBLAS_STATUS_SUCCESS ||
+      found == 0 || best.state != CUBLAS_STATUS_SUCCESS)
+    return false;
+  const float alpha = float(g.alpha), beta = float(g.beta);
+  EMBER_CUBLAS_CHECK(cublasLtMatmul(lt_handle(), lt.desc, &alpha, g.b.data, lt.a, g.a.data, lt.b,
+                                    &beta, g.c.data, lt.c, g.c.data, lt.c, &best.algo,
+                                    workspace.data, workspace.bytes, stream(device)),
+                     op);
+  return true;
+}
+
 }  // namespace
 
 cublasHandle_t cublas_handle(Device device) {
@@ -247,32 +303,10 @@ template <class T> void blas_gemm(Device device, const GemmArgs<T>& g, const cha
   } else {
     // float16 / bfloat16 storage, float32 accumulation (alpha and beta are float): cuBLASLt's
     // best algorithm for these layouts, or cublasGemmEx where its heuristic offers none.
-    const cudaDataType_t t = std::is_same_v<T, Half> ? CUDA_R_16F : CUDA_R_16BF;
-    LtCall lt;
-    EMBER_CUBLAS_CHECK(cublasLtMatmulDescCreate(&lt.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), op);
-    cublasLtMatmulDescSetAttribute(lt.desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_b, sizeof(op_b));
-    cublasLtMatmulDescSetAttribute(lt.desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_a, sizeof(op_a));
-    // Column-major as stored: B^T is [n, k] (or [k, n] when transposed), A^T [k, m], C^T [n, m].
-    lt.a = op_b == CUBLAS_OP_N ? lt_layout(t, g.n, g.k, ldb, batch, sb)
-                               : lt_layout(t, g.k, g.n, ldb, batch, sb);
-    lt.b = op_a == CUBLAS_OP_N ? lt_layout(t, g.k, g.m, lda, batch, sa)
-                               : lt_layout(t, g.m, g.k, lda, batch, sa);
-    lt.c = lt_layout(t, g.n, g.m, ldc, batch, sc);
-    const Workspace workspace = workspace_of(device, stream(device));
-    EMBER_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&lt.preference), op);
-    cublasLtMatmulPreferenceSetAttribute(lt.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                         &workspace.bytes, sizeof(workspace.bytes));
-    cublasLtMatmulHeuristicResult_t best{};
-    int found = 0;
-    if (cublasLtMatmulAlgoGetHeuristic(lt_handle(), lt.desc, lt.a, lt.b, lt.c, lt.c, lt.preference,
-                                       1, &best, &found) == CUBLAS_STATUS_SUCCESS &&
-        found > 0) {
-      EMBER_CUBLAS_CHECK(cublasLtMatmul(lt_handle(), lt.desc, &alpha, g.b.data, lt.a, g.a.data,
-                                        lt.b, &beta, g.c.data, lt.c, g.c.data, lt.c, &best.algo,
-                                        workspace.data, workspace.bytes, stream(device)),
-                         op);
+    if (lt_matmul(
+            device, g, la, lb, lc, CUBLAS_COMPUTE_32F, [](cublasLtMatmulDesc_t) {}, op))
       return;
-    }
+    const cudaDataType_t t = lt_type<T>();
     EMBER_CUBLAS_CHECK(cublasGemmStridedBatchedEx(h, op_b, op_a, g.n, g.m, g.k, &alpha, g.b.data, t,
                                                   ldb, sb, g.a.data, t, lda, sa, &beta, g.c.data, t,
                                                   ldc, sc, batch, CUBLAS_COMPUTE_32F,
@@ -293,79 +327,42 @@ bool blas_gemm_act(Device device, const GemmArgs<T>& g, const T* bias, T* pre, b
   if (!la.ok || !lb.ok || !lc.ok || !lc.row_major) return false;
   // CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD: a multiple of 8 elements for GELU's aux matrix.
   if (pre && lc.ld % 8 != 0) return false;
-  // The heuristic is told A's, B's, C's and D's alignment below, but not the bias's; the epilogue
+  // lt_matmul tells the heuristic A's, B's, C's and D's alignment, but not the bias's; the epilogue
   // reads the bias and writes the aux matrix with vector accesses, so both must be 16-byte aligned
   // (an allocation always is; a view at an odd offset goes the unfused way).
   if ((bias && alignment_of(bias) < 16) || (pre && alignment_of(pre) < 16)) return false;
   DeviceGuard guard(device);
-  const cudaDataType_t t = lt_type<T>();
   // float32 follows set_allow_tf32 as blas_gemm's cuBLAS handle does.
   const cublasComputeType_t compute =
       std::is_same_v<T, float> && allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  const cublasOperation_t op_b = lb.row_major ? CUBLAS_OP_N : CUBLAS_OP_T;
-  const cublasOperation_t op_a = la.row_major ? CUBLAS_OP_N : CUBLAS_OP_T;
-  const int ldb = int(lb.ld), lda = int(la.ld), ldc = int(lc.ld);
-  LtCall lt;
-  EMBER_CUBLAS_CHECK(cublasLtMatmulDescCreate(&lt.desc, compute, CUDA_R_32F), op);
-  cublasLtMatmulDescSetAttribute(lt.desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_b, sizeof(op_b));
-  cublasLtMatmulDescSetAttribute(lt.desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_a, sizeof(op_a));
   cublasLtEpilogue_t epilogue;
   if (relu) epilogue = bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
   else if (pre) epilogue = bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
   else epilogue = bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
-  EMBER_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(lt.desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
-                                                    &epilogue, sizeof(epilogue)),
-                     op);
   // The pointers go in before the heuristic, which reads their alignment from them.
-  if (bias) {
-    const void* bias_ptr = bias;
-    EMBER_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(lt.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
-                                                      &bias_ptr, sizeof(bias_ptr)),
+  const auto describe = [&](cublasLtMatmulDesc_t desc) {
+    EMBER_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                                      &epilogue, sizeof(epilogue)),
                        op);
-  }
-  if (pre) {
-    void* aux = pre;
-    const int64_t aux_ld = lc.ld;
-    EMBER_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(lt.desc,
-                                                      CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
-                                                      &aux, sizeof(aux)),
-                       op);
-    EMBER_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(lt.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
-                                                      &aux_ld, sizeof(aux_ld)),
-                       op);
-  }
-  lt.a =
-      op_b == CUBLAS_OP_N ? lt_layout(t, g.n, g.k, ldb, 1, 0) : lt_layout(t, g.k, g.n, ldb, 1, 0);
-  lt.b =
-      op_a == CUBLAS_OP_N ? lt_layout(t, g.k, g.m, lda, 1, 0) : lt_layout(t, g.m, g.k, lda, 1, 0);
-  lt.c = lt_layout(t, g.n, g.m, ldc, 1, 0);
-  const Workspace workspace = workspace_of(device, stream(device));
-  EMBER_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&lt.preference), op);
-  cublasLtMatmulPreferenceSetAttribute(lt.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                       &workspace.bytes, sizeof(workspace.bytes));
-  // Lt's A is our B and its B our A (the swap above); C and D are our C.
-  const uint32_t align_a = alignment_of(g.b.data), align_b = alignment_of(g.a.data);
-  const uint32_t align_c = alignment_of(g.c.data);
-  cublasLtMatmulPreferenceSetAttribute(lt.preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
-                                       &align_a, sizeof(align_a));
-  cublasLtMatmulPreferenceSetAttribute(lt.preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-                                       &align_b, sizeof(align_b));
-  cublasLtMatmulPreferenceSetAttribute(lt.preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
-                                       &align_c, sizeof(align_c));
-  cublasLtMatmulPreferenceSetAttribute(lt.preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
-                                       &align_c, sizeof(align_c));
-  cublasLtMatmulHeuristicResult_t best{};
-  int found = 0;
-  if (cublasLtMatmulAlgoGetHeuristic(lt_handle(), lt.desc, lt.a, lt.b, lt.c, lt.c, lt.preference, 1,
-                                     &best, &found) != CUBLAS_STATUS_SUCCESS ||
-      found == 0 || best.state != CUBLAS_STATUS_SUCCESS)
-    return false;
-  const float alpha = 1.0f, beta = 0.0f;
-  EMBER_CUBLAS_CHECK(cublasLtMatmul(lt_handle(), lt.desc, &alpha, g.b.data, lt.a, g.a.data, lt.b,
-                                    &beta, g.c.data, lt.c, g.c.data, lt.c, &best.algo,
-                                    workspace.data, workspace.bytes, stream(device)),
-                     op);
-  return true;
+    if (bias) {
+      const void* bias_ptr = bias;
+      EMBER_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                        &bias_ptr, sizeof(bias_ptr)),
+                         op);
+    }
+    if (pre) {
+      void* aux = pre;
+      const int64_t aux_ld = lc.ld;
+      EMBER_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc,
+                                                        CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                                                        &aux, sizeof(aux)),
+                         op);
+      EMBER_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
+                                                        &aux_ld, sizeof(aux_ld)),
+                         op);
+    }
+  };
+  return lt_matmul(device, g, la, lb, lc, compute, describe, op);
 }
 
 template bool blas_gemm_act(Device, const GemmArgs<float>&, const float*, float*, bool,
