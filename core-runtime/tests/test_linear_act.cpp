@@ -2,8 +2,9 @@
 // brute-force reference in double, on every floating dtype, with and without bias and pre, on
 // contiguous, transposed and strided x, batch dims, 0, 1 and odd rows, odd and multiple-of-8
 // out_features (cuBLASLt's aux matrix needs the latter); on the CPU bit for bit what linear then
-// the library's activation give; the _out forms and the errors. The CUDA instances run the
-// cuBLASLt epilogues and skip where there is no GPU.
+// the library's activation give; the _out forms and the errors; linear's bias (cuBLASLt's BIAS
+// epilogue on CUDA) on every dtype and bias layout. The CUDA instances run the cuBLASLt epilogues
+// and skip where there is no GPU.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -125,6 +126,36 @@ TEST_P(LinearAct, MatchesTheReferenceOnEveryDtypeAndShape) {
       // No inputs features: the bias alone goes through the activation.
       check(rnd({4, 0}, 11), rnd({6, 0}, 12), rnd({6}, 13), act);
     }
+  }
+}
+
+// linear adds its bias in the GEMM's epilogue where the backend has one (cuBLASLt's BIAS on
+// CUDA), else writes it first and accumulates onto it: both against the reference, over the
+// bias layouts the epilogue refuses (a step, an unaligned start) and an output given
+// non-contiguous.
+TEST_P(LinearAct, LinearWithBiasMatchesTheReferenceOnEveryDtypeAndLayout) {
+  const Device d = device();
+  for (DType t : kFloating) {
+    SCOPED_TRACE(dtype_name(t));
+    auto rnd = [&](const Shape& s, uint32_t seed) { return random_tensor(s, seed, t, d); };
+    const double tol = tolerance(t);
+    for (int64_t out : {1, 9, 16, 67}) {
+      const Tensor w = rnd({out, 13}, 2), b = rnd({out}, 3);
+      const std::vector<Tensor> biases = {b, rnd({2 * out}, 4).slice(0, 0, 2 * out, 2),
+                                          rnd({out + 1}, 5).slice(0, 1, out + 1)};
+      for (const Tensor& bias : biases) {
+        SCOPED_TRACE("out " + std::to_string(out) + " bias " + bias.str());
+        for (const Tensor& x : {rnd({2, 5, 13}, 6), rnd({1, 13}, 7), rnd({13, 4}, 8).t()})
+          expect_close(linear(x, w, bias), reference(x, w, bias, "relu").pre, tol, tol);
+        const Tensor x = rnd({6, 13}, 9);
+        Tensor given = random_tensor({out, 6}, 10, t, d).t();  // [6, out], non-contiguous
+        linear_out(given, x, w, bias);
+        expect_close(given, reference(x, w, bias, "relu").pre, tol, tol);
+      }
+    }
+    // No input features: the bias alone.
+    expect_close(linear(rnd({4, 0}, 11), rnd({6, 0}, 12), rnd({6}, 13)),
+                 reference(rnd({4, 0}, 11), rnd({6, 0}, 12), rnd({6}, 13), "relu").pre, tol, tol);
   }
 }
 

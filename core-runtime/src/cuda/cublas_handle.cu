@@ -319,11 +319,14 @@ template <class T> void blas_gemm(Device device, const GemmArgs<T>& g, const cha
 // column-major view C^T is [n, m]: the bias [n] runs down its rows, as cuBLASLt's BIAS epilogue
 // broadcasts it, and pre (the aux matrix) has C^T's layout and leading dimension.
 template <class T>
-bool blas_gemm_act(Device device, const GemmArgs<T>& g, const T* bias, T* pre, bool relu,
+bool blas_gemm_act(Device device, const GemmArgs<T>& g, const T* bias, T* pre, GemmActivation act,
                    const char* op) {
   const BlasLayout la = blas_layout(g.a, g.m, g.k), lb = blas_layout(g.b, g.k, g.n);
   const BlasLayout lc = blas_layout(g.c, g.m, g.n);
   if (g.batch != 1 || g.m == 0 || g.n == 0 || g.k == 0) return false;
+  if (act == GemmActivation::Gelu || (act != GemmActivation::GeluTanh && pre) ||
+      (act == GemmActivation::None && !bias))
+    return false;
   if (!la.ok || !lb.ok || !lc.ok || !lc.row_major) return false;
   // CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD: a multiple of 8 elements for GELU's aux matrix.
   if (pre && lc.ld % 8 != 0) return false;
@@ -335,10 +338,13 @@ bool blas_gemm_act(Device device, const GemmArgs<T>& g, const T* bias, T* pre, b
   // float32 follows set_allow_tf32 as blas_gemm's cuBLAS handle does.
   const cublasComputeType_t compute =
       std::is_same_v<T, float> && allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  cublasLtEpilogue_t epilogue;
-  if (relu) epilogue = bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
-  else if (pre) epilogue = bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
-  else epilogue = bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
+  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+  if (act == GemmActivation::Relu)
+    epilogue = bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
+  else if (act == GemmActivation::GeluTanh && pre)
+    epilogue = bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
+  else if (act == GemmActivation::GeluTanh)
+    epilogue = bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
   // The pointers go in before the heuristic, which reads their alignment from them.
   const auto describe = [&](cublasLtMatmulDesc_t desc) {
     EMBER_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
@@ -365,11 +371,12 @@ bool blas_gemm_act(Device device, const GemmArgs<T>& g, const T* bias, T* pre, b
   return lt_matmul(device, g, la, lb, lc, compute, describe, op);
 }
 
-template bool blas_gemm_act(Device, const GemmArgs<float>&, const float*, float*, bool,
+template bool blas_gemm_act(Device, const GemmArgs<float>&, const float*, float*, GemmActivation,
                             const char*);
-template bool blas_gemm_act(Device, const GemmArgs<Half>&, const Half*, Half*, bool, const char*);
-template bool blas_gemm_act(Device, const GemmArgs<BFloat16>&, const BFloat16*, BFloat16*, bool,
+template bool blas_gemm_act(Device, const GemmArgs<Half>&, const Half*, Half*, GemmActivation,
                             const char*);
+template bool blas_gemm_act(Device, const GemmArgs<BFloat16>&, const BFloat16*, BFloat16*,
+                            GemmActivation, const char*);
 
 #define EMBER_INSTANTIATE_BLAS(T)                                           \
   template bool blas_readable(const MatrixRef<const T>&, int64_t, int64_t); \

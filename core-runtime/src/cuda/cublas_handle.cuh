@@ -19,6 +19,7 @@
 
 #include "ember/device.h"
 #include "ember/dtype.h"
+#include "ops/matmul_kernels.h"
 
 namespace ember::cuda {
 
@@ -61,14 +62,16 @@ template <class T> bool blas_readable(const MatrixRef<T>& m, int64_t rows, int64
 // errors.
 template <class T> void blas_gemm(Device device, const GemmArgs<T>& g, const char* op);
 
-// linear_act's GEMM (batch 1, g.beta 0) with cuBLASLt's epilogue: C = act(A·B + bias), act relu
-// or gelu (cuBLASLt's: the tanh formula), bias [n] (null: none), and for gelu, when pre is not
-// null, A·B + bias written to pre (GELU_AUX; laid out as C, with C's row stride, which cuBLASLt
-// wants a multiple of 8). T is float, Half or BFloat16. Returns false, having queued nothing,
-// when the operands do not fit (a layout of blas_gemm's rules, pre's row stride) or cuBLASLt's
-// heuristic offers no algorithm for them: the caller then runs the GEMM and the activation apart.
+// linear's and linear_act's GEMM (batch 1, g.beta 0) with cuBLASLt's epilogue:
+// C = act(A·B + bias), act none, relu or gelu_tanh (cuBLASLt's gelu is the tanh formula), bias [n]
+// (null: none; with act none there must be one), and for gelu_tanh, when pre is not null,
+// A·B + bias written to pre (GELU_AUX; laid out as C, with C's row stride, which cuBLASLt wants a
+// multiple of 8). T is float, Half or BFloat16. Returns false, having queued nothing, when the
+// operands do not fit (a layout of blas_gemm's rules, pre's row stride, an activation cuBLASLt
+// lacks) or cuBLASLt's heuristic offers no algorithm for them: the caller then runs the GEMM and
+// the activation apart.
 template <class T>
-bool blas_gemm_act(Device device, const GemmArgs<T>& g, const T* bias, T* pre, bool relu,
+bool blas_gemm_act(Device device, const GemmArgs<T>& g, const T* bias, T* pre, GemmActivation act,
                    const char* op);
 
 }  // namespace ember::cuda

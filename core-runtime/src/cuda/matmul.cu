@@ -12,9 +12,9 @@
 //   float64, float16, bfloat16, MatmulAlgo::Tiled -> tiled v2 templated on the dtype.
 //   integer dtypes (cuBLAS has no integer GEMM) -> tiled v2 with int64 accumulation, whatever the
 //       algo.
-// gemm_act (linear_act): float32, float16, bfloat16 -> one cuBLASLt call with a RELU/GELU (+ BIAS,
-//       + AUX for gelu's pre) epilogue (blas_gemm_act); anything else -> false, and linear_act
-//       runs gemm and then the activation's kernel.
+// gemm_act (linear's bias, linear_act): float32, float16, bfloat16 -> one cuBLASLt call with a
+//       BIAS or RELU/GELU (+ BIAS, + AUX for gelu's pre) epilogue (blas_gemm_act); anything else
+//       -> false, and linear or linear_act runs gemm over the bias, then the activation's kernel.
 #include <climits>
 #include <cstdlib>
 #include <string>
@@ -93,10 +93,8 @@ void gemm(const Tensor& a, const Tensor& b, Tensor& out, const GemmFlags& flags)
 bool gemm_act(const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& out, Tensor& pre,
               const GemmFlags& flags, GemmActivation act) {
   // cuBLASLt's GELU is the tanh approximation: the exact (erf) gelu is linear_act's GEMM then the
-  // library's gelu kernel.
-  if (act == GemmActivation::Gelu) return false;
-  // cuBLASLt's relu aux output is a bit mask, not the pre-activation values.
-  if (act == GemmActivation::Relu && pre.defined()) return false;
+  // library's gelu kernel. cuBLASLt's relu aux output is a bit mask, not the pre-activation
+  // values. Both are refused by blas_gemm_act, as is linear without a bias (nothing to fuse).
   if (flags.algo != MatmulAlgo::Default || flags.accumulate || out.size(0) != 1) return false;
   const int64_t k = flags.trans_a ? a.size(1) : a.size(2);
   if (out.numel() == 0 || k == 0) return false;
@@ -110,8 +108,8 @@ bool gemm_act(const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& out,
     if constexpr (!std::is_same_v<T, double>) {
       const GemmArgs<T> g = gemm_args<T>(a, b, out, flags);
       done = blas_gemm_act<T>(out.device(), g, bias.defined() ? bias.data<T>() : nullptr,
-                              pre.defined() ? pre.data<T>() : nullptr, act == GemmActivation::Relu,
-                              "linear_act");
+                              pre.defined() ? pre.data<T>() : nullptr, act,
+                              act == GemmActivation::None ? "linear" : "linear_act");
     }
   });
   return done;  // cuBLASLt reports its own errors

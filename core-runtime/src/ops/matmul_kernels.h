@@ -15,7 +15,8 @@ struct GemmFlags {
   MatmulAlgo algo = MatmulAlgo::Default;
 };
 
-// The activation gemm_act_kernel applies in the GEMM's epilogue (linear_act's).
-enum class GemmActivation { Relu, Gelu, GeluTanh };
+// The activation gemm_act_kernel applies in the GEMM's epilogue: linear_act's, or None for
+// linear's bias alone.
+enum class GemmActivation { None, Relu, Gelu, GeluTanh };
 
 }  // namespace ember
