@@ -88,7 +88,7 @@ __global__ void __launch_bounds__(kBlock)
   acc = group_allreduce(acc, CombineOf<R>{r}, r.init(), group_scratch<Acc>());
   if (o >= p.outer || threadIdx.x != 0) return;
   if (p.splits == 1) store(o, acc);
-  else partial[o * p.splits + blockIdx.y] = acc;
+  else partial[blockIdx.y * p.outer + o] = acc;
 }
 
 // Output o (or its chunk blockIdx.y) per thread.
@@ -104,21 +104,22 @@ __global__ void __launch_bounds__(kBlock)
 #pragma unroll 4
   for (int64_t i = begin; i < end; ++i) acc = r.step(acc, base[p.red.offset(i)], i);
   if (p.splits == 1) store(o, acc);
-  else partial[o * p.splits + blockIdx.y] = acc;
+  else partial[blockIdx.y * p.outer + o] = acc;
 }
 
 // Combines each output's `splits` partial accumulators as a pairwise tree, in place and in order
 // (left before right, so first-index ties still win). A running sum over a thousand partials
 // would lose ~1e-5 of a float32 total; the tree's error grows with log2(splits) instead.
+// partial is [splits, outer]: neighbouring threads (outputs) read and write neighbouring words.
 template <class R, class Store>
 __global__ void __launch_bounds__(kBlock)
     reduce_finish_kernel(typename R::acc_t* partial, int64_t outer, int splits, R r, Store store) {
   const int64_t o = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (o >= outer) return;
-  typename R::acc_t* mine = partial + o * splits;
+  typename R::acc_t* mine = partial + o;
   for (int width = 1; width < splits; width *= 2)
     for (int s = 0; s + width < splits; s += 2 * width)
-      mine[s] = r.combine(mine[s], mine[s + width]);
+      mine[s * outer] = r.combine(mine[s * outer], mine[(s + width) * outer]);
   store(o, mine[0]);
 }
 
@@ -186,7 +187,9 @@ void launch_reduce(const char* op, const Tensor& x_in, int64_t nreduce, const R&
 
   // Split the elements when the outputs alone leave most of the GPU idle.
   const int64_t threads = per_thread ? p.outer : p.outer * group;
-  const int64_t min_chunk = per_thread ? 256 : int64_t(group) * vec * kUnroll * 4;
+  // A column's chunk may be short: its loads are already coalesced across the outputs, and a
+  // [8192, 768] bias gradient needs ~100 splits to put a block on every SM.
+  const int64_t min_chunk = per_thread ? 64 : int64_t(group) * vec * kUnroll * 4;
   int64_t splits = 1;
   if (threads < fill && p.n >= 2 * min_chunk)
     splits = std::min({ceil_div(fill, threads), p.n / min_chunk, int64_t(65535)});
