@@ -6,7 +6,9 @@
 //   forward          out[img, g]   [Og, P]  = weight[g] [Og, R] · cols[img, g] [R, P]
 //   backward-input   cols[img, g]  [R, P]   = weight[g]^T [R, Og] · grad_out[img, g] [Og, P],
 //                    then col2im adds each column entry back to the input pixel it came from
-//   backward-weight  grad_w[g]     [Og, R]  = grad_out[g] [Og, N*P] · cols[g]^T [N*P, R]
+//   backward-weight  grad_w[g]     [Og, R]  = grad_out[g] [Og, N*P] · cols[g]^T [N*P, R],
+//                    or, with one group and R < P, the sum over images of
+//                    grad_out[img] [O, P] · cols[img]^T [P, R]
 // (R = C/G * kh * kw, P = Ho * Wo.) The price is the cols buffer: kh * kw times the input, written
 // and read once per pass. Images are processed in chunks so that cols stays under kColsBudget
 // elements. A 1x1 convolution with stride 1 and no padding needs no im2col at all: x itself is
@@ -17,6 +19,7 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "cuda/conv_implicit_gemm.cuh"
 #include "cuda/cublas_handle.cuh"
@@ -172,12 +175,50 @@ void backward_input_im2col(const Tensor& go, const Tensor& w, Tensor& grad_x, co
   }
 }
 
+// grad_w = conv2d_backward_weight(grad_out, x), where the per-image products are smaller than
+// grad_out (R < P: few taps over many positions, as a small CNN's first layer) and the sum is
+// exact enough in T (float32, float64) and there is one group: per chunk, one strided-batched
+// GEMM writes each image's product
+//   partial[img] [O, R] = grad_out[img] [O, P] · cols[img]^T [P, R]
+// reading grad_out in place, and one kernel adds the images' products up. Its scratch is
+// N * O * R elements where the general form below copies grad_out's O * count * P.
+template <class T>
+void backward_weight_per_image(const Tensor& go, const Tensor& x, Tensor& grad_w,
+                               const ConvShape& s) {
+  const char* op = "conv2d_backward_weight";
+  const int nb = images_per_chunk(s);
+  const int64_t per_image = int64_t(s.O) * s.R;
+  Tensor cols = Tensor::empty({int64_t(s.R) * nb * s.P}, x.dtype(), x.device(), op);
+  Tensor partial = Tensor::empty({s.N * per_image}, x.dtype(), x.device(), op);
+  for (int n0 = 0; n0 < s.N; n0 += nb) {
+    const int count = std::min(nb, s.N - n0);
+    const int64_t kdim = int64_t(count) * s.P;
+    launch_im2col<T>(x, s, n0, count, s.P, kdim, cols.data<T>(), op);
+    GemmArgs<T> ga;
+    ga.batch = count;
+    ga.m = s.O;
+    ga.n = s.R;
+    ga.k = s.P;
+    ga.a = rows_of<const T>(go.data<T>() + int64_t(n0) * s.O * s.P, s.P, int64_t(s.O) * s.P);
+    ga.b = transposed<const T>(cols.data<T>(), kdim, s.P);  // image img's [R, P] starts at img P
+    ga.c = rows_of<T>(partial.data<T>() + n0 * per_image, s.R, per_image);
+    blas_gemm(x.device(), ga, op);
+  }
+  const int dev = x.device().index;
+  sum_splits<T, T><<<grid_size(per_image, 256, dev), 256, 0, stream(dev)>>>(partial.data<T>(), s.N,
+                                                                            per_image,
+                                                                            grad_w.data<T>());
+  check_launch(op, {&go, &x, &grad_w});
+}
+
 // grad_w = conv2d_backward_weight(grad_out, x). Per chunk of images, cols is laid out
 // [C*kh*kw, count*P] (image-major within a row) and grad_out's chunk is copied to
 // [O, count*P], so that the sum over images and positions is one GEMM inner dimension; the
 // groups are the batch of one strided-batched GEMM, and later chunks accumulate (beta = 1).
 template <class T>
 void backward_weight_im2col(const Tensor& go, const Tensor& x, Tensor& grad_w, const ConvShape& s) {
+  if constexpr (std::is_same_v<T, compute_t<T>>)
+    if (s.G == 1 && s.R < s.P) return backward_weight_per_image<T>(go, x, grad_w, s);
   const char* op = "conv2d_backward_weight";
   const int nb = images_per_chunk(s);
   const int64_t rows = int64_t(s.C) * s.khw;  // of cols, all groups
