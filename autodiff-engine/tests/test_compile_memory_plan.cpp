@@ -117,6 +117,11 @@ TEST(PlanMemory, PlansTheTrainingStepBelowTheNaivePeak) {
   EXPECT_EQ(plan.slots(loss_node)[0].first, -1);
   EXPECT_NE(e.str().find("planned peak"), std::string::npos);
   EXPECT_NE(e.str().find("lower bound"), std::string::npos);
+  // The fullest moment holds the lower bound's bytes.
+  EXPECT_NE(e.str().find("fullest at node"), std::string::npos) << e.str();
+  EXPECT_NE(e.str().find(" (" + std::to_string(plan.lower_bound) + " B) live; largest %"),
+            std::string::npos)
+      << e.str();
 }
 
 TEST(PlanMemory, AViewExtendsItsBaseAndScratchLivesInItsNode) {

@@ -104,6 +104,40 @@ void improve_order(std::vector<size_t> order, const std::vector<int64_t>& aligne
   }
 }
 
+// Where a smaller arena has to come from: the step at which the most bytes are live (counted
+// aligned, as the lower bound is), and the largest buffers live then.
+std::string fullest_moment(const Graph& g, const std::vector<PlannedBuffer>& buffers) {
+  std::vector<int64_t> change(size_t(g.num_nodes()) + 1, 0);
+  for (const PlannedBuffer& b : buffers) {
+    change[size_t(b.first)] += round_up(b.nbytes, kAlignment);
+    change[size_t(b.last) + 1] -= round_up(b.nbytes, kAlignment);
+  }
+  int32_t step = 0;
+  int64_t live = 0, most = -1;
+  for (int32_t k = 0; k < g.num_nodes(); ++k) {
+    live += change[size_t(k)];
+    if (live > most) {
+      most = live;
+      step = k;
+    }
+  }
+  std::vector<const PlannedBuffer*> there;
+  for (const PlannedBuffer& b : buffers)
+    if (b.first <= step && step <= b.last && b.nbytes > 0) there.push_back(&b);
+  std::sort(there.begin(), there.end(),
+            [](const PlannedBuffer* a, const PlannedBuffer* b) { return a->nbytes > b->nbytes; });
+  std::string text = "fullest at node " + std::to_string(step) + " (" + g.node(step).op->name +
+                     "): " + bytes_text(most) + " live";
+  for (size_t i = 0; i < there.size() && i < 6; ++i) {
+    const PlannedBuffer& b = *there[i];
+    const std::string& op = g.node(b.first).op->name;
+    text += i == 0 ? "; largest " : ", ";
+    text += (b.value < 0 ? "scratch of " + op : g.value_name(b.value) + " = " + op) + " " +
+            bytes_text(b.nbytes);
+  }
+  return text;
+}
+
 }  // namespace
 
 IntervalPlan plan_intervals(const std::vector<int64_t>& sizes, const std::vector<int32_t>& starts,
@@ -267,6 +301,7 @@ MemoryPlan plan_memory(const Program& program, const NodeAllocations& allocation
   explain.add(pass, "planned peak " + bytes_text(plan.planned_peak) + " (the arena)");
   explain.add(pass, "naive peak   " + bytes_text(plan.naive_peak) + " (every buffer its own)");
   explain.add(pass, "lower bound  " + bytes_text(plan.lower_bound) + " (most bytes live at once)");
+  if (!plan.buffers.empty()) explain.add(pass, fullest_moment(g, plan.buffers));
   return plan;
 }
 
