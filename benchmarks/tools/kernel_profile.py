@@ -49,10 +49,9 @@ def cnn(xp, batch, compiled):
 
 
 def cnn_graphed(torch, batch):
-    from types import SimpleNamespace
-
     from families.compiled import torch_cuda_graph_step
-    return torch_cuda_graph_step(SimpleNamespace(xp=torch, device="cuda"), {"batch": batch}), None
+    from harness.references import TorchReference
+    return torch_cuda_graph_step(TorchReference(torch, "cuda"), {"batch": batch}), None
 
 
 def sdpa(xp, length):
