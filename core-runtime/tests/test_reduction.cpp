@@ -4,6 +4,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <numeric>
 
 #include "test_util.h"
 
@@ -277,6 +278,22 @@ TEST_P(Reduction, ColumnTilesWiderThanOneTileAndThanTheThreads) {
       check_reduce([](auto& x, auto& d, bool k) { return amax(x, d, k); }, ref_amax, x, {0}, 0, 0);
       check_reduce([](auto& x, auto& d, bool k) { return var(x, d, 1, k); }, ref_var(1), x, {0},
                    1e-5, 1e-4);
+    }
+}
+
+TEST_P(Reduction, TallColumnSumsInEveryFloatDtype) {
+  // A bias gradient's shape: few outputs over thousands of rows, which CUDA splits over many
+  // blocks (chunks of 64 rows) and combines; bfloat16 and float16 accumulate in float32 and round
+  // once at the end.
+  for (DType dt : {DType::BFloat16, DType::Float16, DType::Float32, DType::Float64})
+    for (Shape shape : {Shape{4096, 96}, Shape{8, 1000, 40}, Shape{65, 33}}) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " " + shape_str(shape));
+      Tensor x = test::random_tensor(shape, 53, dt, device());
+      const bool half = dt == DType::BFloat16 || dt == DType::Float16;
+      std::vector<int64_t> dims(shape.size() - 1);
+      std::iota(dims.begin(), dims.end(), int64_t(0));
+      check_reduce([](auto& x, auto& d, bool k) { return sum(x, d, k); }, ref_sum, x, dims,
+                   half ? 1e-2 : 1e-4, half ? 5e-2 : 1e-5);
     }
 }
 
