@@ -111,13 +111,30 @@ __global__ void __launch_bounds__(kBlock)
 // (left before right, so first-index ties still win). A running sum over a thousand partials
 // would lose ~1e-5 of a float32 total; the tree's error grows with log2(splits) instead.
 // partial is [splits, outer]: neighbouring threads (outputs) read and write neighbouring words.
+// The tree's first three levels stay within aligned runs of 8 partials: each run is loaded at
+// once (8 independent loads) and folded in registers, so only the levels above wait on memory.
 template <class R, class Store>
 __global__ void __launch_bounds__(kBlock)
     reduce_finish_kernel(typename R::acc_t* partial, int64_t outer, int splits, R r, Store store) {
+  using Acc = typename R::acc_t;
+  constexpr int kRun = 8;
   const int64_t o = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (o >= outer) return;
-  typename R::acc_t* mine = partial + o;
-  for (int width = 1; width < splits; width *= 2)
+  Acc* mine = partial + o;
+  for (int base = 0; base < splits; base += kRun) {
+    const int n = splits - base < kRun ? splits - base : kRun;
+    Acc v[kRun];
+#pragma unroll
+    for (int i = 0; i < kRun; ++i)
+      if (i < n) v[i] = mine[(base + i) * outer];
+#pragma unroll
+    for (int width = 1; width < kRun; width *= 2)
+#pragma unroll
+      for (int i = 0; i + width < kRun; i += 2 * width)
+        if (i + width < n) v[i] = r.combine(v[i], v[i + width]);
+    mine[base * outer] = v[0];
+  }
+  for (int width = kRun; width < splits; width *= 2)
     for (int s = 0; s + width < splits; s += 2 * width)
       mine[s * outer] = r.combine(mine[s * outer], mine[(s + width) * outer]);
   store(o, mine[0]);
