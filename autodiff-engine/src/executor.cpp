@@ -2,6 +2,7 @@
 // use (see executor.h).
 #include "ember/autodiff/executor.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "debug_log.h"
@@ -34,13 +35,30 @@ std::vector<Tensor> run(const Graph& graph, std::vector<Tensor> env,
   const int32_t last = options.last_node < 0 ? graph.num_nodes() : options.last_node;
   env.resize(size_t(graph.num_values()));
 
-  // last_use[v]: the last node (in [first, last)) reading v; fetched values are never dropped.
+  // A node none of whose outputs is read or fetched only computes what would be dropped at once
+  // (the gradient driver leaves some: the slice_backward nodes whose pieces it joined with a
+  // cat): skipped, unless it does more than compute its outputs (writes in place, communicates,
+  // draws random numbers, or has a value hook to call). last_use[v]: the last node run (in
+  // [first, last)) reading v; fetched values are never dropped. Both from the end backwards, so
+  // that what only skipped nodes read is skipped too.
   std::vector<int32_t> last_use(env.size(), -1);
-  for (int32_t k = first; k < last; ++k)
-    for (ValueId in : graph.node(k).inputs) last_use[size_t(in)] = k;
   for (ValueId id : fetch) last_use[size_t(id)] = INT32_MAX;
+  std::vector<bool> skipped(size_t(std::max(last - first, 0)), false);
+  for (int32_t k = last - 1; k >= first; --k) {
+    const Node& node = graph.node(k);
+    const bool effects = node.outputs.empty() || node.op->in_place || node.op->collective ||
+                         node.op->random || options.on_value;
+    const bool unread = std::all_of(node.outputs.begin(), node.outputs.end(),
+                                    [&](ValueId out) { return last_use[size_t(out)] < 0; });
+    if (!effects && unread) {
+      skipped[size_t(k - first)] = true;
+      continue;
+    }
+    for (ValueId in : node.inputs) last_use[size_t(in)] = std::max(last_use[size_t(in)], k);
+  }
 
   for (int32_t k = first; k < last; ++k) {
+    if (skipped[size_t(k - first)]) continue;
     const Node& node = graph.node(k);
     std::vector<Tensor> inputs;
     inputs.reserve(node.inputs.size());

@@ -7,6 +7,7 @@
 #include "ember/autodiff/op.h"
 #include "ember/autodiff/ops/apply.h"
 #include "rules/infer.h"
+#include "rules/join_gradients.h"
 
 namespace ember::autodiff {
 
@@ -14,10 +15,19 @@ namespace {
 
 bool differentiable(const Value& v) { return is_floating(v.type.dtype); }
 
-// The sum of the gradients that reached one value, one `add` node per extra use. The sum
-// replaces the list, so asking again (a wrt value that is also an intermediate) gives it again.
+// The sum of the gradients that reached one value: the pieces of a split joined by one cat
+// (join_gradients.h), else one `add` node per extra use. The sum replaces the list, so asking
+// again (a wrt value that is also an intermediate) gives it again.
 Val sum_uses(Graph& g, std::vector<Val>& uses, ValueId of) {
   if (uses.empty()) return Val();
+  g.set_provenance(-1, "d/d %" + std::to_string(of) + ": its " + std::to_string(uses.size()) +
+                           " slices' gradients joined");
+  const Val joined = join_slice_gradients(uses);
+  g.set_provenance(-1);
+  if (joined.defined()) {
+    uses.assign(1, joined);
+    return joined;
+  }
   Val total = uses[0];
   if (uses.size() > 1) {
     // The note goes on the last add only, the one whose output is the sum.

@@ -108,6 +108,55 @@ TEST(Graph, SumsTheGradientsOfAValueUsedThreeTimes) {
   }
 }
 
+// The pieces of a split, each used once, pass back one cat (as PyTorch's split backward), not a
+// zero-filled input per piece and the adds between them; pieces that overlap, or leave part of
+// the dim out, are summed as before. The values either way: piece k of x [2, 5] weighs k + 1.
+TEST(Graph, JoinsTheGradientsOfASplitsPiecesWithOneCat) {
+  const auto x_value = ember::Tensor::from_vector<float>({1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, {2, 5});
+  for (bool tiled : {true, false}) {
+    SCOPED_TRACE(tiled ? "split" : "overlapping slices");
+    ad::Graph g;
+    ad::Val x = g.parameter(f32({2, 5}), "x");
+    std::vector<ad::Val> pieces =
+        tiled ? ad::split(x, 2, 1)  // columns 0-1, 2-3, 4
+              : std::vector<ad::Val>{ad::slice(x, 1, 0, 3), ad::slice(x, 1, 2, 5)};
+    ad::Val y = ad::sum(pieces[0]);
+    for (size_t k = 1; k < pieces.size(); ++k) y = y + ad::sum(pieces[k] * double(k + 1));
+    const int32_t forward_nodes = g.num_nodes();
+    ad::Val dx = ad::grad({y}, {x})[0];
+    EXPECT_EQ(g.node(g.value(dx.id).node).op->name, tiled ? "cat" : "add") << g.str();
+    g.mark_output(dx);
+    const std::vector<float> got = ad::run(g, {x_value})[0].to_vector<float>();
+    const std::vector<float> want = tiled ? std::vector<float>{1, 1, 2, 2, 3, 1, 1, 2, 2, 3}
+                                          : std::vector<float>{1, 1, 3, 2, 2, 1, 1, 3, 2, 2};
+    EXPECT_EQ(got, want) << g.str();
+    int adds = 0;
+    for (int32_t k = forward_nodes; k < g.num_nodes(); ++k)
+      adds += g.node(k).op->name == "add" && g.node(k).grad_of < 0;
+    EXPECT_EQ(adds, tiled ? 0 : 1) << g.str();
+  }
+}
+
+TEST(Graph, RunSkipsANodeNobodyReadsOrFetches) {
+  ad::Graph g;
+  ad::Val x = g.input(f32({3}), "x");
+  ad::Val unread = ad::exp(x);  // read by nothing, fetched by nobody
+  ad::Val y = x * 2.0;
+  g.mark_output(y);
+  std::vector<ad::NodeProfile> ran;
+  ad::RunOptions options;
+  options.profile = &ran;
+  const auto x_value = ember::Tensor::from_vector<float>({1, 2, 3}, {3});
+  const auto out = ad::run(g, {x_value}, {y.id}, options);
+  ASSERT_EQ(ran.size(), 1u);
+  EXPECT_EQ(ran[0].op, "mul_scalar");
+  EXPECT_EQ(out[0].to_vector<float>(), (std::vector<float>{2, 4, 6}));
+  // Fetched, it runs.
+  ran.clear();
+  ad::run(g, {x_value}, {unread.id, y.id}, options);
+  EXPECT_EQ(ran.size(), 2u);
+}
+
 TEST(Graph, DifferentiatesItsOwnBackwardAgain) {
   ad::Graph g;
   ad::Val x = g.parameter(f32({}), "x");

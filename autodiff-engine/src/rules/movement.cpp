@@ -11,6 +11,7 @@
 #include "ember/ops/shape_ops.h"
 #include "families.h"
 #include "infer.h"
+#include "join_gradients.h"
 
 namespace ember::autodiff {
 
@@ -387,6 +388,42 @@ std::vector<OpDef> movement_ops() {
        [](const Tensors& in, const Attrs& a) -> Tensors { return {ember::stack(in, a.i("dim"))}; },
        stack_grad},
   };
+}
+
+// The sum of the gradients slices of one value pass back, as one cat when every use is a
+// slice_backward of one input shape along one dim with step 1 and the slices tile that dim in
+// some order (split's and chunk's pieces): each piece's gradient is copied once into place, with
+// no zero-filled input-sized tensor per piece and no adds between them. Undefined otherwise.
+Val join_slice_gradients(const std::vector<Val>& uses) {
+  if (uses.size() < 2) return Val();
+  std::vector<std::pair<int64_t, Val>> pieces;  // (first index, the piece's gradient)
+  int64_t dim = -1;
+  const Shape* shape = nullptr;
+  for (const Val& u : uses) {
+    const Graph& g = *u.graph;
+    const int32_t k = g.value(u.id).node;
+    if (k < 0 || g.node(k).op->name != "slice_backward") return Val();
+    const Attrs& a = g.node(k).attrs;
+    const Shape& input_shape = a.ints("input_shape");
+    const int64_t d = wrap_dim(a.i("dim"), int64_t(input_shape.size()), "slice_backward",
+                               "x is " + shape_str(input_shape));
+    if (a.i("step") != 1 || (shape && (input_shape != *shape || d != dim))) return Val();
+    shape = &input_shape;
+    dim = d;
+    const int64_t first = slice_range(input_shape[size_t(d)], a.i("start"), a.i("stop"), 1).first;
+    pieces.emplace_back(first, u.graph->val(g.node(k).inputs[0]));
+  }
+  std::sort(pieces.begin(), pieces.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  int64_t next = 0;  // the pieces must follow one another from 0 to the dim's end
+  for (const auto& [first, grad] : pieces) {
+    if (first != next || grad.dtype() != pieces[0].second.dtype()) return Val();
+    next += grad.size(dim);
+  }
+  if (next != (*shape)[size_t(dim)]) return Val();
+  std::vector<Val> parts;
+  for (const auto& piece : pieces) parts.push_back(piece.second);
+  return cat(parts, dim);
 }
 
 }  // namespace ember::autodiff

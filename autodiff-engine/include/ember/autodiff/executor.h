@@ -3,7 +3,9 @@
 // Values live in a table indexed by ValueId. Inputs and parameters are bound by the caller,
 // constants come from the graph, and each node's outputs are computed by its op's core-runtime
 // call on the devices its inputs are on (asynchronously on CUDA: nothing here synchronises).
-// Each intermediate is dropped after its last use, so memory follows the liveness of values.
+// Each intermediate is dropped after its last use, so memory follows the liveness of values. A
+// node none of whose outputs is read or fetched is not run at all, unless it does more than
+// compute them: writes in place, communicates, draws random numbers, or a value hook watches.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -27,7 +29,7 @@ struct NodeProfile {
 struct RunOptions {
   int32_t first_node = 0;  // run nodes [first_node, last_node); the values they read that
   int32_t last_node = -1;  // earlier nodes compute must be bound (-1: to the end)
-  std::vector<NodeProfile>* profile = nullptr;  // filled per node when given
+  std::vector<NodeProfile>* profile = nullptr;  // filled per node run when given
   bool synchronize = false;  // synchronise the device after each node (honest per-node times)
   // Called with each value a node computes, before any later node reads it; may replace the
   // tensor (eager mode's gradient hooks).
