@@ -117,6 +117,35 @@ TEST_P(AttentionLayouts, GptLayoutInFloat32AndBFloat16) {
   }
 }
 
+// At the head sizes of the tensor-core kernels (E 64 and 128, 16-bit types), which on CUDA read
+// q, k, v and grad_out in place when every row and head starts 16-byte aligned (v4/b4): the
+// GPT layout, and projections whose row stride (3C + 1) or start (one element in) is not, which
+// go through contiguous copies.
+TEST_P(AttentionLayouts, GptLayoutAtTheTensorCoreHeadSizes) {
+  for (DType dtype : {DType::BFloat16, DType::Float16})
+    for (int64_t D : {64, 128}) {
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + " D " + std::to_string(D));
+      const double tol = dtype == DType::BFloat16 ? 6e-2 : 1e-2;
+      for (int64_t T : {int64_t(1), int64_t(70), int64_t(130)})
+        for (bool causal : {false, true})
+          check(gpt_layout(2, 2, T, D, dtype, device()), Tensor(), {}, causal, {}, tol);
+      const int64_t B = 2, H = 2, T = 67, C = H * D;
+      for (int64_t pad : {0, 1}) {
+        const Tensor qkv =
+            random_tensor({B, T, 3 * C + 1}, 5, dtype, device()).narrow(2, pad, 3 * C);
+        const Tensor padded =
+            random_tensor({B, T, 3 * C + pad}, 6, dtype, device()).narrow(2, 0, 3 * C);
+        for (const Tensor& x : {qkv, padded}) {
+          auto part = [&](int64_t i) {
+            return x.narrow(2, i * C, C).view({B, T, H, D}).transpose(1, 2);
+          };
+          const Tensor g = random_tensor({B, T, H, D}, 7, dtype, device()).transpose(1, 2);
+          check({part(0), part(1), part(2), g}, Tensor(), {}, true, {}, tol);
+        }
+      }
+    }
+}
+
 // Dropout draws by (head, query, key), whatever the layout: the same weights are dropped.
 TEST_P(AttentionLayouts, GptLayoutWithDropout) {
   Generator gen(7);

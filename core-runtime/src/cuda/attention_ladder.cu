@@ -77,6 +77,7 @@
 #include "convert.h"
 #include "cuda/launch.cuh"
 #include "cuda/mma_sm80.cuh"
+#include "cuda/reduce.cuh"  // DeviceWalk
 #include "dispatch.h"
 #include "kernels.h"
 #include "ops/attention_kernels.h"
@@ -121,6 +122,31 @@ MaskView mask_view(const AttentionMask& m) {
   v.stride_l = m.stride_l;
   v.stride_s = m.stride_s;
   return v;
+}
+
+// Where an input's rows are (ops/attention_kernels.h's AttentionOperand): row r of head b starts
+// heads.offset(b) + r * ld elements into its data; a packed operand's walk is one dim of BH heads
+// rows * cols apart. Passed to kernels by value.
+struct HeadRows {
+  DeviceWalk heads;
+  int64_t ld = 0;
+  __device__ __forceinline__ int64_t at(int64_t b, int64_t r) const {
+    return heads.offset(b) + r * ld;
+  }
+};
+
+// o's rows as HeadRows; false when its batch dims, merged, are more than a DeviceWalk holds.
+bool head_rows(const AttentionOperand& o, HeadRows& h) {
+  const Tensor& t = o.values;
+  h.ld = o.row_stride;
+  return to_device(make_walk(t, 0, t.dim() - 2, false), h.heads);
+}
+
+// o as the packed [BH, rows, cols] tensor the kernels other than v4/b4 index: o.values itself when
+// it is laid out so, else a contiguous copy (the transposed per-head views of a GPT).
+Tensor packed(const AttentionOperand& o, int64_t heads) {
+  if (o.packed()) return o.values;
+  return o.values.contiguous().view({heads, o.values.size(-2), o.values.size(-1)});
 }
 
 __host__ __device__ __forceinline__ int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -683,10 +709,10 @@ size_t v4_shared_bytes(int64_t D) {
   return 2 * size_t(kV4Rows + 4 * kV4Keys) * size_t(D + kV4Pad);  // q; k and v, two buffers each
 }
 
-// Stages rows [Rows][D] of 16-bit values (row r at src + r D, 16-byte aligned) into dst [Rows]
+// Stages rows [Rows][D] of 16-bit values (row r at src + r ld, 16-byte aligned) into dst [Rows]
 // [D + kV4Pad] by cp.async, zero-filling the rows from `valid` on. The caller commits the group.
 template <int D, int Rows>
-__device__ __forceinline__ void stage_async(uint16_t* dst, const void* src, int valid) {
+__device__ __forceinline__ void stage_async(uint16_t* dst, const void* src, int64_t ld, int valid) {
   constexpr int chunks = D / 8;  // 16-byte chunks a row
   static_assert(Rows * chunks % kV4Threads == 0, "whole passes of the block");
   const char* s = static_cast<const char*>(src);
@@ -695,7 +721,7 @@ __device__ __forceinline__ void stage_async(uint16_t* dst, const void* src, int 
     const int n = pass * kV4Threads + int(threadIdx.x), r = n / chunks, c = n % chunks;
     const bool ok = r < valid;
     sm80::cp_async_16(sm80::shared_address(dst + r * (D + kV4Pad) + c * 8),
-                      s + (ok ? (size_t(r) * D + size_t(c) * 8) * 2 : 0), ok);
+                      s + (ok ? (r * ld + c * 8) * 2 : 0), ok);
   }
 }
 
@@ -737,7 +763,8 @@ __device__ __forceinline__ void load_a_frags(uint32_t (&a)[Kc][4], const uint16_
 }
 
 template <class T, int D>
-__device__ __forceinline__ void v4_forward_body(const T* q, const T* k, const T* v, MaskView mask,
+__device__ __forceinline__ void v4_forward_body(const T* q, const T* k, const T* v, HeadRows qh,
+                                                HeadRows kh, HeadRows vh, MaskView mask,
                                                 AttentionParams p, T* out, float* lse) {
   constexpr int ld = D + kV4Pad;
   constexpr int NT = kV4Keys / 8;  // 8-key C fragments of a warp's scores
@@ -759,10 +786,10 @@ __device__ __forceinline__ void v4_forward_body(const T* q, const T* k, const T*
   const auto stage_tile = [&](int n) {
     const int64_t j0 = int64_t(n) * kV4Keys;
     const int cols = int(imin(kV4Keys, p.S - j0));
-    stage_async<D, kV4Keys>(ks + (n & 1) * kV4Keys * ld, k + (b * p.S + j0) * D, cols);
-    stage_async<D, kV4Keys>(vs + (n & 1) * kV4Keys * ld, v + (b * p.S + j0) * D, cols);
+    stage_async<D, kV4Keys>(ks + (n & 1) * kV4Keys * ld, k + kh.at(b, j0), kh.ld, cols);
+    stage_async<D, kV4Keys>(vs + (n & 1) * kV4Keys * ld, v + vh.at(b, j0), vh.ld, cols);
   };
-  stage_async<D, kV4Rows>(qs, q + (b * p.L + i0) * D, rows);
+  stage_async<D, kV4Rows>(qs, q + qh.at(b, i0), qh.ld, rows);
   sm80::cp_async_commit();
   if (tiles > 0) stage_tile(0);
   sm80::cp_async_commit();
@@ -881,20 +908,20 @@ constexpr bool kHasMma = true;
 
 template <class T, int D>
 __global__ void __launch_bounds__(kV4Threads)
-    v4_forward(const T* q, const T* k, const T* v, MaskView mask, AttentionParams p, T* out,
-               float* lse) {
-  if constexpr (kHasMma) v4_forward_body<T, D>(q, k, v, mask, p, out, lse);
+    v4_forward(const T* q, const T* k, const T* v, HeadRows qh, HeadRows kh, HeadRows vh,
+               MaskView mask, AttentionParams p, T* out, float* lse) {
+  if constexpr (kHasMma) v4_forward_body<T, D>(q, k, v, qh, kh, vh, mask, p, out, lse);
   else __trap();
 }
 
 // Whether v4 and b4 take the problem: a 16-bit type, E == Ev in {64, 128}, an sm_80 or newer
-// GPU, and every tensor they read or write 16-byte aligned (cp.async, the 16-byte stores).
+// GPU, and every output they write 16-byte aligned (the 16-byte stores).
 bool v4_applies(DType dtype, const AttentionParams& p, int device,
-                std::initializer_list<const Tensor*> tensors) {
+                std::initializer_list<const Tensor*> outputs) {
   if (!(dtype == DType::Float16 || dtype == DType::BFloat16) || p.E != p.Ev ||
       (p.E != 64 && p.E != 128))
     return false;
-  for (const Tensor* x : tensors)
+  for (const Tensor* x : outputs)
     if (reinterpret_cast<uintptr_t>(x->data_ptr()) % 16 != 0) return false;
   int major = 0;
   EMBER_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device),
@@ -902,34 +929,43 @@ bool v4_applies(DType dtype, const AttentionParams& p, int device,
   return major >= 8;
 }
 
-template <class T, int D>
-bool v4_forward_launch_d(const Tensor& q, const Tensor& k, const Tensor& v,
-                         const AttentionMask& mask, const AttentionParams& p, Tensor& out,
-                         Tensor& lse) {
-  const size_t bytes = v4_shared_bytes(D);
-  if (!allow_shared(v4_forward<T, D>, bytes, q.device().index)) return false;
-  const dim3 grid(unsigned(p.heads), unsigned((p.L + kV4Rows - 1) / kV4Rows));
-  v4_forward<T, D><<<grid, kV4Threads, bytes, stream(q.device())>>>(q.data<T>(), k.data<T>(),
-                                                                    v.data<T>(), mask_view(mask), p,
-                                                                    out.data<T>(),
-                                                                    lse.data<float>());
-  check_launch(kForward, {&q, &k, &v, &out});
+// Whether v4 and b4 read input o in place, and where its rows are: its start, every head's offset
+// and its row stride multiples of 16 bytes (8 elements), as cp.async's 16-byte copies need.
+bool v4_reads(const AttentionOperand& o, HeadRows& h) {
+  if (!head_rows(o, h) || reinterpret_cast<uintptr_t>(o.values.data_ptr()) % 16 != 0 ||
+      h.ld % 8 != 0)
+    return false;
+  for (int d = 0; d < h.heads.ndim; ++d)
+    if (h.heads.stride[d] % 8 != 0) return false;
   return true;
 }
 
-// False where v4 does not apply (the caller then runs v3).
+// False where v4 does not apply (the caller then runs v3 on packed copies).
 template <class T>
-bool v4_forward_launch(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionMask& mask,
+bool v4_forward_launch(const AttentionOperand& q, const AttentionOperand& k,
+                       const AttentionOperand& v, const AttentionMask& mask,
                        const AttentionParams& p, Tensor& out, Tensor& lse) {
-  if (!v4_applies(q.dtype(), p, q.device().index, {&q, &k, &v, &out})) return false;
-  return p.E == 64 ? v4_forward_launch_d<T, 64>(q, k, v, mask, p, out, lse)
-                   : v4_forward_launch_d<T, 128>(q, k, v, mask, p, out, lse);
+  HeadRows qh, kh, vh;
+  const int dev = out.device().index;
+  if (!v4_applies(out.dtype(), p, dev, {&out}) || !v4_reads(q, qh) || !v4_reads(k, kh) ||
+      !v4_reads(v, vh))
+    return false;
+  const size_t bytes = v4_shared_bytes(p.E);
+  auto kernel = p.E == 64 ? v4_forward<T, 64> : v4_forward<T, 128>;
+  if (!allow_shared(kernel, bytes, dev)) return false;
+  const dim3 grid(unsigned(p.heads), unsigned((p.L + kV4Rows - 1) / kV4Rows));
+  kernel<<<grid, kV4Threads, bytes, stream(out.device())>>>(q.values.data<T>(), k.values.data<T>(),
+                                                            v.values.data<T>(), qh, kh, vh,
+                                                            mask_view(mask), p, out.data<T>(),
+                                                            lse.data<float>());
+  check_launch(kForward, {&q.values, &k.values, &v.values, &out});
+  return true;
 }
 
 // ================================================================================================
 // b2 — the backward, fused at v2's level.
 //
-// delta[b, i] = dO_i . O_i first (one thread per row). Then grid (BH, ceil(S / 32)); block 32
+// delta[b, i] = dO_i . O_i first (attention_delta). Then grid (BH, ceil(S / 32)); block 32
 // threads, thread t owns key j0 + t: its k and v rows, and its dK, dV accumulators, in shared
 // memory (rows padded by one). Per tile of 32 query rows (q, dO, logsumexp, delta staged in
 // shared memory), thread t computes for each row i:
@@ -946,15 +982,26 @@ size_t b2_shared_bytes(const AttentionParams& p, size_t elem) {
                        kB2Rows * p.Ev + 2 * kB2Rows + kB2Rows * (kB2Keys + 1));
 }
 
+// delta[b, i] = dO_i . O_i, every backward's first step: a group of 8 neighbouring threads per row,
+// each summing every 8th element, then the group's sum by shuffles (so neighbouring threads read
+// neighbouring elements). dO in place (dh), O packed [BH, L, Ev].
 template <class T, class C>
-__global__ void attention_delta(const T* dout, const T* out, AttentionParams p, C* delta) {
-  const int64_t rows = p.heads * p.L;
-  for (int64_t r = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; r < rows;
-       r += int64_t(gridDim.x) * blockDim.x) {
-    C d = 0;
-    for (int64_t c = 0; c < p.Ev; ++c)
-      d += convert<C>(dout[r * p.Ev + c]) * convert<C>(out[r * p.Ev + c]);
-    delta[r] = d;
+__global__ void attention_delta(const T* dout, HeadRows dh, const T* out, AttentionParams p,
+                                C* delta) {
+  constexpr int kGroup = 8;
+  const int lane = int(threadIdx.x) % kGroup;
+  const unsigned group_mask = 0xffu << (threadIdx.x % 32 / kGroup * kGroup);
+  const int64_t rows = p.heads * p.L, groups = int64_t(gridDim.x) * blockDim.x / kGroup;
+  for (int64_t r = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / kGroup; r < rows;
+       r += groups) {
+    const T* d = dout + dh.at(r / p.L, r % p.L);
+    const T* o = out + r * p.Ev;
+    C sum = 0;
+    for (int64_t c = lane; c < p.Ev; c += kGroup) sum += convert<C>(d[c]) * convert<C>(o[c]);
+#pragma unroll
+    for (int width = kGroup / 2; width > 0; width /= 2)
+      sum += __shfl_xor_sync(group_mask, sum, width);
+    if (lane == 0) delta[r] = sum;
   }
 }
 
@@ -1256,7 +1303,8 @@ template <class F> __device__ __forceinline__ void atomic_add2(F* dst, F x, F y)
 
 template <class T, int D>
 __device__ __forceinline__ void b4_backward_body(const T* dout, const T* q, const T* k, const T* v,
-                                                 MaskView mask, const float* lse,
+                                                 HeadRows doh, HeadRows qh, HeadRows kh,
+                                                 HeadRows vh, MaskView mask, const float* lse,
                                                  const float* delta, AttentionParams p, float* dq,
                                                  T* dk, T* dv) {
   constexpr int R = kB4Rows<D>;
@@ -1283,8 +1331,8 @@ __device__ __forceinline__ void b4_backward_body(const T* dout, const T* q, cons
   const auto stage_tile = [&](int n) {
     const int64_t i0 = first + int64_t(n) * R;
     const int rows = int(imin(R, p.L - i0));
-    stage_async<D, R>(qs + (n & 1) * R * ld, q + (b * p.L + i0) * D, rows);
-    stage_async<D, R>(dos + (n & 1) * R * ld, dout + (b * p.L + i0) * D, rows);
+    stage_async<D, R>(qs + (n & 1) * R * ld, q + qh.at(b, i0), qh.ld, rows);
+    stage_async<D, R>(dos + (n & 1) * R * ld, dout + doh.at(b, i0), doh.ld, rows);
     // Asynchronously too (a plain load would hold its warp, and at the next barrier the block,
     // for a global memory latency every tile). Rows past L get 0, which no score reads: theirs
     // are -inf (the bias step masks every row past L).
@@ -1294,8 +1342,8 @@ __device__ __forceinline__ void b4_backward_body(const T* dout, const T* q, cons
       sm80::cp_async_4(sm80::shared_address(deltas + (n & 1) * R + r), delta + at, r < rows);
     }
   };
-  stage_async<D, kV4Rows>(ks, k + (b * p.S + j0) * D, keys);
-  stage_async<D, kV4Rows>(vs, v + (b * p.S + j0) * D, keys);
+  stage_async<D, kV4Rows>(ks, k + kh.at(b, j0), kh.ld, keys);
+  stage_async<D, kV4Rows>(vs, v + vh.at(b, j0), vh.ld, keys);
   if (tiles > 0) stage_tile(0);
   sm80::cp_async_commit();
   float dka[ND][4] = {}, dva[ND][4] = {};  // dK_w, dV_w: rows (keys) g and g + 8
@@ -1407,16 +1455,28 @@ __device__ __forceinline__ void b4_backward_body(const T* dout, const T* q, cons
 
 template <class T, int D>
 __global__ void __launch_bounds__(kV4Threads)
-    b4_backward(const T* dout, const T* q, const T* k, const T* v, MaskView mask, const float* lse,
-                const float* delta, AttentionParams p, float* dq, T* dk, T* dv) {
-  if constexpr (kHasMma) b4_backward_body<T, D>(dout, q, k, v, mask, lse, delta, p, dq, dk, dv);
+    b4_backward(const T* dout, const T* q, const T* k, const T* v, HeadRows doh, HeadRows qh,
+                HeadRows kh, HeadRows vh, MaskView mask, const float* lse, const float* delta,
+                AttentionParams p, float* dq, T* dk, T* dv) {
+  if constexpr (kHasMma)
+    b4_backward_body<T, D>(dout, q, k, v, doh, qh, kh, vh, mask, lse, delta, p, dq, dk, dv);
   else __trap();
 }
 
-// Whether b4 takes the problem (v4_applies, and its shared memory fits); allows the memory.
+// Where b4 reads its inputs: dO, q, k, v in that order.
+struct B4Rows {
+  HeadRows dout, q, k, v;
+};
+
+// Whether b4 takes the problem (v4_applies, v4_reads of every input, and its shared memory
+// fits); allows the memory and fills `rows`.
 template <class T>
-bool b4_ready(const AttentionParams& p, int device, std::initializer_list<const Tensor*> tensors) {
-  if (!v4_applies(dtype_of_v<T>, p, device, tensors)) return false;
+bool b4_ready(const AttentionParams& p, int device, const AttentionOperand& grad_out,
+              const AttentionOperand& q, const AttentionOperand& k, const AttentionOperand& v,
+              std::initializer_list<const Tensor*> outputs, B4Rows& rows) {
+  if (!v4_applies(dtype_of_v<T>, p, device, outputs) || !v4_reads(grad_out, rows.dout) ||
+      !v4_reads(q, rows.q) || !v4_reads(k, rows.k) || !v4_reads(v, rows.v))
+    return false;
   const size_t bytes = b4_shared_bytes(p.E);
   return p.E == 64 ? allow_shared(b4_backward<T, 64>, bytes, device)
                    : allow_shared(b4_backward<T, 128>, bytes, device);
@@ -1424,33 +1484,36 @@ bool b4_ready(const AttentionParams& p, int device, std::initializer_list<const 
 
 // The caller has checked b4_ready.
 template <class T>
-void b4_backward_launch(const Tensor& grad_out, const Tensor& q, const Tensor& k, const Tensor& v,
+void b4_backward_launch(const AttentionOperand& grad_out, const AttentionOperand& q,
+                        const AttentionOperand& k, const AttentionOperand& v, const B4Rows& rows,
                         const AttentionMask& mask, const Tensor& lse, const Tensor& delta,
                         const AttentionParams& p, Tensor& dq, Tensor& grad_k, Tensor& grad_v) {
   const size_t bytes = b4_shared_bytes(p.E);
   const dim3 grid(unsigned(p.heads), unsigned((p.S + kV4Rows - 1) / kV4Rows));
   auto kernel = p.E == 64 ? b4_backward<T, 64> : b4_backward<T, 128>;
-  kernel<<<grid, kV4Threads, bytes, stream(q.device())>>>(grad_out.data<T>(), q.data<T>(),
-                                                          k.data<T>(), v.data<T>(), mask_view(mask),
-                                                          lse.data<float>(), delta.data<float>(), p,
-                                                          dq.data<float>(), grad_k.data<T>(),
-                                                          grad_v.data<T>());
-  check_launch(kBackward, {&grad_out, &q, &k, &v});
+  kernel<<<grid, kV4Threads, bytes, stream(grad_k.device())>>>(
+      grad_out.values.data<T>(), q.values.data<T>(), k.values.data<T>(), v.values.data<T>(),
+      rows.dout, rows.q, rows.k, rows.v, mask_view(mask), lse.data<float>(), delta.data<float>(), p,
+      dq.data<float>(), grad_k.data<T>(), grad_v.data<T>());
+  check_launch(kBackward, {&grad_out.values, &q.values, &k.values, &v.values});
 }
 
 // The backward: b4 where v4 applies (unless EMBER_ATTENTION_VERSION asks for 0..3), else b3 where
-// v3 applies and its tiles fit (unless 0..2 is asked for), b2 elsewhere.
+// v3 applies and its tiles fit (unless 0..2 is asked for), b2 elsewhere. b4 reads dO, q, k and v
+// in place; the others read packed copies.
 template <class T>
-void backward_typed(const Tensor& grad_out, const Tensor& q, const Tensor& k, const Tensor& v,
-                    const AttentionMask& mask, const Tensor& out, const Tensor& lse,
+void backward_typed(const AttentionOperand& grad_out_in, const AttentionOperand& q_in,
+                    const AttentionOperand& k_in, const AttentionOperand& v_in,
+                    const AttentionMask& mask, const AttentionOperand& out_in, const Tensor& lse,
                     const AttentionParams& p, Tensor& grad_q, Tensor& grad_k, Tensor& grad_v) {
   using C = compute_t<T>;
-  const int dev = q.device().index;
+  const int dev = grad_k.device().index;
   const int asked = requested_version(kBackward);
   bool use_b4 = false, tensor_cores = false;
+  B4Rows rows;
   if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
-    use_b4 =
-        (asked < 0 || asked == 4) && b4_ready<T>(p, dev, {&grad_out, &q, &k, &v, &grad_k, &grad_v});
+    use_b4 = (asked < 0 || asked == 4) &&
+             b4_ready<T>(p, dev, grad_out_in, q_in, k_in, v_in, {&grad_k, &grad_v}, rows);
     tensor_cores = use_b4 || ((asked < 0 || asked >= 3) && v3_applies(dtype_of_v<T>, p, dev) &&
                               allow_shared(b3_backward<T>, b3_shared_bytes(p), dev));
   }
@@ -1460,20 +1523,32 @@ void backward_typed(const Tensor& grad_out, const Tensor& q, const Tensor& k, co
                                            " and Ev = " + std::to_string(p.Ev) +
                                            " need more shared memory than this GPU has per "
                                            "block; use smaller heads or the CPU");
-  cudaStream_t s = stream(q.device());
-  Tensor delta = Tensor::empty({p.heads, p.L}, dtype_of_v<C>, q.device(), kBackward);
-  Tensor dq = Tensor::empty(grad_q.shape(), dtype_of_v<C>, q.device(), kBackward);
+  const Tensor out = packed(out_in, p.heads);
+  Tensor grad_out, q, k, v;  // packed, for the kernels other than b4
+  if (!use_b4) {
+    grad_out = packed(grad_out_in, p.heads);
+    q = packed(q_in, p.heads);
+    k = packed(k_in, p.heads);
+    v = packed(v_in, p.heads);
+    AttentionOperand grad_out_packed;
+    grad_out_packed.values = grad_out;
+    grad_out_packed.row_stride = p.Ev;
+    head_rows(grad_out_packed, rows.dout);
+  }
+  cudaStream_t s = stream(grad_k.device());
+  Tensor delta = Tensor::empty({p.heads, p.L}, dtype_of_v<C>, grad_k.device(), kBackward);
+  Tensor dq = Tensor::empty(grad_q.shape(), dtype_of_v<C>, grad_k.device(), kBackward);
   dq.zero_();
   if (p.L > 0) {
-    attention_delta<T, C>
-        <<<grid_size(p.heads * p.L, kV1Threads, dev), kV1Threads, 0, s>>>(grad_out.data<T>(),
-                                                                          out.data<T>(), p,
-                                                                          delta.data<C>());
-    check_launch(kBackward, {&grad_out, &out});
+    attention_delta<T, C><<<grid_size(p.heads * p.L * 8, kV1Threads, dev), kV1Threads, 0, s>>>(
+        grad_out_in.values.data<T>(), rows.dout, out.data<T>(), p, delta.data<C>());
+    check_launch(kBackward, {&grad_out_in.values, &out});
   }
   if (p.S > 0 && tensor_cores) {
     if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
-      if (use_b4) b4_backward_launch<T>(grad_out, q, k, v, mask, lse, delta, p, dq, grad_k, grad_v);
+      if (use_b4)
+        b4_backward_launch<T>(grad_out_in, q_in, k_in, v_in, rows, mask, lse, delta, p, dq, grad_k,
+                              grad_v);
       else b3_backward_launch<T>(grad_out, q, k, v, mask, lse, delta, p, dq, grad_k, grad_v);
     }
   } else if (p.S > 0) {
@@ -1490,20 +1565,23 @@ void backward_typed(const Tensor& grad_out, const Tensor& q, const Tensor& k, co
 // ================================================================================================
 // The op's kernels.
 
-// The front function hands CUDA packed operands (ops/attention_kernels.h): their values are the
-// contiguous [BH, rows, cols] tensors the kernels index.
-void attention(const AttentionOperand& q_heads, const AttentionOperand& k_heads,
-               const AttentionOperand& v_heads, const AttentionMask& mask, const AttentionParams& p,
+// The front function hands CUDA its inputs in place or packed (ops/attention_kernels.h): v4 reads
+// them where they are, the other versions packed copies.
+void attention(const AttentionOperand& q_in, const AttentionOperand& k_in,
+               const AttentionOperand& v_in, const AttentionMask& mask, const AttentionParams& p,
                Tensor& out, Tensor& lse) {
-  const Tensor &q = q_heads.values, &k = k_heads.values, &v = v_heads.values;
-  DeviceGuard guard(q.device());
+  DeviceGuard guard(out.device());
   const int asked = requested_version(kForward);
-  dispatch_floating(q.dtype(), kForward, [&](auto tag) {
+  dispatch_floating(out.dtype(), kForward, [&](auto tag) {
     using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+      if ((asked < 0 || asked == 4) && v4_forward_launch<T>(q_in, k_in, v_in, mask, p, out, lse))
+        return;
+    }
+    const Tensor q = packed(q_in, p.heads), k = packed(k_in, p.heads), v = packed(v_in, p.heads);
     if (asked == 0) return v0_forward(q, k, v, mask, p, out, lse);
     if (asked == 1) return v1_forward<T>(q, k, v, mask, p, out, lse);
     if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
-      if ((asked < 0 || asked == 4) && v4_forward_launch<T>(q, k, v, mask, p, out, lse)) return;
       if (asked != 2 && v3_applies(q.dtype(), p, q.device().index) &&
           v3_forward_launch<T>(q, k, v, mask, p, out, lse))
         return;
@@ -1517,10 +1595,10 @@ void attention_backward(const AttentionOperand& grad_out, const AttentionOperand
                         const AttentionOperand& k, const AttentionOperand& v,
                         const AttentionMask& mask, const AttentionOperand& out, const Tensor& lse,
                         const AttentionParams& p, Tensor& grad_q, Tensor& grad_k, Tensor& grad_v) {
-  DeviceGuard guard(q.values.device());
-  dispatch_floating(q.values.dtype(), kBackward, [&](auto tag) {
-    backward_typed<typename decltype(tag)::type>(grad_out.values, q.values, k.values, v.values,
-                                                 mask, out.values, lse, p, grad_q, grad_k, grad_v);
+  DeviceGuard guard(grad_k.device());
+  dispatch_floating(grad_k.dtype(), kBackward, [&](auto tag) {
+    backward_typed<typename decltype(tag)::type>(grad_out, q, k, v, mask, out, lse, p, grad_q,
+                                                 grad_k, grad_v);
   });
 }
 

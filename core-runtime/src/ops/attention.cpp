@@ -137,27 +137,26 @@ AttentionParams params(const char* op, const AttentionShape& s, const AttentionD
   return p;
 }
 
-// t [*', rows, cols] broadcast to [batch..., rows, cols], as the kernels read it. The CPU kernels
-// read the heads in place (no copy of the transposed q, k, v views a GPT makes every layer, nor
-// of a batch broadcast) when BLAS can: the last dim unit-stride, rows apart by at least their
-// length and by a stride that fits BLAS's 32-bit leading dimension. Anything else, and every
-// other device, gets today's contiguous copy.
+// t [*', rows, cols] broadcast to [batch..., rows, cols], as the kernels read it. The heads are
+// read in place (no copy of the transposed q, k, v views a GPT makes every layer, nor of a batch
+// broadcast) when the last dim is unit-stride and rows are apart by at least their length, by a
+// stride that fits BLAS's 32-bit leading dimension: on CPU with each head's offset, on CUDA as
+// the view (its kernels walk the batch dims; ops/attention_kernels.h). Anything else gets a
+// contiguous copy.
 AttentionOperand heads_operand(const Tensor& t, const AttentionShape& s) {
   const int64_t rows = t.size(-2), cols = t.size(-1);
   const Tensor full = t.expand(s.with(rows, cols));
+  const int64_t nb = int64_t(s.batch.size());
+  const int64_t row_stride = full.stride(nb), col_stride = full.stride(nb + 1);
+  const int64_t min_ld = std::max<int64_t>(cols, 1);
+  const bool unit_cols = cols <= 1 || col_stride == 1;
+  const bool rows_apart = rows <= 1 || (row_stride >= min_ld && row_stride <= INT32_MAX);
   AttentionOperand o;
-  if (t.device().is_cpu()) {
-    const int64_t nb = int64_t(s.batch.size());
-    const int64_t row_stride = full.stride(nb), col_stride = full.stride(nb + 1);
-    const int64_t min_ld = std::max<int64_t>(cols, 1);
-    const bool unit_cols = cols <= 1 || col_stride == 1;
-    const bool rows_apart = rows <= 1 || (row_stride >= min_ld && row_stride <= INT32_MAX);
-    if (unit_cols && rows_apart) {
-      o.values = full;
-      o.offsets = head_offsets(full, s);
-      o.row_stride = rows <= 1 ? min_ld : row_stride;  // one row: any stride BLAS accepts
-      return o;
-    }
+  if (unit_cols && rows_apart && (t.device().is_cpu() || t.device().is_cuda())) {
+    o.values = full;
+    if (t.device().is_cpu()) o.offsets = head_offsets(full, s);
+    o.row_stride = rows <= 1 ? min_ld : row_stride;  // one row: any stride BLAS accepts
+    return o;
   }
   o.values = full.contiguous().view({s.heads(), rows, cols});
   o.row_stride = cols;

@@ -8,10 +8,13 @@
 //   bfloat16 inputs, float64 for float64)
 // The results (out, logsumexp, grad_q, grad_k, grad_v) and the backward's logsumexp are
 // contiguous. The inputs q, k, v, grad_out and the backward's out come as AttentionOperand:
-//   - on CPU, read in place when the last dim has stride 1 and rows do not overlap (a row stride
-//     of at least the row's length; BLAS's leading dimension): the transposed per-head views of
-//     one qkv projection (a GPT) and batch broadcasts (stride 0) then cost no copy;
-//   - otherwise (other devices, or an unusual layout) a contiguous copy, offsets undefined.
+//   - when the last dim has stride 1 and rows do not overlap (a row stride of at least the row's
+//     length; BLAS's leading dimension), in place: the transposed per-head views of one qkv
+//     projection (a GPT) and batch broadcasts (stride 0) then cost no copy. On CPU with each
+//     head's offset in `offsets`; on CUDA as the [batch..., rows, cols] view itself (offsets
+//     undefined), whose batch dims the kernels that read heads in place walk (attention v4/b4),
+//     and which the others copy to contiguous first;
+//   - otherwise (an unusual layout) a contiguous copy: packed.
 // The mask, a broadcast view that cannot in general be flattened that way, is an AttentionMask.
 #pragma once
 #include <cstdint>
@@ -37,12 +40,13 @@ struct AttentionMask {
 
 // Row r, column c of head b is at values.data() + offsets[b] + r * row_stride + c (in elements);
 // offsets is a contiguous int64 [BH] tensor on the kernels' device. Undefined offsets: values is
-// contiguous [BH, rows, cols] (offsets[b] = b * rows * cols, row_stride = cols).
+// [batch..., rows, cols] with head b at flat (row-major) index b of the batch dims, and rows
+// row_stride apart; packed when that is contiguous [BH, rows, cols] (row_stride = cols).
 struct AttentionOperand {
   Tensor values;
   Tensor offsets;
   int64_t row_stride = 0;
-  bool packed() const { return !offsets.defined(); }
+  bool packed() const { return !offsets.defined() && values.dim() == 3 && values.is_contiguous(); }
 };
 
 struct AttentionParams {
