@@ -940,16 +940,28 @@ bool v4_reads(const AttentionOperand& o, HeadRows& h) {
   return true;
 }
 
-// False where v4 does not apply (the caller then runs v3 on packed copies).
+// o as v4 and b4 read it, and where its rows are (h): in place where they can (v4_reads), else
+// a fresh contiguous copy (which they always can read), so that whatever the layout the same
+// kernel computes the same bits.
+AttentionOperand v4_operand(const AttentionOperand& o, int64_t heads, HeadRows& h) {
+  if (v4_reads(o, h)) return o;
+  AttentionOperand copy;
+  copy.values = o.packed() ? o.values.clone() : packed(o, heads);
+  copy.row_stride = copy.values.size(-1);
+  v4_reads(copy, h);
+  return copy;
+}
+
+// False where v4 does not apply (the caller then runs v3).
 template <class T>
-bool v4_forward_launch(const AttentionOperand& q, const AttentionOperand& k,
-                       const AttentionOperand& v, const AttentionMask& mask,
+bool v4_forward_launch(const AttentionOperand& q_in, const AttentionOperand& k_in,
+                       const AttentionOperand& v_in, const AttentionMask& mask,
                        const AttentionParams& p, Tensor& out, Tensor& lse) {
-  HeadRows qh, kh, vh;
   const int dev = out.device().index;
-  if (!v4_applies(out.dtype(), p, dev, {&out}) || !v4_reads(q, qh) || !v4_reads(k, kh) ||
-      !v4_reads(v, vh))
-    return false;
+  if (!v4_applies(out.dtype(), p, dev, {&out})) return false;
+  HeadRows qh, kh, vh;
+  const AttentionOperand q = v4_operand(q_in, p.heads, qh), k = v4_operand(k_in, p.heads, kh),
+                         v = v4_operand(v_in, p.heads, vh);
   const size_t bytes = v4_shared_bytes(p.E);
   auto kernel = p.E == 64 ? v4_forward<T, 64> : v4_forward<T, 128>;
   if (!allow_shared(kernel, bytes, dev)) return false;
@@ -1463,20 +1475,16 @@ __global__ void __launch_bounds__(kV4Threads)
   else __trap();
 }
 
-// Where b4 reads its inputs: dO, q, k, v in that order.
-struct B4Rows {
-  HeadRows dout, q, k, v;
+// b4's inputs as it reads them (v4_operand), and where their rows are.
+struct B4Inputs {
+  AttentionOperand dout, q, k, v;
+  HeadRows dout_rows, q_rows, k_rows, v_rows;
 };
 
-// Whether b4 takes the problem (v4_applies, v4_reads of every input, and its shared memory
-// fits); allows the memory and fills `rows`.
+// Whether b4 takes the problem (v4_applies, and its shared memory fits); allows the memory.
 template <class T>
-bool b4_ready(const AttentionParams& p, int device, const AttentionOperand& grad_out,
-              const AttentionOperand& q, const AttentionOperand& k, const AttentionOperand& v,
-              std::initializer_list<const Tensor*> outputs, B4Rows& rows) {
-  if (!v4_applies(dtype_of_v<T>, p, device, outputs) || !v4_reads(grad_out, rows.dout) ||
-      !v4_reads(q, rows.q) || !v4_reads(k, rows.k) || !v4_reads(v, rows.v))
-    return false;
+bool b4_ready(const AttentionParams& p, int device, std::initializer_list<const Tensor*> outputs) {
+  if (!v4_applies(dtype_of_v<T>, p, device, outputs)) return false;
   const size_t bytes = b4_shared_bytes(p.E);
   return p.E == 64 ? allow_shared(b4_backward<T, 64>, bytes, device)
                    : allow_shared(b4_backward<T, 128>, bytes, device);
@@ -1484,18 +1492,17 @@ bool b4_ready(const AttentionParams& p, int device, const AttentionOperand& grad
 
 // The caller has checked b4_ready.
 template <class T>
-void b4_backward_launch(const AttentionOperand& grad_out, const AttentionOperand& q,
-                        const AttentionOperand& k, const AttentionOperand& v, const B4Rows& rows,
-                        const AttentionMask& mask, const Tensor& lse, const Tensor& delta,
-                        const AttentionParams& p, Tensor& dq, Tensor& grad_k, Tensor& grad_v) {
+void b4_backward_launch(const B4Inputs& in, const AttentionMask& mask, const Tensor& lse,
+                        const Tensor& delta, const AttentionParams& p, Tensor& dq, Tensor& grad_k,
+                        Tensor& grad_v) {
   const size_t bytes = b4_shared_bytes(p.E);
   const dim3 grid(unsigned(p.heads), unsigned((p.S + kV4Rows - 1) / kV4Rows));
   auto kernel = p.E == 64 ? b4_backward<T, 64> : b4_backward<T, 128>;
   kernel<<<grid, kV4Threads, bytes, stream(grad_k.device())>>>(
-      grad_out.values.data<T>(), q.values.data<T>(), k.values.data<T>(), v.values.data<T>(),
-      rows.dout, rows.q, rows.k, rows.v, mask_view(mask), lse.data<float>(), delta.data<float>(), p,
-      dq.data<float>(), grad_k.data<T>(), grad_v.data<T>());
-  check_launch(kBackward, {&grad_out.values, &q.values, &k.values, &v.values});
+      in.dout.values.data<T>(), in.q.values.data<T>(), in.k.values.data<T>(), in.v.values.data<T>(),
+      in.dout_rows, in.q_rows, in.k_rows, in.v_rows, mask_view(mask), lse.data<float>(),
+      delta.data<float>(), p, dq.data<float>(), grad_k.data<T>(), grad_v.data<T>());
+  check_launch(kBackward, {&in.dout.values, &in.q.values, &in.k.values, &in.v.values});
 }
 
 // The backward: b4 where v4 applies (unless EMBER_ATTENTION_VERSION asks for 0..3), else b3 where
@@ -1510,10 +1517,8 @@ void backward_typed(const AttentionOperand& grad_out_in, const AttentionOperand&
   const int dev = grad_k.device().index;
   const int asked = requested_version(kBackward);
   bool use_b4 = false, tensor_cores = false;
-  B4Rows rows;
   if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
-    use_b4 = (asked < 0 || asked == 4) &&
-             b4_ready<T>(p, dev, grad_out_in, q_in, k_in, v_in, {&grad_k, &grad_v}, rows);
+    use_b4 = (asked < 0 || asked == 4) && b4_ready<T>(p, dev, {&grad_k, &grad_v});
     tensor_cores = use_b4 || ((asked < 0 || asked >= 3) && v3_applies(dtype_of_v<T>, p, dev) &&
                               allow_shared(b3_backward<T>, b3_shared_bytes(p), dev));
   }
@@ -1524,16 +1529,21 @@ void backward_typed(const AttentionOperand& grad_out_in, const AttentionOperand&
                                            " need more shared memory than this GPU has per "
                                            "block; use smaller heads or the CPU");
   const Tensor out = packed(out_in, p.heads);
-  Tensor grad_out, q, k, v;  // packed, for the kernels other than b4
-  if (!use_b4) {
+  B4Inputs b4;               // b4's inputs, in place where it can read them
+  Tensor grad_out, q, k, v;  // packed, for the other kernels
+  if (use_b4) {
+    b4.dout = v4_operand(grad_out_in, p.heads, b4.dout_rows);
+    b4.q = v4_operand(q_in, p.heads, b4.q_rows);
+    b4.k = v4_operand(k_in, p.heads, b4.k_rows);
+    b4.v = v4_operand(v_in, p.heads, b4.v_rows);
+  } else {
     grad_out = packed(grad_out_in, p.heads);
     q = packed(q_in, p.heads);
     k = packed(k_in, p.heads);
     v = packed(v_in, p.heads);
-    AttentionOperand grad_out_packed;
-    grad_out_packed.values = grad_out;
-    grad_out_packed.row_stride = p.Ev;
-    head_rows(grad_out_packed, rows.dout);
+    b4.dout.values = grad_out;
+    b4.dout.row_stride = p.Ev;
+    head_rows(b4.dout, b4.dout_rows);  // where attention_delta reads dO
   }
   cudaStream_t s = stream(grad_k.device());
   Tensor delta = Tensor::empty({p.heads, p.L}, dtype_of_v<C>, grad_k.device(), kBackward);
@@ -1541,14 +1551,12 @@ void backward_typed(const AttentionOperand& grad_out_in, const AttentionOperand&
   dq.zero_();
   if (p.L > 0) {
     attention_delta<T, C><<<grid_size(p.heads * p.L * 8, kV1Threads, dev), kV1Threads, 0, s>>>(
-        grad_out_in.values.data<T>(), rows.dout, out.data<T>(), p, delta.data<C>());
-    check_launch(kBackward, {&grad_out_in.values, &out});
+        b4.dout.values.data<T>(), b4.dout_rows, out.data<T>(), p, delta.data<C>());
+    check_launch(kBackward, {&b4.dout.values, &out});
   }
   if (p.S > 0 && tensor_cores) {
     if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
-      if (use_b4)
-        b4_backward_launch<T>(grad_out_in, q_in, k_in, v_in, rows, mask, lse, delta, p, dq, grad_k,
-                              grad_v);
+      if (use_b4) b4_backward_launch<T>(b4, mask, lse, delta, p, dq, grad_k, grad_v);
       else b3_backward_launch<T>(grad_out, q, k, v, mask, lse, delta, p, dq, grad_k, grad_v);
     }
   } else if (p.S > 0) {
