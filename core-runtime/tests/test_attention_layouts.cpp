@@ -118,9 +118,9 @@ TEST_P(AttentionLayouts, GptLayoutInFloat32AndBFloat16) {
 }
 
 // At the head sizes of the tensor-core kernels (E 64 and 128, 16-bit types), which on CUDA read
-// q, k, v and grad_out in place when every row and head starts 16-byte aligned (v4/b4): the
-// GPT layout, and projections whose row stride (3C + 1) or start (one element in) is not, which
-// go through contiguous copies.
+// an input in place when each head's rows are contiguous and start 16-byte aligned (v4/b4) and
+// otherwise copy it: the GPT layout (rows 3C apart), and projections whose row stride (3C + 1) or
+// start (one element in) is not aligned either.
 TEST_P(AttentionLayouts, GptLayoutAtTheTensorCoreHeadSizes) {
   for (DType dtype : {DType::BFloat16, DType::Float16})
     for (int64_t D : {64, 128}) {

@@ -138,11 +138,11 @@ AttentionParams params(const char* op, const AttentionShape& s, const AttentionD
 }
 
 // t [*', rows, cols] broadcast to [batch..., rows, cols], as the kernels read it. The heads are
-// read in place (no copy of the transposed q, k, v views a GPT makes every layer, nor of a batch
-// broadcast) when the last dim is unit-stride and rows are apart by at least their length, by a
-// stride that fits BLAS's 32-bit leading dimension: on CPU with each head's offset, on CUDA as
-// the view (its kernels walk the batch dims; ops/attention_kernels.h). Anything else gets a
-// contiguous copy.
+// handed over in place when the last dim is unit-stride and rows are apart by at least their
+// length, by a stride that fits BLAS's 32-bit leading dimension: on CPU with each head's offset
+// (no copy of the transposed q, k, v views a GPT makes every layer, nor of a batch broadcast), on
+// CUDA as the view, which its kernels read in place or copy (ops/attention_kernels.h). Anything
+// else gets a contiguous copy.
 AttentionOperand heads_operand(const Tensor& t, const AttentionShape& s) {
   const int64_t rows = t.size(-2), cols = t.size(-1);
   const Tensor full = t.expand(s.with(rows, cols));

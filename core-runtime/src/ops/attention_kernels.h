@@ -9,11 +9,11 @@
 // The results (out, logsumexp, grad_q, grad_k, grad_v) and the backward's logsumexp are
 // contiguous. The inputs q, k, v, grad_out and the backward's out come as AttentionOperand:
 //   - when the last dim has stride 1 and rows do not overlap (a row stride of at least the row's
-//     length; BLAS's leading dimension), in place: the transposed per-head views of one qkv
-//     projection (a GPT) and batch broadcasts (stride 0) then cost no copy. On CPU with each
-//     head's offset in `offsets`; on CUDA as the [batch..., rows, cols] view itself (offsets
-//     undefined), whose batch dims the kernels that read heads in place walk (attention v4/b4),
-//     and which the others copy to contiguous first;
+//     length; BLAS's leading dimension), in place. On CPU with each head's offset in `offsets`:
+//     the transposed per-head views of one qkv projection (a GPT) and batch broadcasts (stride 0)
+//     then cost no copy. On CUDA as the [batch..., rows, cols] view itself (offsets undefined):
+//     v4/b4 walk its batch dims where each head's rows are contiguous (broadcasts and slices of
+//     whole heads), and copy the rest, as the other versions copy everything, to contiguous;
 //   - otherwise (an unusual layout) a contiguous copy: packed.
 // The mask, a broadcast view that cannot in general be flattened that way, is an AttentionMask.
 #pragma once
