@@ -3,6 +3,7 @@
     ncu --profile-from-start off --metrics gpu__time_duration.sum --csv --log-file K.csv \\
         python3 benchmarks/tools/kernel_profile.py WORKLOAD
     python3 benchmarks/tools/kernel_profile.py --summarise K.csv [--top N]
+    python3 benchmarks/tools/kernel_profile.py --cupti WORKLOAD [SIZE] [--top N]
 
 The first form warms WORKLOAD up (three calls: traces, plans, CUDA-graph captures and cuBLAS's
 workspaces happen there), then runs it once more between cudaProfilerStart and cudaProfilerStop,
@@ -11,7 +12,9 @@ that it prints the wall time per call of ten calls and how much of it the host s
 (under ncu, an indication only). The
 second form turns ncu's CSV into one line per kernel name (calls, total microseconds, share)
 and the step's total GPU time: where a step's time goes on the card, Ember's and PyTorch's
-alike, which is what explains a step slower than its reference.
+alike, which is what explains a step slower than its reference. The third form gives the same
+summary without Nsight Compute: torch.profiler times one step's kernels as they ran (seconds for
+a step of a thousand kernels, which ncu replays one by one).
 
 Workloads (all on cuda:0; PyTorch's run in its own process as Ember's do):
   cnn-ember-eager B | cnn-ember-compiled B | cnn-torch-eager B | cnn-torch-graphed B
@@ -124,6 +127,32 @@ def run(workload, size):
     torch.cuda.profiler.stop()
 
 
+def cupti(workload, size, top):
+    """One step's kernels timed by torch.profiler (CUPTI sees every kernel of the process,
+    Ember's too) and summed per name, as summarise() does for ncu's CSV. No replay of each
+    kernel, so a step of a thousand kernels takes seconds; the times are the kernels' as they ran
+    in the step."""
+    (call, _), torch, xp = build(workload, size)
+    for _ in range(3):
+        call()
+    xp.cuda.synchronize()
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        call()
+        xp.cuda.synchronize()
+    per_kernel = defaultdict(lambda: [0, 0.0])
+    for e in prof.events():
+        if e.device_type == torch.autograd.DeviceType.CUDA:
+            entry = per_kernel[e.name[:90]]
+            entry[0] += 1
+            entry[1] += e.device_time
+    total = sum(us for _, us in per_kernel.values())
+    print(f"{workload} {size}: {sum(c for c, _ in per_kernel.values())} kernels, "
+          f"{total:.1f} us of GPU time")
+    for name, (count, us) in sorted(per_kernel.items(), key=lambda kv: -kv[1][1])[:top]:
+        print(f"  {us:9.1f} us {100 * us / max(total, 1e-9):5.1f} %  x{count:<3d} {name}")
+
+
 # ncu names its time units "nsecond" or, in newer releases, "ns".
 _MICROSECONDS_PER_UNIT = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0,
                           "msecond": 1e3, "ms": 1e3}
@@ -154,9 +183,13 @@ def main():
                         help="batch, length or element count")
     parser.add_argument("--summarise", metavar="NCU_CSV", help="summarise ncu's CSV instead")
     parser.add_argument("--top", type=int, default=12, help="kernels listed by --summarise")
+    parser.add_argument("--cupti", action="store_true",
+                        help="time WORKLOAD's kernels with torch.profiler instead (no ncu)")
     a = parser.parse_args()
     if a.summarise:
         summarise(a.summarise, a.top)
+    elif a.cupti and a.workload:
+        cupti(a.workload, a.size, a.top)
     elif a.workload:
         run(a.workload, a.size)
     else:
