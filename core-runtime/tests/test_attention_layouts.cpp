@@ -119,8 +119,9 @@ TEST_P(AttentionLayouts, GptLayoutInFloat32AndBFloat16) {
 
 // At the head sizes of the tensor-core kernels (E 64 and 128, 16-bit types), which on CUDA read
 // an input in place when each head's rows are contiguous and start 16-byte aligned (v4/b4) and
-// otherwise copy it: the GPT layout (rows 3C apart), and projections whose row stride (3C + 1) or
-// start (one element in) is not aligned either.
+// otherwise copy it: the GPT layout (rows 3C apart), projections whose row stride (3C + 1) or
+// start (one element in) is not aligned either, and contiguous inputs one element into their
+// allocation.
 TEST_P(AttentionLayouts, GptLayoutAtTheTensorCoreHeadSizes) {
   for (DType dtype : {DType::BFloat16, DType::Float16})
     for (int64_t D : {64, 128}) {
@@ -143,6 +144,12 @@ TEST_P(AttentionLayouts, GptLayoutAtTheTensorCoreHeadSizes) {
           check({part(0), part(1), part(2), g}, Tensor(), {}, true, {}, tol);
         }
       }
+      // Contiguous, but one element into its allocation: copied too.
+      const int64_t n = B * H * T * D;
+      auto shifted = [&](uint32_t seed) {
+        return random_tensor({n + 1}, seed, dtype, device()).narrow(0, 1, n).view({B, H, T, D});
+      };
+      check({shifted(8), shifted(9), shifted(10), shifted(11)}, Tensor(), {}, false, {}, tol);
     }
 }
 

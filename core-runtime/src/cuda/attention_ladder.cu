@@ -944,12 +944,15 @@ bool v4_reads(const AttentionOperand& o, HeadRows& h) {
 }
 
 // o as v4 and b4 read it, and where its rows are (h): in place where they can (v4_reads), else
-// a fresh contiguous copy (which they always can read), so that whatever the layout the same
-// kernel computes the same bits.
+// a fresh contiguous copy (a new allocation, which they always can read: aligned, rows of E
+// elements one after another), so that whatever the layout the same kernel computes the same
+// bits.
 AttentionOperand v4_operand(const AttentionOperand& o, int64_t heads, HeadRows& h) {
   if (v4_reads(o, h)) return o;
   AttentionOperand copy;
-  copy.values = o.packed() ? o.values.clone() : packed(o, heads);
+  copy.values = packed(o, heads);
+  // Already contiguous (packed returned a view of o's own memory): still misaligned, so copied.
+  if (copy.values.data_ptr() == o.values.data_ptr()) copy.values = copy.values.clone();
   copy.row_stride = copy.values.size(-1);
   v4_reads(copy, h);
   return copy;
