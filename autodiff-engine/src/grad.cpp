@@ -20,13 +20,13 @@ bool differentiable(const Value& v) { return is_floating(v.type.dtype); }
 // again (a wrt value that is also an intermediate) gives it again.
 Val sum_uses(Graph& g, std::vector<Val>& uses, ValueId of) {
   if (uses.empty()) return Val();
-  g.set_provenance(-1, "d/d %" + std::to_string(of) + ": its " + std::to_string(uses.size()) +
-                           " slices' gradients joined");
-  const Val joined = join_slice_gradients(uses);
-  g.set_provenance(-1);
-  if (joined.defined()) {
-    uses.assign(1, joined);
-    return joined;
+  int64_t dim = 0;
+  if (const std::vector<Val> pieces = tiling_slice_gradients(uses, dim); !pieces.empty()) {
+    g.set_provenance(-1, "d/d %" + std::to_string(of) + ": its " + std::to_string(uses.size()) +
+                             " slices' gradients joined");
+    uses.assign(1, apply1<Val>(op_def("cat"), pieces, {{"dim", dim}}));
+    g.set_provenance(-1);
+    return uses[0];
   }
   Val total = uses[0];
   if (uses.size() > 1) {

@@ -6,6 +6,7 @@
 #include <limits>
 #include <numeric>
 #include <string>
+#include <tuple>
 
 #include "ember/autodiff/op.h"
 #include "rewrite.h"
@@ -20,10 +21,11 @@ int64_t round_up(int64_t n, int64_t alignment) {
 
 int64_t bytes_of(const TensorType& t) { return t.numel() * int64_t(itemsize(t.dtype)); }
 
-// The most bytes live at one step: a sweep over the starts and ends, an end freeing its bytes
-// only after the step it ends on.
-int64_t max_live(const std::vector<int64_t>& sizes, const std::vector<int32_t>& starts,
-                 const std::vector<int32_t>& ends) {
+// The most bytes live at one step, and the first step they are: a sweep over the starts and ends,
+// an end freeing its bytes only after the step it ends on.
+std::pair<int64_t, int32_t> max_live(const std::vector<int64_t>& sizes,
+                                     const std::vector<int32_t>& starts,
+                                     const std::vector<int32_t>& ends) {
   std::vector<std::pair<int64_t, int64_t>> events;  // (step, +bytes at start / -bytes after end)
   for (size_t k = 0; k < sizes.size(); ++k) {
     events.emplace_back(int64_t(starts[k]), sizes[k]);
@@ -31,11 +33,15 @@ int64_t max_live(const std::vector<int64_t>& sizes, const std::vector<int32_t>& 
   }
   std::sort(events.begin(), events.end());  // at one step, frees (negative) before starts
   int64_t live = 0, most = 0;
+  int32_t step = 0;
   for (const auto& e : events) {
     live += e.second;
-    most = std::max(most, live);
+    if (live > most) {
+      most = live;
+      step = int32_t(e.first);
+    }
   }
-  return most;
+  return {most, step};
 }
 
 // Places the buffers in `order`, each in the smallest gap among the placed buffers it meets in
@@ -104,30 +110,17 @@ void improve_order(std::vector<size_t> order, const std::vector<int64_t>& aligne
   }
 }
 
-// Where a smaller arena has to come from: the step at which the most bytes are live (counted
-// aligned, as the lower bound is), and the largest buffers live then.
-std::string fullest_moment(const Graph& g, const std::vector<PlannedBuffer>& buffers) {
-  std::vector<int64_t> change(size_t(g.num_nodes()) + 1, 0);
-  for (const PlannedBuffer& b : buffers) {
-    change[size_t(b.first)] += round_up(b.nbytes, kAlignment);
-    change[size_t(b.last) + 1] -= round_up(b.nbytes, kAlignment);
-  }
-  int32_t step = 0;
-  int64_t live = 0, most = -1;
-  for (int32_t k = 0; k < g.num_nodes(); ++k) {
-    live += change[size_t(k)];
-    if (live > most) {
-      most = live;
-      step = k;
-    }
-  }
+// Where a smaller arena has to come from: the step at which the lower bound's bytes are live,
+// and the largest buffers live then.
+std::string fullest_moment(const Graph& g, const MemoryPlan& plan) {
+  const int32_t step = plan.fullest_step;
   std::vector<const PlannedBuffer*> there;
-  for (const PlannedBuffer& b : buffers)
+  for (const PlannedBuffer& b : plan.buffers)
     if (b.first <= step && step <= b.last && b.nbytes > 0) there.push_back(&b);
   std::sort(there.begin(), there.end(),
             [](const PlannedBuffer* a, const PlannedBuffer* b) { return a->nbytes > b->nbytes; });
   std::string text = "fullest at node " + std::to_string(step) + " (" + g.node(step).op->name +
-                     "): " + bytes_text(most) + " live";
+                     "): " + bytes_text(plan.lower_bound) + " live";
   for (size_t i = 0; i < there.size() && i < 6; ++i) {
     const PlannedBuffer& b = *there[i];
     const std::string& op = g.node(b.first).op->name;
@@ -163,7 +156,7 @@ IntervalPlan plan_intervals(const std::vector<int64_t>& sizes, const std::vector
   IntervalPlan plan;
   plan.offsets.assign(n, 0);
   plan.naive_peak = std::accumulate(aligned.begin(), aligned.end(), int64_t(0));
-  plan.lower_bound = max_live(aligned, starts, ends);
+  std::tie(plan.lower_bound, plan.fullest_step) = max_live(aligned, starts, ends);
 
   // Three orders of placement, the lowest peak kept: largest first (the big buffers fix the
   // arena's shape, the small ones fill its gaps), most bytes x steps first (long-lived buffers
@@ -293,6 +286,7 @@ MemoryPlan plan_memory(const Program& program, const NodeAllocations& allocation
   plan.planned_peak = placed.planned_peak;
   plan.naive_peak = placed.naive_peak;
   plan.lower_bound = placed.lower_bound;
+  plan.fullest_step = placed.fullest_step;
 
   const char* pass = "memory plan";
   explain.add(pass, std::to_string(plan.buffers.size()) + " buffers in one arena (" +
@@ -301,7 +295,7 @@ MemoryPlan plan_memory(const Program& program, const NodeAllocations& allocation
   explain.add(pass, "planned peak " + bytes_text(plan.planned_peak) + " (the arena)");
   explain.add(pass, "naive peak   " + bytes_text(plan.naive_peak) + " (every buffer its own)");
   explain.add(pass, "lower bound  " + bytes_text(plan.lower_bound) + " (most bytes live at once)");
-  if (!plan.buffers.empty()) explain.add(pass, fullest_moment(g, plan.buffers));
+  if (!plan.buffers.empty()) explain.add(pass, fullest_moment(g, plan));
   return plan;
 }
 

@@ -7,9 +7,10 @@
 
 namespace ember::autodiff {
 
-// The sum of `uses` (the gradients of one value) as one cat when they are all slice_backward of
-// one input shape along one dim with step 1 and the slices tile that dim (split's and chunk's
-// pieces); undefined otherwise, and the driver adds them. (rules/movement.cpp)
-Val join_slice_gradients(const std::vector<Val>& uses);
+// The gradients of a split's pieces, in order along `dim`, when `uses` (the gradients of one
+// value) are all slice_backward of one input shape along one dim with step 1 and the slices tile
+// that dim (split's and chunk's pieces): their sum is then the cat of these. Empty otherwise, and
+// the driver adds them. (rules/movement.cpp)
+std::vector<Val> tiling_slice_gradients(const std::vector<Val>& uses, int64_t& dim);
 
 }  // namespace ember::autodiff

@@ -390,24 +390,22 @@ std::vector<OpDef> movement_ops() {
   };
 }
 
-// The sum of the gradients slices of one value pass back, as one cat when every use is a
-// slice_backward of one input shape along one dim with step 1 and the slices tile that dim in
-// some order (split's and chunk's pieces): each piece's gradient is copied once into place, with
-// no zero-filled input-sized tensor per piece and no adds between them. Undefined otherwise.
-Val join_slice_gradients(const std::vector<Val>& uses) {
-  if (uses.size() < 2) return Val();
+// The pieces' gradients in order along `dim` when every use is a slice_backward of one input shape
+// along one dim with step 1 and the slices tile that dim in some order (split's and chunk's
+// pieces); empty otherwise.
+std::vector<Val> tiling_slice_gradients(const std::vector<Val>& uses, int64_t& dim) {
+  if (uses.size() < 2) return {};
   std::vector<std::pair<int64_t, Val>> pieces;  // (first index, the piece's gradient)
-  int64_t dim = -1;
   const Shape* shape = nullptr;
   for (const Val& u : uses) {
     const Graph& g = *u.graph;
     const int32_t k = g.value(u.id).node;
-    if (k < 0 || g.node(k).op->name != "slice_backward") return Val();
+    if (k < 0 || g.node(k).op->name != "slice_backward") return {};
     const Attrs& a = g.node(k).attrs;
     const Shape& input_shape = a.ints("input_shape");
     const int64_t d = wrap_dim(a.i("dim"), int64_t(input_shape.size()), "slice_backward",
                                "x is " + shape_str(input_shape));
-    if (a.i("step") != 1 || (shape && (input_shape != *shape || d != dim))) return Val();
+    if (a.i("step") != 1 || (shape && (input_shape != *shape || d != dim))) return {};
     shape = &input_shape;
     dim = d;
     const int64_t first = slice_range(input_shape[size_t(d)], a.i("start"), a.i("stop"), 1).first;
@@ -415,15 +413,15 @@ Val join_slice_gradients(const std::vector<Val>& uses) {
   }
   std::sort(pieces.begin(), pieces.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<Val> ordered;
   int64_t next = 0;  // the pieces must follow one another from 0 to the dim's end
   for (const auto& [first, grad] : pieces) {
-    if (first != next || grad.dtype() != pieces[0].second.dtype()) return Val();
+    if (first != next || grad.dtype() != pieces[0].second.dtype()) return {};
     next += grad.size(dim);
+    ordered.push_back(grad);
   }
-  if (next != (*shape)[size_t(dim)]) return Val();
-  std::vector<Val> parts;
-  for (const auto& piece : pieces) parts.push_back(piece.second);
-  return cat(parts, dim);
+  if (next != (*shape)[size_t(dim)]) return {};
+  return ordered;
 }
 
 }  // namespace ember::autodiff

@@ -188,33 +188,52 @@ template <class T> constexpr cudaDataType_t lt_type() {
   else return CUDA_R_16BF;
 }
 
+// blas_gemm's column-major product C^T = B^T · A^T (see blas_gemm) as cuBLAS takes it: B's and
+// A's transpose flags, the leading dimensions, the batch and the batch strides (0 for a single
+// matrix, whose batch strides are unused).
+struct ColumnMajor {
+  cublasOperation_t op_b, op_a;
+  int ldb, lda, ldc, batch;
+  long long sb, sa, sc;
+};
+
+template <class T>
+ColumnMajor column_major(const GemmArgs<T>& g, const BlasLayout& la, const BlasLayout& lb,
+                         const BlasLayout& lc) {
+  const bool one = g.batch == 1;
+  ColumnMajor c;
+  c.op_b = lb.row_major ? CUBLAS_OP_N : CUBLAS_OP_T;
+  c.op_a = la.row_major ? CUBLAS_OP_N : CUBLAS_OP_T;
+  c.ldb = int(lb.ld);
+  c.lda = int(la.ld);
+  c.ldc = int(lc.ld);
+  c.batch = int(g.batch);
+  c.sb = one ? 0 : g.b.batch_stride;
+  c.sa = one ? 0 : g.a.batch_stride;
+  c.sc = one ? 0 : g.c.batch_stride;
+  return c;
+}
+
 // One cuBLASLt call of blas_gemm's column-major product C^T = B^T · A^T (see blas_gemm), over
 // g.batch matrices, accumulating in `compute` with float alpha and beta. `describe` sets further
 // attributes of the descriptor (an epilogue and its pointers) before the heuristic, which is also
 // told every operand's alignment, so that it never picks an algorithm a view's pointer cannot
 // take. Returns false, having queued nothing, when the heuristic offers no algorithm.
 template <class T, class Describe>
-bool lt_matmul(Device device, const GemmArgs<T>& g, const BlasLayout& la, const BlasLayout& lb,
-               const BlasLayout& lc, cublasComputeType_t compute, const Describe& describe,
-               const char* op) {
+bool lt_matmul(Device device, const GemmArgs<T>& g, const ColumnMajor& c,
+               cublasComputeType_t compute, const Describe& describe, const char* op) {
   const cudaDataType_t t = lt_type<T>();
-  const cublasOperation_t op_b = lb.row_major ? CUBLAS_OP_N : CUBLAS_OP_T;
-  const cublasOperation_t op_a = la.row_major ? CUBLAS_OP_N : CUBLAS_OP_T;
-  const int ldb = int(lb.ld), lda = int(la.ld), ldc = int(lc.ld), batch = int(g.batch);
-  const bool one = g.batch == 1;  // a single matrix: batch strides are unused
-  const long long sa = one ? 0 : g.a.batch_stride, sb = one ? 0 : g.b.batch_stride;
-  const long long sc = one ? 0 : g.c.batch_stride;
   LtCall lt;
   EMBER_CUBLAS_CHECK(cublasLtMatmulDescCreate(&lt.desc, compute, CUDA_R_32F), op);
-  cublasLtMatmulDescSetAttribute(lt.desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_b, sizeof(op_b));
-  cublasLtMatmulDescSetAttribute(lt.desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_a, sizeof(op_a));
+  cublasLtMatmulDescSetAttribute(lt.desc, CUBLASLT_MATMUL_DESC_TRANSA, &c.op_b, sizeof(c.op_b));
+  cublasLtMatmulDescSetAttribute(lt.desc, CUBLASLT_MATMUL_DESC_TRANSB, &c.op_a, sizeof(c.op_a));
   describe(lt.desc);
   // Column-major as stored: B^T is [n, k] (or [k, n] when transposed), A^T [k, m], C^T [n, m].
-  lt.a = op_b == CUBLAS_OP_N ? lt_layout(t, g.n, g.k, ldb, batch, sb)
-                             : lt_layout(t, g.k, g.n, ldb, batch, sb);
-  lt.b = op_a == CUBLAS_OP_N ? lt_layout(t, g.k, g.m, lda, batch, sa)
-                             : lt_layout(t, g.m, g.k, lda, batch, sa);
-  lt.c = lt_layout(t, g.n, g.m, ldc, batch, sc);
+  lt.a = c.op_b == CUBLAS_OP_N ? lt_layout(t, g.n, g.k, c.ldb, c.batch, c.sb)
+                               : lt_layout(t, g.k, g.n, c.ldb, c.batch, c.sb);
+  lt.b = c.op_a == CUBLAS_OP_N ? lt_layout(t, g.k, g.m, c.lda, c.batch, c.sa)
+                               : lt_layout(t, g.m, g.k, c.lda, c.batch, c.sa);
+  lt.c = lt_layout(t, g.n, g.m, c.ldc, c.batch, c.sc);
   const Workspace workspace = workspace_of(device, stream(device));
   EMBER_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&lt.preference), op);
   cublasLtMatmulPreferenceSetAttribute(lt.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
@@ -283,34 +302,29 @@ template <class T> void blas_gemm(Device device, const GemmArgs<T>& g, const cha
                                     " matrices exceeds cuBLAS's limit of 2^31 - 1");
   DeviceGuard guard(device);
   cublasHandle_t h = cublas_handle(device);
-  const cublasOperation_t op_b = lb.row_major ? CUBLAS_OP_N : CUBLAS_OP_T;
-  const cublasOperation_t op_a = la.row_major ? CUBLAS_OP_N : CUBLAS_OP_T;
-  const int ldb = int(lb.ld), lda = int(la.ld), ldc = int(lc.ld), batch = int(g.batch);
-  const bool one = g.batch == 1;  // a single matrix: batch strides are unused
-  const long long sa = one ? 0 : g.a.batch_stride, sb = one ? 0 : g.b.batch_stride;
-  const long long sc = one ? 0 : g.c.batch_stride;
+  const ColumnMajor c = column_major(g, la, lb, lc);
   const auto alpha = g.alpha, beta = g.beta;
   if constexpr (std::is_same_v<T, float>) {
-    EMBER_CUBLAS_CHECK(cublasSgemmStridedBatched(h, op_b, op_a, g.n, g.m, g.k, &alpha, g.b.data,
-                                                 ldb, sb, g.a.data, lda, sa, &beta, g.c.data, ldc,
-                                                 sc, batch),
+    EMBER_CUBLAS_CHECK(cublasSgemmStridedBatched(h, c.op_b, c.op_a, g.n, g.m, g.k, &alpha, g.b.data,
+                                                 c.ldb, c.sb, g.a.data, c.lda, c.sa, &beta,
+                                                 g.c.data, c.ldc, c.sc, c.batch),
                        op);
   } else if constexpr (std::is_same_v<T, double>) {
-    EMBER_CUBLAS_CHECK(cublasDgemmStridedBatched(h, op_b, op_a, g.n, g.m, g.k, &alpha, g.b.data,
-                                                 ldb, sb, g.a.data, lda, sa, &beta, g.c.data, ldc,
-                                                 sc, batch),
+    EMBER_CUBLAS_CHECK(cublasDgemmStridedBatched(h, c.op_b, c.op_a, g.n, g.m, g.k, &alpha, g.b.data,
+                                                 c.ldb, c.sb, g.a.data, c.lda, c.sa, &beta,
+                                                 g.c.data, c.ldc, c.sc, c.batch),
                        op);
   } else {
     // float16 / bfloat16 storage, float32 accumulation (alpha and beta are float): cuBLASLt's
     // best algorithm for these layouts, or cublasGemmEx where its heuristic offers none.
     if (lt_matmul(
-            device, g, la, lb, lc, CUBLAS_COMPUTE_32F, [](cublasLtMatmulDesc_t) {}, op))
+            device, g, c, CUBLAS_COMPUTE_32F, [](cublasLtMatmulDesc_t) {}, op))
       return;
     const cudaDataType_t t = lt_type<T>();
-    EMBER_CUBLAS_CHECK(cublasGemmStridedBatchedEx(h, op_b, op_a, g.n, g.m, g.k, &alpha, g.b.data, t,
-                                                  ldb, sb, g.a.data, t, lda, sa, &beta, g.c.data, t,
-                                                  ldc, sc, batch, CUBLAS_COMPUTE_32F,
-                                                  CUBLAS_GEMM_DEFAULT),
+    EMBER_CUBLAS_CHECK(cublasGemmStridedBatchedEx(h, c.op_b, c.op_a, g.n, g.m, g.k, &alpha,
+                                                  g.b.data, t, c.ldb, c.sb, g.a.data, t, c.lda,
+                                                  c.sa, &beta, g.c.data, t, c.ldc, c.sc, c.batch,
+                                                  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                        op);
   }
 }
@@ -368,7 +382,7 @@ bool blas_gemm_act(Device device, const GemmArgs<T>& g, const T* bias, T* pre, G
                          op);
     }
   };
-  return lt_matmul(device, g, la, lb, lc, compute, describe, op);
+  return lt_matmul(device, g, column_major(g, la, lb, lc), compute, describe, op);
 }
 
 template bool blas_gemm_act(Device, const GemmArgs<float>&, const float*, float*, GemmActivation,

@@ -155,14 +155,15 @@ Shape linear_shape(const char* op, const Tensor& x, const Tensor& weight, const 
 // GEMM's epilogue where the backend has one (cuBLASLt's BIAS); otherwise it goes in first and the
 // GEMM adds onto it (BLAS beta = 1), no separate pass.
 void gemm_with_bias(Tensor& out3, const Tensor& x3, const Tensor& w3, const Tensor& bias) {
-  if (bias.defined() && x3.size(2) > 0 && out3.numel() > 0) {
-    GemmFlags flags;
-    const Tensor a = gemm_operand(x3, flags.trans_a), b = gemm_operand(w3, flags.trans_b);
-    Tensor none;
-    if (gemm_act_kernel(out3.device())(a, b, bias, out3, none, flags, GemmActivation::None)) return;
-  }
+  GemmFlags flags;
+  const Tensor a = gemm_operand(x3, flags.trans_a), b = gemm_operand(w3, flags.trans_b);
+  Tensor none;
+  if (bias.defined() && x3.size(2) > 0 && out3.numel() > 0 &&
+      gemm_act_kernel(out3.device())(a, b, bias, out3, none, flags, GemmActivation::None))
+    return;
   if (bias.defined()) out3.copy_(bias);
-  batched_gemm(x3, w3, out3, bias.defined(), MatmulAlgo::Default);
+  flags.accumulate = bias.defined();
+  gemm_kernel(out3.device())(a, b, out3, flags);
 }
 
 Tensor run_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor* given) {

@@ -50,6 +50,7 @@ struct IntervalPlan {
   int64_t planned_peak = 0;  // max(offset + aligned size)
   int64_t naive_peak = 0;    // sum of aligned sizes
   int64_t lower_bound = 0;   // max over steps of the aligned sizes live then
+  int32_t fullest_step = 0;  // the first step at which lower_bound bytes are live
 };
 IntervalPlan plan_intervals(const std::vector<int64_t>& sizes, const std::vector<int32_t>& starts,
                             const std::vector<int32_t>& ends, int64_t alignment = kAlignment);
@@ -75,6 +76,7 @@ struct MemoryPlan {
   int64_t planned_peak = 0;                           // the arena's bytes
   int64_t naive_peak = 0;
   int64_t lower_bound = 0;
+  int32_t fullest_step = 0;  // the first node at which lower_bound bytes are live
 
   // (offset, nbytes) of each of `node`'s requests in order, offset -1 for one served normally:
   // what PlacedAllocations takes (placement.h's kServeNormally is -1 too).
