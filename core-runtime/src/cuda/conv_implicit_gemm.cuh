@@ -24,10 +24,13 @@
 // multiply-high (FastDiv) rather than an integer division, which GPUs run as a software routine.
 //
 // Kernel: 256 threads compute a BM x 128 tile of C (BM = 16, 32 or 64, the smallest that covers
-// M, since conv GEMMs often have M = 16 or 32 channels), K walked 8 at a time; thread (tm, tn)
-// owns rows tm*BM/8.. and columns tn*4..tn*4+3. Tiles are staged in registers and then in shared
-// memory; the global loads of tile t + 1 are issued before the math of tile t. Float16/bfloat16
-// compute in float32, float64 in float64.
+// M, since conv GEMMs often have M = 16 or 32 channels), K walked BK at a time (32 in float32, 16
+// in float64: the same shared memory); thread (tm, tn) owns rows tm*BM/8.. and columns
+// tn*4..tn*4+3. Tiles are staged in registers and then in shared memory; the global loads of tile
+// t + 1 are issued before the math of tile t. A small conv's GEMM has few tiles (the digits CNN's
+// 16 -> 32 backward-input at batch 32: 49 blocks for 132 SMs), so each block's walk over K is the
+// whole kernel's time, and each step of it waits about one global load's latency: a deep BK makes
+// that walk 4x shorter than BK = 8 did. Float16/bfloat16 compute in float32, float64 in float64.
 // Backward-weight reduces over K = N * Ho * Wo (large) with few output tiles, so K is split over
 // blockIdx.z into partial sums that a second kernel adds up (deterministic, no atomics).
 #pragma once
@@ -201,19 +204,23 @@ template <class T> struct BackwardWeight {
 };
 
 // ---- the kernel ---------------------------------------------------------------------------------
-constexpr int kThreads = 256, kBN = 128, kBK = 8;
+constexpr int kThreads = 256, kBN = 128;
+
+// BK, the depth of a K tile, for accumulators of type Acc.
+template <class Acc> constexpr int tile_depth() { return sizeof(Acc) == 4 ? 32 : 16; }
 
 // One BM x 128 tile of C for group blockIdx.y over k in [blockIdx.z * k_chunk, + k_chunk).
 //   M, N, K: the per-group GEMM sizes.
-// Load mapping (per tile): thread tid loads A elements (m = tid / 8 + 32 v, k = tid % 8) and B
-// elements (k = tid / 32, n = tid % 32 + 32 v): one k each, so one k-tap per operand per tile,
-// and a warp's 32 B loads are 32 consecutive n (consecutive output pixels: coalesced).
+// Load mapping (per tile): thread tid loads A elements (m = tid / BK + (256 / BK) v, k = tid % BK)
+// and B elements (k = tid / 32 + 8 u, n = tid % 32 + 32 v): one k-tap of A and BK / 8 of B per
+// thread per tile, and a warp's 32 B loads are 32 consecutive n (consecutive output pixels:
+// coalesced).
 template <class Pass, int BM>
 __global__ void __launch_bounds__(kThreads) conv_gemm(Pass pass, int M, int N, int K, int k_chunk) {
   using Acc = typename Pass::Acc;
-  constexpr int BN = kBN, BK = kBK, TM = BM / 8, TN = 4;
+  constexpr int BN = kBN, BK = tile_depth<Acc>(), TM = BM / 8, TN = 4;
   constexpr int kALoads = BM * BK >= kThreads ? BM * BK / kThreads : 1;  // A elements per thread
-  constexpr int kBLoads = BN * BK / kThreads;                            // = 4
+  constexpr int kBRows = BK / 8, kBCols = BN / 32;  // B: k-taps and n-taps per thread
   // as[kk][m] and bs[kk][n]. Rows are 16-byte aligned, so a thread's TM (TN) consecutive values
   // come in one vector load; as's rows are padded so that its transposing stores (a warp writes
   // 8 values of k for 4 of m) fall in distinct banks.
@@ -227,7 +234,7 @@ __global__ void __launch_bounds__(kThreads) conv_gemm(Pass pass, int M, int N, i
 
   // The m- and n-taps of this thread's loads, fixed for the whole K loop.
   const int a_kk = tid % BK, b_kk = tid / 32;
-  Tap am[kALoads], bn[kBLoads];
+  Tap am[kALoads], bn[kBCols];
 #pragma unroll
   for (int v = 0; v < kALoads; ++v) {
     const int ml = tid / BK + v * (kThreads / BK);
@@ -235,22 +242,26 @@ __global__ void __launch_bounds__(kThreads) conv_gemm(Pass pass, int M, int N, i
     am[v].ok = ml < BM && m0 + ml < M;
   }
 #pragma unroll
-  for (int v = 0; v < kBLoads; ++v) {
+  for (int v = 0; v < kBCols; ++v) {
     const int nl = tid % 32 + 32 * v;
     bn[v] = pass.b_n(g, n0 + nl);
     bn[v].ok = n0 + nl < N;
   }
 
-  Acc ra[kALoads], rb[kBLoads];  // the next tile, staged in registers
+  Acc ra[kALoads], rb[kBRows][kBCols];  // the next tile, staged in registers
   auto load = [&](int k0) {
     Tap ak = pass.a_k(g, k0 + a_kk);
     ak.ok = k0 + a_kk < k_end;
 #pragma unroll
     for (int v = 0; v < kALoads; ++v) ra[v] = pass.a.template at<Acc>(am[v], ak);
-    Tap bk = pass.b_k(g, k0 + b_kk);
-    bk.ok = k0 + b_kk < k_end;
 #pragma unroll
-    for (int v = 0; v < kBLoads; ++v) rb[v] = pass.b.template at<Acc>(bk, bn[v]);
+    for (int u = 0; u < kBRows; ++u) {
+      const int k = k0 + b_kk + 8 * u;
+      Tap bk = pass.b_k(g, k);
+      bk.ok = k < k_end;
+#pragma unroll
+      for (int v = 0; v < kBCols; ++v) rb[u][v] = pass.b.template at<Acc>(bk, bn[v]);
+    }
   };
 
   const int tm = tid / 32, tn = tid % 32;
@@ -264,7 +275,9 @@ __global__ void __launch_bounds__(kThreads) conv_gemm(Pass pass, int M, int N, i
       if (ml < BM) as[a_kk][ml] = ra[v];
     }
 #pragma unroll
-    for (int v = 0; v < kBLoads; ++v) bs[b_kk][tid % 32 + 32 * v] = rb[v];
+    for (int u = 0; u < kBRows; ++u)
+#pragma unroll
+      for (int v = 0; v < kBCols; ++v) bs[b_kk + 8 * u][tid % 32 + 32 * v] = rb[u][v];
     __syncthreads();
     if (k0 + BK < k_end) load(k0 + BK);  // in flight during the math below
 #pragma unroll
@@ -309,7 +322,7 @@ __global__ void sum_splits(const Acc* partial, int splits, int64_t count, T* gra
 inline int tile_rows(int m) { return m <= 16 ? 16 : m <= 32 ? 32 : 64; }
 
 // Launches conv_gemm for `pass` with BM = tile_rows(M). Grid: tiles x groups x splits; k_chunk
-// a multiple of kBK. The caller checks the launch.
+// a multiple of tile_depth<Pass::Acc>(). The caller checks the launch.
 template <class Pass>
 void launch_conv_gemm(const Pass& pass, int M, int N, int K, int groups, int splits, int k_chunk,
                       cudaStream_t stream) {

@@ -131,7 +131,8 @@ void backward_input_implicit(const Tensor& go, const Tensor& w, Tensor& grad_x,
 }
 
 // K = N * Ho * Wo is long and the output [Og, R] small, so K is split over enough blocks to fill
-// the GPU (each split at least 32 tiles of K); partial sums, then one kernel adds them.
+// the GPU (each split at least 8 tiles of K, 256 values in float32); partial sums, then one kernel
+// adds them.
 template <class T>
 void backward_weight_implicit(const Tensor& go, const Tensor& x, Tensor& grad_w,
                               const ConvShape& s) {
@@ -142,9 +143,10 @@ void backward_weight_implicit(const Tensor& go, const Tensor& x, Tensor& grad_w,
   const int bm = conv::tile_rows(s.Og);
   const int64_t tiles = int64_t((s.Og + bm - 1) / bm) * ((s.R + conv::kBN - 1) / conv::kBN) * s.G;
   const int64_t wanted = 4 * int64_t(properties(dev).multiProcessorCount);
-  const int64_t max_splits = std::max<int64_t>(1, k / (32 * conv::kBK));
+  constexpr int bk = conv::tile_depth<Acc>();
+  const int64_t max_splits = std::max<int64_t>(1, k / (8 * bk));
   int splits = int(std::clamp<int64_t>(wanted / tiles, 1, std::min<int64_t>(max_splits, 65535)));
-  const int chunk = ((k + splits - 1) / splits + conv::kBK - 1) / conv::kBK * conv::kBK;
+  const int chunk = ((k + splits - 1) / splits + bk - 1) / bk * bk;
   splits = (k + chunk - 1) / chunk;
   const int64_t count = int64_t(s.O) * s.R;
   Tensor partial = Tensor::empty({splits * count}, dtype_of_v<Acc>, x.device(), op);
