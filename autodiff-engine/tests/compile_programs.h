@@ -164,7 +164,13 @@ inline std::vector<Tensor> run_planned(const Program& p, const MemoryPlan& plan,
   for (int32_t k = 0; k < g.num_nodes(); ++k) {
     const Node& node = g.node(k);
     std::vector<PlacementSlot> slots;
-    for (const auto& [offset, nbytes] : plan.slots(k)) slots.push_back({offset, size_t(nbytes)});
+    for (const PlannedSlot& s : plan.slots(k)) {
+      const Tensor into = s.in_state < 0 ? Tensor() : env[size_t(s.in_state)];
+      if (into.defined())
+        slots.push_back(
+            {into.offset() * int64_t(into.itemsize()), size_t(s.nbytes), into.storage()});
+      else slots.push_back({s.offset, size_t(s.nbytes), Storage()});
+    }
     std::vector<Tensor> ins;
     for (ValueId in : node.inputs) ins.push_back(env[size_t(in)]);
     PlacedAllocations place(arena.storage(), slots);

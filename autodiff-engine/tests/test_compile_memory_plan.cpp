@@ -114,7 +114,7 @@ TEST(PlanMemory, PlansTheTrainingStepBelowTheNaivePeak) {
   const int32_t loss_node = g.value(p.returned[0]).node;
   ASSERT_EQ(plan.requests[size_t(loss_node)].size(), 1u);
   EXPECT_EQ(plan.requests[size_t(loss_node)][0].buffer, -1);
-  EXPECT_EQ(plan.slots(loss_node)[0].first, -1);
+  EXPECT_EQ(plan.slots(loss_node)[0].offset, -1);
   EXPECT_NE(e.str().find("planned peak"), std::string::npos);
   EXPECT_NE(e.str().find("lower bound"), std::string::npos);
   // The fullest moment holds the lower bound's bytes.

@@ -124,6 +124,58 @@ TEST(PlacedAllocations, TheCapCoversTheArenaAndSlotsOutsideItAreRefused) {
   EXPECT_THROW(PlacedAllocations(nullptr, {}), ValueError);
 }
 
+TEST(PlacedAllocations, ASlotMayLieInAnotherStorage) {
+  // A value computed into a tensor that outlives the step (a .grad): its slot names that
+  // tensor's storage, at the tensor's byte offset.
+  Tensor arena = Tensor::empty({1024}, DType::UInt8);
+  Tensor grad = zeros({4, 10});
+  Tensor row = grad.select(0, 2);  // 10 floats at byte 80
+  const MemoryStats before = memory_stats();
+  Tensor a, b;
+  {
+    PlacedAllocations place(arena.storage(), {{0, 40, Storage()}, {80, 40, row.storage()}});
+    a = floats(10);
+    b = floats(10);
+    EXPECT_EQ(place.placed(), 2);
+  }
+  EXPECT_EQ(a.storage()->data(), arena.storage()->data());
+  EXPECT_EQ(b.storage()->data(), row.data_ptr());
+  EXPECT_EQ(memory_stats().allocations, before.allocations);
+  b.fill_(3.0);
+  EXPECT_EQ(grad.select(0, 2).to_vector<float>(), std::vector<float>(10, 3.0f));
+  EXPECT_EQ(grad.select(0, 1).to_vector<float>(), std::vector<float>(10, 0.0f));
+  grad = Tensor();  // b keeps the storage alive
+  EXPECT_EQ(b.to_vector<float>()[9], 3.0f);
+
+  // No arena: every slot in its own storage (or served normally).
+  Tensor other = zeros({10});
+  {
+    PlacedAllocations place(nullptr, {{kServeNormally, 40, Storage()}, {0, 40, other.storage()}});
+    Tensor normal = floats(10);
+    Tensor inside = floats(10);
+    EXPECT_NE(normal.data_ptr(), other.data_ptr());
+    EXPECT_EQ(inside.data_ptr(), other.data_ptr());
+  }
+  EXPECT_THROW(PlacedAllocations(nullptr, {{0, 40, Storage()}}), ValueError);  // in no arena
+  EXPECT_THROW(PlacedAllocations(arena.storage(), {{8, 40, other.storage()}}), ValueError);
+  float host[4] = {};
+  Storage external = std::make_shared<StorageImpl>(host, sizeof host, Device{}, nullptr);
+  EXPECT_THROW(PlacedAllocations(arena.storage(), {{0, 16, external}}), ValueError);
+}
+
+TEST(PlacedAllocations, ADevicePlacementServesNothingAndShadowsTheOuterOne) {
+  Tensor arena = Tensor::empty({1024}, DType::UInt8);
+  PlacedAllocations outer(arena.storage(), {{0, 40}});
+  {
+    PlacedAllocations none(Device{});
+    Tensor a = floats(10);
+    EXPECT_NE(a.data_ptr(), arena.data_ptr());
+    EXPECT_EQ(none.misses(), 1);
+  }
+  Tensor b = floats(10);
+  EXPECT_EQ(b.data_ptr(), arena.data_ptr());
+}
+
 TEST(PlacedAllocations, OtherThreadsAllocateAsUsual) {
   Tensor arena = Tensor::empty({1024}, DType::UInt8);
   char* base = static_cast<char*>(arena.storage()->data());

@@ -428,6 +428,30 @@ def test_gradient_accumulation_equals_one_step_on_the_whole_batch():
     assert accumulated.replays >= 3
 
 
+def test_gradients_are_computed_in_their_grad_tensors_without_a_copy():
+    """The backward writes each gradient straight into its .grad, as eager mode hands it over: no
+    copy, the same .grad tensor at every call. A .grad of another layout, put there between
+    calls, still gets the gradient (computed elsewhere, then copied in)."""
+    (model_a, opt_a, eager), (model_b, opt_b, compiled) = eager_and_compiled("mlp")
+    data = batches("mlp", 4)
+    for x, y in data[:2]:
+        assert_same(eager(x, y), compiled(x, y), "loss")
+    section = compiled.explain().split("== computed into state ==")[1].split("\n==")[0]
+    assert "computed in 'model.0.weight.grad'" in section, section
+    assert " kept: " not in section, section
+    memory = [p.grad.data_ptr() for p in model_b.parameters()]
+    assert_same(eager(*data[2]), compiled(*data[2]), "loss")
+    assert [p.grad.data_ptr() for p in model_b.parameters()] == memory
+    assert_same_training_state(model_a, opt_a, model_b, opt_b)
+
+    transposed = ember.zeros(20, 64).t()  # the first weight's shape, (64, 20), not contiguous
+    model_b[0].weight.grad = transposed
+    assert_same(eager(*data[3]), compiled(*data[3]), "loss")
+    assert model_b[0].weight.grad.data_ptr() == transposed.data_ptr()
+    assert_same_training_state(model_a, opt_a, model_b, opt_b)
+    assert compiled.traces == 2
+
+
 def test_allocator_counters_do_not_move_across_100_replays():
     model, opt = build("mlp")
     step = ember.compile(make_step(model, opt, "mlp"))

@@ -60,9 +60,7 @@ std::vector<Tensor> run_fused_node(const std::vector<Tensor>& in, const Attrs& a
     if (!laid_out_as(*t, g.inputs()[i])) {
       // Outside the plan's slots: the plan placed one request per output.
       std::unique_ptr<PlacedAllocations> unplaced;
-      if (PlacedAllocations* placed = detail::current_placement())
-        unplaced =
-            std::make_unique<PlacedAllocations>(placed->arena(), std::vector<PlacementSlot>{});
+      if (detail::current_placement()) unplaced = std::make_unique<PlacedAllocations>(device);
       copied.push_back(t->contiguous());
       t = &copied.back();
     }

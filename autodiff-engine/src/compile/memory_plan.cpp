@@ -222,10 +222,10 @@ NodeAllocations carry_allocations(const Program& program, const NodeAllocations&
   return all;
 }
 
-std::vector<std::pair<int64_t, int64_t>> MemoryPlan::slots(int32_t node) const {
-  std::vector<std::pair<int64_t, int64_t>> out;
+std::vector<PlannedSlot> MemoryPlan::slots(int32_t node) const {
+  std::vector<PlannedSlot> out;
   for (const PlannedRequest& r : requests[size_t(node)])
-    out.emplace_back(r.buffer < 0 ? -1 : buffers[size_t(r.buffer)].offset, r.nbytes);
+    out.push_back({r.buffer < 0 ? -1 : buffers[size_t(r.buffer)].offset, r.nbytes, r.in_state});
   return out;
 }
 
@@ -249,6 +249,7 @@ MemoryPlan plan_memory(const Program& program, const NodeAllocations& allocation
     const Node& node = g.node(k);
     for (const AllocationRequest& r : allocations[size_t(k)]) {
       int32_t index = -1;
+      ValueId in_state = -1;
       if (r.output < 0) {  // scratch: within its node
         index = int32_t(plan.buffers.size());
         plan.buffers.push_back({r.nbytes, 0, k, k, -1});
@@ -256,7 +257,9 @@ MemoryPlan plan_memory(const Program& program, const NodeAllocations& allocation
         const ValueId v = node.outputs[size_t(r.output)];
         const ValueId base = buffer[size_t(v)];
         const int32_t shared = buffer_of[size_t(base)];
-        if (outlives[size_t(base)]) {
+        if (program.reuse.count(v) && program.state_of(base)) {
+          in_state = base;  // computed into its state tensor
+        } else if (outlives[size_t(base)]) {
           index = -1;  // allocated normally: it outlives the step
         } else if (base != v && shared >= 0 && plan.buffers[size_t(shared)].nbytes == r.nbytes &&
                    program.reuse.count(v)) {
@@ -270,7 +273,7 @@ MemoryPlan plan_memory(const Program& program, const NodeAllocations& allocation
           if (base == v) buffer_of[size_t(v)] = index;
         }
       }
-      plan.requests[size_t(k)].push_back({r.nbytes, index});
+      plan.requests[size_t(k)].push_back({r.nbytes, index, in_state});
     }
   }
 

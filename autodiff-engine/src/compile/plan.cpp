@@ -43,7 +43,8 @@ std::string input_text(const std::pair<TensorType, bool>& in) {
 // see the fused nodes: fewer values, fewer buffers. The GEMM epilogues go first, so that an
 // activation after a linear joins the GEMM rather than an elementwise group. Dead-code
 // elimination after it drops the views (expands) whose readers the kernels now broadcast
-// themselves.
+// themselves. Values are computed into their state tensors before in-place reuse, which would
+// otherwise write some of them over an input of their node.
 Program optimize(Program program, const NodeAllocations& traced, int64_t budget, bool fuse,
                  MemoryPlan& plan, Explain& explain) {
   program = dead_code_elimination(program, explain);
@@ -65,6 +66,7 @@ Program optimize(Program program, const NodeAllocations& traced, int64_t budget,
   }
   program = return_without_copy(program, explain);
   program = group_updates(program, explain);
+  program = compute_into_state(program, carry_allocations(program, traced), explain);
   program = reuse_in_place(program, explain);
   plan = plan_memory(program, carry_allocations(program, traced), explain);
   return program;

@@ -2,6 +2,7 @@
 #include "replay.h"
 
 #include <climits>
+#include <optional>
 
 #include "ember/autodiff/compile/trace.h"
 #include "ember/autodiff/op.h"
@@ -19,6 +20,28 @@ Device step_device(const Graph& g) {
       return g.value(id).type.device;
   }
   return Device();
+}
+
+// The call's planned slots with the state tensors bound now. A value computed into its state
+// tensor is served inside that tensor when it is laid out as the value (contiguous, of its bytes,
+// Ember's own memory); otherwise normally, and the step's end copies it in (Plan::replay).
+std::vector<PlacementSlot> bind_slots(const std::vector<PlannedSlot>& planned,
+                                      const std::vector<Tensor>& env, bool& in_state) {
+  std::vector<PlacementSlot> out;
+  in_state = false;
+  for (const PlannedSlot& s : planned) {
+    if (s.in_state < 0) {
+      out.push_back({s.offset, size_t(s.nbytes), Storage()});
+      continue;
+    }
+    const Tensor& t = env[size_t(s.in_state)];
+    const bool fits = t.defined() && t.is_contiguous() && t.nbytes() == s.nbytes && t.storage() &&
+                      !t.storage()->is_external();
+    if (fits) out.push_back({t.offset() * int64_t(t.itemsize()), size_t(s.nbytes), t.storage()});
+    else out.push_back({kServeNormally, size_t(s.nbytes), Storage()});
+    in_state = in_state || fits;
+  }
+  return out;
 }
 
 }  // namespace
@@ -57,14 +80,15 @@ Replay::Replay(const Program& program, const MemoryPlan* plan, std::shared_ptr<S
     for (ValueId out : node.outputs)
       if (last_use[size_t(out)] < k) call.drop.push_back(out);
     if (plan) {
-      // Every request in order: arena slots, and kServeNormally (-1) for those outside it.
-      bool in_arena = false;
-      for (const auto& [offset, nbytes] : plan->slots(k)) {
-        call.slots.push_back(PlacementSlot{offset, size_t(nbytes)});
-        in_arena = in_arena || offset != kServeNormally;
+      // Every request in order: arena slots, state tensors, and kServeNormally (-1) for the
+      // others.
+      bool placed = false;
+      for (const PlannedSlot& slot : plan->slots(k)) {
+        call.slots.push_back(slot);
+        placed = placed || slot.offset != kServeNormally || slot.in_state >= 0;
       }
-      if (!in_arena) call.slots.clear();
-      placed_nodes += in_arena;
+      if (!placed) call.slots.clear();
+      placed_nodes += placed;
     }
     calls_.push_back(std::move(call));
   }
@@ -118,13 +142,14 @@ void Replay::run(std::vector<Tensor>& env, bool returned_outside) const {
     if (returned_outside && call.returns) continue;
     inputs.clear();
     for (ValueId in : call.inputs) inputs.push_back(env[size_t(in)]);
-    std::vector<Tensor> outputs;
-    if (arena && !call.slots.empty()) {
-      PlacedAllocations placed(arena->storage(), call.slots);
-      outputs = call.op->run(inputs, *call.attrs);
-    } else {
-      outputs = call.op->run(inputs, *call.attrs);
+    std::optional<PlacedAllocations> placed;  // for the call's requests only
+    if (!call.slots.empty()) {
+      bool in_state = false;
+      std::vector<PlacementSlot> slots = bind_slots(call.slots, env, in_state);
+      if (arena || in_state) placed.emplace(arena ? arena->storage() : Storage(), std::move(slots));
     }
+    std::vector<Tensor> outputs = call.op->run(inputs, *call.attrs);
+    placed.reset();
     check_outputs(call, outputs);
     for (size_t o = 0; o < outputs.size(); ++o)
       env[size_t(call.outputs[o])] = std::move(outputs[o]);

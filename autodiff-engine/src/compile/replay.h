@@ -2,8 +2,9 @@
 // src/compile). Built once per plan; run at every call with the inputs and state bound.
 //
 // With a memory plan, each node's allocation requests are served from one arena
-// (PlacedAllocations, placement.h) at the offsets the plan gave them, so a replay asks the
-// caching allocator for nothing but the values it returns. The arena is the compiled step's,
+// (PlacedAllocations, placement.h) at the offsets the plan gave them, or inside the state tensor
+// a value is computed into, so a replay asks the caching allocator for nothing but the values it
+// returns. The arena is the compiled step's,
 // shared by its plans (shared_arena.h). On CUDA the whole list can be captured once as a CUDA
 // graph over the arena (cuda_graph.h) and launched as one.
 #pragma once
@@ -43,10 +44,10 @@ class Replay {
     const Attrs* attrs;
     int32_t node;
     std::vector<ValueId> inputs, outputs;
-    std::vector<TensorType> types;     // what the trace saw each output as
-    std::vector<ValueId> drop;         // values read for the last time here
-    std::vector<PlacementSlot> slots;  // the node's requests in the arena, in order
-    bool returns = false;              // a clone making a returned value
+    std::vector<TensorType> types;   // what the trace saw each output as
+    std::vector<ValueId> drop;       // values read for the last time here
+    std::vector<PlannedSlot> slots;  // the node's requests as planned, in order
+    bool returns = false;            // a clone making a returned value
   };
   void check_outputs(const Call& call, const std::vector<Tensor>& outputs) const;
 

@@ -12,12 +12,14 @@
 //     slot's bytes gets that slot; any other request (another size, or one past the last slot) is
 //     a miss and is served normally by the caching allocator. The slot then waits for the next
 //     request. A slot at offset kServeNormally passes its request (of its size) to the caching
-//     allocator on purpose: a request the plan leaves out of the arena. The caching allocator's
-//     counters (in use, peak, allocations) do not move for a placed request: its memory is the
-//     arena's, counted once when the arena was allocated.
-// A placed tensor keeps the arena alive; nothing is freed when it dies. (The hook is in
-// storage.cpp: the caching allocator itself never sees a placed request.) Two placed tensors may
-// share bytes (that is what a memory plan is for): whoever gives the slots says which may.
+//     allocator on purpose: a request the plan leaves out of the arena. A slot may also lie in
+//     another storage than the arena (a tensor that outlives the step, such as a parameter's
+//     .grad, which an op's output is then computed in). The caching allocator's counters (in use,
+//     peak, allocations) do not move for a placed request: its memory is the arena's (or that
+//     storage's), counted once when it was allocated.
+// A placed tensor keeps the storage it lies in alive; nothing is freed when it dies. (The hook is
+// in storage.cpp: the caching allocator itself never sees a placed request.) Two placed tensors
+// may share bytes (that is what a memory plan is for): whoever gives the slots says which may.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -56,19 +58,26 @@ class EMBER_API AllocationRecorder {
   std::vector<RecordedAllocation> allocations_;
 };
 
-// One place in an arena: `nbytes` (exactly the request it serves) at `offset` bytes, or
-// kServeNormally: that request is served by the caching allocator, not counted as a miss.
+// One place: `nbytes` (exactly the request it serves) at `offset` bytes of the arena, or of
+// `storage` when that is set; or kServeNormally: that request is served by the caching
+// allocator, not counted as a miss.
 constexpr int64_t kServeNormally = -1;
 struct PlacementSlot {
   int64_t offset = 0;
   size_t nbytes = 0;
+  Storage storage;  // the memory the slot lies in; null: the arena
 };
 
 class EMBER_API PlacedAllocations {
  public:
-  // arena: the storage of a tensor the caller allocated; every slot must lie inside it
-  // (ValueError naming the slot otherwise). Serves this thread's requests on arena's device.
+  // arena: the storage of a tensor the caller allocated; every slot must lie inside it or inside
+  // its own storage, which must be Ember's own memory on the same device (ValueError naming the
+  // slot otherwise). The arena may be null when no slot lies in it. Serves this thread's requests
+  // on that device.
   PlacedAllocations(Storage arena, std::vector<PlacementSlot> slots);
+  // No slots: every request on `device` is served normally (shadowing an outer placement, for
+  // requests its plan did not count).
+  explicit PlacedAllocations(Device device);
   ~PlacedAllocations();
   PlacedAllocations(const PlacedAllocations&) = delete;
   PlacedAllocations& operator=(const PlacedAllocations&) = delete;
@@ -78,12 +87,14 @@ class EMBER_API PlacedAllocations {
   bool done() const { return next_ == slots_.size(); }  // every slot was used
 
   // Called by storage (internal): the slot's address for a request of `nbytes` on `device`, or
-  // null when the request is not this placement's (another device) or is a miss.
-  void* take(size_t nbytes, Device device);
+  // null when the request is not this placement's (another device) or is a miss. `owner` is
+  // set to the storage the address lies in.
+  void* take(size_t nbytes, Device device, Storage& owner);
   const Storage& arena() const { return arena_; }
 
  private:
   Storage arena_;
+  Device device_;
   std::vector<PlacementSlot> slots_;
   size_t next_ = 0;
   int64_t placed_ = 0;

@@ -16,9 +16,10 @@ StorageImpl::StorageImpl(size_t nbytes, Device device, const char* op)
   // A placement on this thread (placement.h) may serve the request from its arena.
   bool placed = false;
   if (PlacedAllocations* placement = detail::current_placement()) {
-    data_ = placement->take(nbytes, device);
+    Storage owner;
+    data_ = placement->take(nbytes, device, owner);
     placed = data_ != nullptr;
-    if (placed) allocator_ = placement->arena()->allocator();  // the arena's, which contains it
+    if (placed) allocator_ = owner->allocator();  // the arena's (or storage's) that contains it
   }
   if (!data_) {
     allocator_ = &allocator_for(device);

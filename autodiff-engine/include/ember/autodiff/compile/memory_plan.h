@@ -7,6 +7,7 @@
 // node reading it or any alias of it (views, in-place outputs, in-place reuse share their base's
 // buffer); scratch lives within its node. State tensors, inputs, constants, the values a state
 // tensor holds after the step and the returned values are not in the arena: they outlive a step.
+// A value computed into its state tensor (compute_into_state, passes.h) is served inside it.
 //
 // Placement is offline best fit, tried in three orders (decreasing size, decreasing bytes x
 // steps, increasing start; the lowest peak is kept): each buffer takes the smallest gap, between
@@ -64,10 +65,21 @@ struct PlannedBuffer {
 };
 
 // One request of NodeAllocations, as planned: the buffer it is served from, or -1 when it is not
-// in the arena (served normally: what a state tensor holds afterwards, returned values).
+// in the arena: then served inside the tensor bound to a state value (a value computed into its
+// state tensor, program.reuse) or normally (what a state tensor holds afterwards, returned
+// values).
 struct PlannedRequest {
   int64_t nbytes = 0;
-  int32_t buffer = -1;  // index into MemoryPlan::buffers
+  int32_t buffer = -1;    // index into MemoryPlan::buffers
+  ValueId in_state = -1;  // the state value whose tensor serves it, or -1
+};
+
+// Where a request is served: at `offset` of the arena, inside the tensor bound to state value
+// `in_state` (offset -1), or normally (offset -1, in_state -1; placement.h's kServeNormally).
+struct PlannedSlot {
+  int64_t offset = -1;
+  int64_t nbytes = 0;
+  ValueId in_state = -1;
 };
 
 struct MemoryPlan {
@@ -78,9 +90,9 @@ struct MemoryPlan {
   int64_t lower_bound = 0;
   int32_t fullest_step = 0;  // the first node at which lower_bound bytes are live
 
-  // (offset, nbytes) of each of `node`'s requests in order, offset -1 for one served normally:
-  // what PlacedAllocations takes (placement.h's kServeNormally is -1 too).
-  std::vector<std::pair<int64_t, int64_t>> slots(int32_t node) const;
+  // Each of `node`'s requests in order, as PlacedAllocations takes them once the state tensors
+  // are bound.
+  std::vector<PlannedSlot> slots(int32_t node) const;
 };
 
 // Plans `allocations` (per node of program, see above); adds its figures to explain.

@@ -85,6 +85,18 @@ Program return_without_copy(const Program& program, Explain& explain);
 // its grad is a .grad tensor (state), so the memory plan is unchanged.
 Program group_updates(const Program& program, Explain& explain);
 
+// Lets the node computing a value that a copy_ writes into a state tensor (a gradient into its
+// .grad) compute it there in the first place: the copy_ is dropped, program.reuse maps the value
+// to the state value, and the memory plan serves its allocation inside that tensor (or normally,
+// when at a replay the tensor is not laid out as the value; the step's end then copies it in).
+// Only where no one can tell: the copy_ writes the whole state tensor and is the value's only
+// reader, the value has memory of its own that its node allocates (`allocations`, per node), no
+// node between the two touches the state, and the node reads the state's old contents only where
+// it may write over them (may_write_over_input). Explain: each copy dropped, and why each other
+// copy_ stayed.
+Program compute_into_state(const Program& program, const NodeAllocations& allocations,
+                           Explain& explain);
+
 // Lets a node write its (first) output over an input's buffer when that input is read for the
 // last time there, both are in the arena, and the kernel allows it (may_write_over_input).
 // Recorded in program.reuse; the memory plan gives the two one buffer.
