@@ -108,6 +108,21 @@ TEST_P(CompileMlp, TwentyStepsEqualEagerBitForBit) {
 
 INSTANTIATE_TEST_SUITE_P(Optimizers, CompileMlp, ::testing::Values("sgd", "adamw"));
 
+TEST(CompileGradients, AreComputedInTheirGradTensorsWhoseVersionsMove) {
+  // The backward writes each gradient into its .grad (no copy_ node, no copy at the step's end):
+  // the .grad stays the same tensor, and its version moves at each call as a write's would.
+  Mlp m(3, "sgd");
+  cc::CompiledStep step([&](const std::vector<Variable>& in) { return m.step(in); });
+  for (int64_t i = 0; i < 3; ++i) step(batch(i));
+  const Tensor grad = m.params[0].grad().data();
+  const int64_t version = grad.version();
+  step(batch(3));
+  EXPECT_TRUE(m.params[0].grad().data().shares_storage(grad));
+  EXPECT_GT(grad.version(), version);
+  EXPECT_NE(step.explain().find("4 copies into state dropped"), std::string::npos)
+      << step.explain();
+}
+
 TEST(Compile, LearningRateAndStepCountAreReadLive) {
   Mlp eager(2, "adamw"), compiled(2, "adamw");
   cc::CompiledStep step([&](const std::vector<Variable>& in) { return compiled.step(in); });

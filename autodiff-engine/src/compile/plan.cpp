@@ -209,8 +209,13 @@ std::vector<Variable> Plan::replay(const std::vector<Variable>& inputs) {
     const StateSlot& s = program_.state[i];
     if (s.final_value < 0) continue;
     const Tensor& final_value = env[size_t(s.final_value)];
-    if (final_value.data_ptr() != bound[i].data_ptr() || !final_value.shares_storage(bound[i]))
-      bound[i].copy_(final_value);
+    // A value computed into its state tensor (compute_into_state) is there already, through a
+    // storage object of its own (a placed block): same address and layout, nothing to copy,
+    // but the state tensor's version moves as a copy would move it.
+    const bool there = final_value.data_ptr() == bound[i].data_ptr() &&
+                       final_value.strides() == bound[i].strides();
+    if (!there) bound[i].copy_(final_value);
+    else if (!final_value.shares_storage(bound[i])) bound[i].bump_version();
     if (bindings_[i].grad_of) {
       auto& grad = bindings_[i].grad_of->grad;
       if (!grad.defined() || !grad.data().shares_storage(bound[i])) grad = Variable(bound[i]);
