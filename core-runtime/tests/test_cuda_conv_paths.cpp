@@ -240,7 +240,9 @@ Tensor other_layout(const Tensor& t, bool stepped) {
 }
 
 // Small shapes every path's edges show on (also what racecheck runs: ci/gpu-check.sh), and
-// realistic ones, where tiling, split-K and chunking matter.
+// realistic ones, where tiling, split-K and chunking matter. The implicit GEMM takes 32-wide tiles
+// on the small ones and on mnist conv2 (too few 128-wide tiles to fill an H100), 128-wide ones on
+// the padded [32, 16, 28, 28].
 const std::vector<Case> kSmallCases = {
     {"16 channels, 3x3, padded", {4, 16, 9, 11}, {8, 16, 3, 3}, 1, 1, 1, 1},
     {"strided dilated grouped", {8, 8, 17, 19}, {12, 4, 3, 3}, 2, 1, 2, 2},
@@ -316,6 +318,8 @@ TEST_F(ConvPaths, BothPathsMatchBruteForceAtRealisticSizesInFloat32) {
 
 TEST_F(ConvPaths, BothPathsMatchBruteForceInFloat64) {
   for (const Case& c : kSmallCases) check_case(c, DType::Float64, {0.0, 1e-12});
+  // Enough tiles for the implicit GEMM's 128-wide ones (the small cases take 32-wide ones).
+  check_case(kRealisticCases[1], DType::Float64, {0.0, 1e-12});
 }
 
 // float16/bfloat16 are computed in float32 and rounded to the dtype once per entry (im2col's

@@ -23,14 +23,15 @@
 // ow) or (c, i, j) thus happen once per thread per tile, not once per element, and each is a
 // multiply-high (FastDiv) rather than an integer division, which GPUs run as a software routine.
 //
-// Kernel: 256 threads compute a BM x 128 tile of C (BM = 16, 32 or 64, the smallest that covers
-// M, since conv GEMMs often have M = 16 or 32 channels), K walked BK at a time (32 in float32, 16
-// in float64: the same shared memory); thread (tm, tn) owns rows tm*BM/8.. and columns
-// tn*4..tn*4+3. Tiles are staged in registers and then in shared memory; the global loads of tile
-// t + 1 are issued before the math of tile t. A small conv's GEMM has few tiles (the digits CNN's
-// 16 -> 32 backward-input at batch 32: 49 blocks for 132 SMs), so each block's walk over K is the
-// whole kernel's time, and each step of it waits about one global load's latency: a deep BK makes
-// that walk 4x shorter than BK = 8 did. Float16/bfloat16 compute in float32, float64 in float64.
+// Kernel: 256 threads compute a BM x BN tile of C (BM = 16, 32 or 64, the smallest that covers
+// M, since conv GEMMs often have M = 16 or 32 channels; BN = 128, or 32 when 128-wide tiles would
+// not give every SM a block), K walked BK at a time (32 in float32, 16 in float64: the same shared
+// memory); thread (tm, tn) owns rows tm*BM/8.. and columns tn*BN/32... Tiles are staged in
+// registers and then in shared memory; the global loads of tile t + 1 are issued before the math
+// of tile t. A small conv's GEMM has few tiles (the digits CNN's 16 -> 32 backward-input at batch
+// 32: 43 tiles 128 wide for 132 SMs), so one block's walk over K is the whole kernel's time: a deep
+// BK makes that walk 4x shorter than BK = 8 did, and narrow tiles give it a quarter of the work per
+// step on four times the SMs. Float16/bfloat16 compute in float32, float64 in float64.
 // Backward-weight reduces over K = N * Ho * Wo (large) with few output tiles, so K is split over
 // blockIdx.z into partial sums that a second kernel adds up (deterministic, no atomics).
 #pragma once
@@ -209,16 +210,16 @@ constexpr int kThreads = 256, kBN = 128;
 // BK, the depth of a K tile, for accumulators of type Acc.
 template <class Acc> constexpr int tile_depth() { return sizeof(Acc) == 4 ? 32 : 16; }
 
-// One BM x 128 tile of C for group blockIdx.y over k in [blockIdx.z * k_chunk, + k_chunk).
+// One BM x BN tile of C for group blockIdx.y over k in [blockIdx.z * k_chunk, + k_chunk).
 //   M, N, K: the per-group GEMM sizes.
 // Load mapping (per tile): thread tid loads A elements (m = tid / BK + (256 / BK) v, k = tid % BK)
 // and B elements (k = tid / 32 + 8 u, n = tid % 32 + 32 v): one k-tap of A and BK / 8 of B per
 // thread per tile, and a warp's 32 B loads are 32 consecutive n (consecutive output pixels:
 // coalesced).
-template <class Pass, int BM>
+template <class Pass, int BM, int BN>
 __global__ void __launch_bounds__(kThreads) conv_gemm(Pass pass, int M, int N, int K, int k_chunk) {
   using Acc = typename Pass::Acc;
-  constexpr int BN = kBN, BK = tile_depth<Acc>(), TM = BM / 8, TN = 4;
+  constexpr int BK = tile_depth<Acc>(), TM = BM / 8, TN = BN / 32;
   constexpr int kALoads = BM * BK >= kThreads ? BM * BK / kThreads : 1;  // A elements per thread
   constexpr int kBRows = BK / 8, kBCols = BN / 32;  // B: k-taps and n-taps per thread
   // as[kk][m] and bs[kk][n]. Rows are 16-byte aligned, so a thread's TM (TN) consecutive values
@@ -321,25 +322,32 @@ __global__ void sum_splits(const Acc* partial, int splits, int64_t count, T* gra
 // The BM that launch_conv_gemm uses for a GEMM with M rows: the smallest of 16, 32, 64 covering M.
 inline int tile_rows(int m) { return m <= 16 ? 16 : m <= 32 ? 32 : 64; }
 
-// Launches conv_gemm for `pass` with BM = tile_rows(M). Grid: tiles x groups x splits; k_chunk
-// a multiple of tile_depth<Pass::Acc>(). The caller checks the launch.
+// Launches conv_gemm for `pass` with BM = tile_rows(M), and BN = 128 unless that leaves some of
+// the device's `sms` SMs without a block (then 32). Grid: tiles x groups x splits; k_chunk a
+// multiple of tile_depth<Pass::Acc>(). The caller checks the launch.
 template <class Pass>
 void launch_conv_gemm(const Pass& pass, int M, int N, int K, int groups, int splits, int k_chunk,
-                      cudaStream_t stream) {
-  auto launch = [&](auto bm) {
-    constexpr int BM = decltype(bm)::value;
-    const int64_t tiles = int64_t((M + BM - 1) / BM) * ((N + kBN - 1) / kBN);
-    conv_gemm<Pass, BM>
+                      int sms, cudaStream_t stream) {
+  const int64_t tiles_m = (M + tile_rows(M) - 1) / tile_rows(M);
+  const bool narrow = tiles_m * ((N + kBN - 1) / kBN) * groups * splits < sms;
+  auto launch = [&](auto bm, auto bn) {
+    constexpr int BM = decltype(bm)::value, BN = decltype(bn)::value;
+    const int64_t tiles = tiles_m * ((N + BN - 1) / BN);
+    conv_gemm<Pass, BM, BN>
         <<<dim3(unsigned(tiles), unsigned(groups), unsigned(splits)), kThreads, 0, stream>>>(
             pass, M, N, K, k_chunk);
   };
+  auto with_bn = [&](auto bm) {
+    if (narrow) launch(bm, std::integral_constant<int, 32>{});
+    else launch(bm, std::integral_constant<int, kBN>{});
+  };
   switch (tile_rows(M)) {
     case 16:
-      return launch(std::integral_constant<int, 16>{});
+      return with_bn(std::integral_constant<int, 16>{});
     case 32:
-      return launch(std::integral_constant<int, 32>{});
+      return with_bn(std::integral_constant<int, 32>{});
     default:
-      return launch(std::integral_constant<int, 64>{});
+      return with_bn(std::integral_constant<int, 64>{});
   }
 }
 

@@ -114,7 +114,9 @@ void forward_implicit(const Tensor& x, const Tensor& w, const Tensor& bias, Tens
                         {x.data<T>(), s.H, s.W, 1, 1},
                         bias.defined() ? bias.data<T>() : nullptr,
                         out.data<T>()};
-  conv::launch_conv_gemm(pass, s.Og, s.N * s.P, s.R, s.G, 1, s.R, stream(x.device()));
+  const int dev = x.device().index;
+  conv::launch_conv_gemm(pass, s.Og, s.N * s.P, s.R, s.G, 1, s.R,
+                         properties(dev).multiProcessorCount, stream(dev));
   check_launch("conv2d", {&x, &w, &out});
 }
 
@@ -126,7 +128,9 @@ void backward_input_implicit(const Tensor& go, const Tensor& w, Tensor& grad_x,
                               {go.data<T>(), s.Ho, s.Wo, s.sh, s.sw},
                               grad_x.data<T>()};
   const int k = s.Og * s.khw;
-  conv::launch_conv_gemm(pass, s.Cg, s.N * s.HW, k, s.G, 1, k, stream(go.device()));
+  const int dev = go.device().index;
+  conv::launch_conv_gemm(pass, s.Cg, s.N * s.HW, k, s.G, 1, k, properties(dev).multiProcessorCount,
+                         stream(dev));
   check_launch("conv2d_backward_input", {&go, &w, &grad_x});
 }
 
@@ -154,7 +158,8 @@ void backward_weight_implicit(const Tensor& go, const Tensor& x, Tensor& grad_w,
                                {go.data<T>()},
                                {x.data<T>(), s.H, s.W, 1, 1},
                                partial.data<Acc>()};
-  conv::launch_conv_gemm(pass, s.Og, s.R, k, s.G, splits, chunk, stream(dev));
+  conv::launch_conv_gemm(pass, s.Og, s.R, k, s.G, splits, chunk,
+                         properties(dev).multiProcessorCount, stream(dev));
   check_launch(op, {&go, &x, &grad_w});
   conv::sum_splits<T, Acc><<<grid_size(count, 256, dev), 256, 0, stream(dev)>>>(partial.data<Acc>(),
                                                                                 splits, count,
