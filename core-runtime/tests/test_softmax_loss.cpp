@@ -433,6 +433,26 @@ TEST_P(Loss, CrossEntropyRowsOfEveryLengthAroundTheLanesAndBlocks) {
           }
 }
 
+TEST_P(Loss, CrossEntropyOverAVocabulary) {
+  // GPT-2's 50257 classes: rows that start off every 16-byte boundary, read 16 bytes a load on
+  // the GPU, in float32 and bfloat16.
+  const int64_t n = 50257;
+  const std::vector<int64_t> t = {3, n - 1, 20000};
+  Tensor target = Tensor::from_vector<int64_t>(t, {3}).to(device());
+  const Values g = {0.5, -1.0, 2.0};
+  for (DType dt : {DType::Float32, DType::BFloat16}) {
+    SCOPED_TRACE(dtype_name(dt));
+    Tensor x = test::random_tensor({3, n}, 63, DType::Float32, device(), -8, 8).to(dt);
+    const CeCase c{Tensor(), -100, LossReduction::None, 0.1};
+    // float32: the sums' rounding over 50257 terms; bfloat16: one rounding of each result.
+    const double rtol = dt == DType::Float32 ? 1e-4 : 2 * test::unit_roundoff(dt), atol = 1e-9;
+    expect_close(run_ce(x, target, c), ref_class_loss(x, target, c, false), atol, rtol);
+    Tensor gt = Tensor::from_vector(g, {3}).to(device(), dt);
+    expect_close(cross_entropy_backward(gt, x, target, Tensor(), -100, LossReduction::None, 0.1),
+                 ref_ce_grad(x, t, Values(size_t(n), 1.0), 0.1, g), atol, rtol);
+  }
+}
+
 TEST_P(Loss, CrossEntropyWithManyClasses) {
   // 3000 classes: a whole block of threads per row on the GPU.
   const int64_t n = 4, classes = 3000;

@@ -398,6 +398,47 @@ template <class T> struct CeRow {
   WeightedSums<compute_t<T>> ws;
 };
 
+// Calls f(k, x[k]) for every k < n of a row whose elements are adjacent, the group's threads
+// sharing them: the elements before the row's first 16-byte boundary one each, then 16 bytes a
+// load (several in flight at once), then the last few. A vocabulary-sized row (GPT-2's 50257
+// logits) is read at close to the memory's bandwidth; one element a load was half that.
+template <class T, class F>
+__device__ __forceinline__ void for_each_adjacent(const T* row, int64_t n, F&& f) {
+  constexpr int VEC = 16 / sizeof(T);
+  const int64_t head = min(n, int64_t((16 - uintptr_t(row) % 16) % 16 / sizeof(T)));
+  if (threadIdx.x < head) f(int64_t(threadIdx.x), row[threadIdx.x]);
+  const int64_t vecs = (n - head) / VEC;
+  const auto* body = reinterpret_cast<const Vec<T, VEC>*>(row + head);
+#pragma unroll 4
+  for (int64_t j = threadIdx.x; j < vecs; j += blockDim.x) {
+    const Vec<T, VEC> v = body[j];
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) f(head + j * VEC + e, v.v[e]);
+  }
+  for (int64_t k = head + vecs * VEC + threadIdx.x; k < n; k += blockDim.x) f(k, row[k]);
+}
+
+// out[k] = f(k, in[k]) for every k < n of two rows of adjacent elements that stand alike against
+// 16-byte boundaries, 16 bytes a load and a store (as for_each_adjacent reads).
+template <class T, class F>
+__device__ __forceinline__ void map_adjacent(const T* in, T* out, int64_t n, F&& f) {
+  constexpr int VEC = 16 / sizeof(T);
+  const int64_t head = min(n, int64_t((16 - uintptr_t(in) % 16) % 16 / sizeof(T)));
+  if (threadIdx.x < head) out[threadIdx.x] = f(int64_t(threadIdx.x), in[threadIdx.x]);
+  const int64_t vecs = (n - head) / VEC;
+  const auto* from = reinterpret_cast<const Vec<T, VEC>*>(in + head);
+  auto* to = reinterpret_cast<Vec<T, VEC>*>(out + head);
+#pragma unroll 4
+  for (int64_t j = threadIdx.x; j < vecs; j += blockDim.x) {
+    const Vec<T, VEC> v = from[j];
+    Vec<T, VEC> r;
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) r.v[e] = f(head + j * VEC + e, v.v[e]);
+    to[j] = r;
+  }
+  for (int64_t k = head + vecs * VEC + threadIdx.x; k < n; k += blockDim.x) out[k] = f(k, in[k]);
+}
+
 template <class T> __device__ CeRow<T> load_row(const RowArgs<T>& a) {
   using C = compute_t<T>;
   CeRow<T> r;
@@ -409,16 +450,17 @@ template <class T> __device__ CeRow<T> load_row(const RowArgs<T>& a) {
   const reducers::LogSumExp<T> lse;
   r.st = no_stats<C>();
   r.ws = {C(0), C(0)};
-  for (int64_t k = threadIdx.x; !r.skip && k < a.n; k += blockDim.x) {
-    const T raw = r.x[k * a.xr.stride];
-    const C v = C(raw);
+  auto add = [&](int64_t k, T raw) {
     r.st = lse.step(r.st, raw, k);
     if (a.eps != C(0)) {
       const C w = a.weight ? a.weight[k] : C(1);
-      r.ws.wx += w * v;
+      r.ws.wx += w * C(raw);
       r.ws.w += w;
     }
-  }
+  };
+  if (!r.skip && a.xr.stride == 1) for_each_adjacent(r.x, a.n, add);
+  else
+    for (int64_t k = threadIdx.x; !r.skip && k < a.n; k += blockDim.x) add(k, r.x[k * a.xr.stride]);
   r.st = group_allreduce(r.st, LseCombine<T>{}, no_stats<C>(), group_scratch<Stats<C>>());
   if (a.eps != C(0))
     r.ws = group_allreduce(r.ws, PlusSums<C>{}, WeightedSums<C>{C(0), C(0)},
@@ -456,12 +498,17 @@ __global__ void __launch_bounds__(kMaxGroup)
   // grad[k] = g * ((1 - eps) w[t] (p[k] - [k == t]) + eps / C (p[k] sum(w) - w[k]))
   const C scale = g[gw.offset(r.row)], inv_sum = C(1) / r.st.sum;
   const C hard = (C(1) - a.eps) * (a.weight ? a.weight[r.target] : C(1)), smooth = a.eps / C(a.n);
-  for (int64_t k = threadIdx.x; k < a.n; k += blockDim.x) {
-    const C p = std::exp(C(r.x[k * a.xr.stride]) - r.st.max) * inv_sum;
+  auto grad_of = [&](int64_t k, T raw) {
+    const C p = std::exp(C(raw) - r.st.max) * inv_sum;
     C d = hard * (p - C(k == r.target));
     if (a.eps != C(0)) d += smooth * (p * r.ws.w - (a.weight ? a.weight[k] : C(1)));
-    out[k * gr.stride] = T(scale * d);
-  }
+    return T(scale * d);
+  };
+  if (a.xr.stride == 1 && gr.stride == 1 && (uintptr_t(r.x) - uintptr_t(out)) % 16 == 0)
+    map_adjacent(r.x, out, a.n, grad_of);
+  else
+    for (int64_t k = threadIdx.x; k < a.n; k += blockDim.x)
+      out[k * gr.stride] = grad_of(k, r.x[k * a.xr.stride]);
 }
 
 // The shared arguments of the cross entropy kernels (tensors copied when their dims do not fit).
