@@ -398,10 +398,14 @@ template <class T> struct CeRow {
   WeightedSums<compute_t<T>> ws;
 };
 
+// Rows of at least this many adjacent elements are read 16 bytes a load (for_each_adjacent): a
+// vocabulary-sized row (GPT-2's 50257 logits) then streams at close to the memory's bandwidth.
+// Short rows (a 10-class head) keep one element a load, which measured faster there.
+constexpr int64_t kVectorRow = 1024;
+
 // Calls f(k, x[k]) for every k < n of a row whose elements are adjacent, the group's threads
 // sharing them: the elements before the row's first 16-byte boundary one each, then 16 bytes a
-// load (several in flight at once), then the last few. A vocabulary-sized row (GPT-2's 50257
-// logits) is read at close to the memory's bandwidth; one element a load was half that.
+// load (several in flight at once), then the last few.
 template <class T, class F>
 __device__ __forceinline__ void for_each_adjacent(const T* row, int64_t n, F&& f) {
   constexpr int VEC = 16 / sizeof(T);
@@ -458,7 +462,7 @@ template <class T> __device__ CeRow<T> load_row(const RowArgs<T>& a) {
       r.ws.w += w;
     }
   };
-  if (!r.skip && a.xr.stride == 1) for_each_adjacent(r.x, a.n, add);
+  if (!r.skip && a.xr.stride == 1 && a.n >= kVectorRow) for_each_adjacent(r.x, a.n, add);
   else
     for (int64_t k = threadIdx.x; !r.skip && k < a.n; k += blockDim.x) add(k, r.x[k * a.xr.stride]);
   r.st = group_allreduce(r.st, LseCombine<T>{}, no_stats<C>(), group_scratch<Stats<C>>());
@@ -504,7 +508,8 @@ __global__ void __launch_bounds__(kMaxGroup)
     if (a.eps != C(0)) d += smooth * (p * r.ws.w - (a.weight ? a.weight[k] : C(1)));
     return T(scale * d);
   };
-  if (a.xr.stride == 1 && gr.stride == 1 && (uintptr_t(r.x) - uintptr_t(out)) % 16 == 0)
+  if (a.xr.stride == 1 && gr.stride == 1 && a.n >= kVectorRow &&
+      (uintptr_t(r.x) - uintptr_t(out)) % 16 == 0)
     map_adjacent(r.x, out, a.n, grad_of);
   else
     for (int64_t k = threadIdx.x; k < a.n; k += blockDim.x)
