@@ -32,13 +32,38 @@ struct GradStep {
   }
 };
 
-// Runs the pass over p with the allocations p's nodes make.
-Program run_pass(const Program& p, const std::vector<Tensor>& inputs,
-                 const std::vector<Tensor>& state, Explain& e, NodeAllocations* traced) {
-  std::vector<Tensor> scratch_state = copies(state);
-  *traced = record_allocations(p, inputs, scratch_state);
-  return compute_into_state(p, *traced, e);
+// A GradStep's input x, drawn from `seed`.
+std::vector<Tensor> random_input(uint64_t seed) {
+  ember::manual_seed(seed);
+  return {ember::randn({kBatch, kWidth})};
 }
+
+// The pass run over `p` with the allocations p's nodes make on `inputs` and `state`.
+struct PassRun {
+  std::vector<Tensor> inputs, state;
+  Explain explain;
+  NodeAllocations traced;
+  Program q;
+
+  PassRun(const Program& p, std::vector<Tensor> in, std::vector<Tensor> st)
+      : inputs(std::move(in)), state(std::move(st)) {
+    std::vector<Tensor> scratch_state = copies(state);
+    traced = record_allocations(p, inputs, scratch_state);
+    q = compute_into_state(p, traced, explain);
+  }
+  // A GradStep's program, with inputs and state drawn from `seed`.
+  PassRun(const Program& p, uint64_t seed)
+      : PassRun(p, random_input(seed), random_state(p, seed + 1)) {}
+
+  // Why the pass kept the first copy_ it kept (the whole report when it kept none).
+  std::string first_reason() const {
+    const std::string text = explain.str(), mark = " kept: ";
+    const size_t at = text.find(mark);
+    if (at == std::string::npos) return text;
+    const size_t from = at + mark.size();
+    return text.substr(from, text.find('\n', from) - from);
+  }
+};
 
 // Runs p as it is and q in its memory plan from the same state; expects the same loss and state.
 void expect_same_in_plan(const Program& p, const Program& q, const NodeAllocations& traced,
@@ -61,59 +86,36 @@ void expect_same_in_plan(const Program& p, const Program& q, const NodeAllocatio
 
 TEST(ComputeIntoState, TheGradientIsComputedInItsGradTensor) {
   GradStep step([](Val, Val g) { return g; });
-  ember::manual_seed(1);
-  const std::vector<Tensor> inputs = {ember::randn({kBatch, kWidth})};
-  const std::vector<Tensor> state = random_state(step.p, 2);
-  Explain e;
-  NodeAllocations traced;
-  const Program q = run_pass(step.p, inputs, state, e, &traced);
+  PassRun run(step.p, 1);
   EXPECT_EQ(count_op(step.p, "copy_"), 1);
-  EXPECT_EQ(count_op(q, "copy_"), 0);
-  EXPECT_NE(e.str().find("computed in 'w.grad'"), std::string::npos) << e.str();
-  EXPECT_NE(e.str().find("1 copies into state dropped"), std::string::npos) << e.str();
+  EXPECT_EQ(count_op(run.q, "copy_"), 0);
+  const std::string text = run.explain.str();
+  EXPECT_NE(text.find("computed in 'w.grad'"), std::string::npos) << text;
+  EXPECT_NE(text.find("1 copies into state dropped"), std::string::npos) << text;
   // The plan serves the gradient's request inside w.grad, not in the arena.
-  const MemoryPlan plan = plan_memory(q, carry_allocations(q, traced), e);
+  const MemoryPlan plan = plan_memory(run.q, carry_allocations(run.q, run.traced), run.explain);
   int in_state = 0;
-  for (int32_t k = 0; k < q.graph->num_nodes(); ++k)
-    for (const PlannedSlot& s : plan.slots(k)) in_state += s.in_state == q.state[1].value;
+  for (int32_t k = 0; k < run.q.graph->num_nodes(); ++k)
+    for (const PlannedSlot& s : plan.slots(k)) in_state += s.in_state == run.q.state[1].value;
   EXPECT_EQ(in_state, 1);
-  expect_same_in_plan(step.p, q, traced, inputs, state);
+  expect_same_in_plan(step.p, run.q, run.traced, run.inputs, run.state);
 }
 
 TEST(ComputeIntoState, AnAccumulationIsComputedOverTheOldGradient) {
   // g + w.grad, copied into w.grad: the add may write its output over w.grad's old contents.
   GradStep step([](Val old, Val g) { return add(old, g); });
-  ember::manual_seed(3);
-  const std::vector<Tensor> inputs = {ember::randn({kBatch, kWidth})};
-  const std::vector<Tensor> state = random_state(step.p, 4);
-  Explain e;
-  NodeAllocations traced;
-  const Program q = run_pass(step.p, inputs, state, e, &traced);
-  EXPECT_EQ(count_op(q, "copy_"), 0) << e.str();
-  expect_same_in_plan(step.p, q, traced, inputs, state);
-}
-
-// Why the pass kept the first copy_ it kept (the whole report when it kept none).
-std::string first_reason(const Explain& e) {
-  const std::string text = e.str(), mark = " kept: ";
-  const size_t at = text.find(mark);
-  if (at == std::string::npos) return text;
-  const size_t from = at + mark.size();
-  return text.substr(from, text.find('\n', from) - from);
+  PassRun run(step.p, 3);
+  EXPECT_EQ(count_op(run.q, "copy_"), 0) << run.explain.str();
+  expect_same_in_plan(step.p, run.q, run.traced, run.inputs, run.state);
 }
 
 // The reason the pass gives for keeping the one copy_ of `step` (whose program the caller may have
 // given more readers), which must compute the same with or without the pass.
 std::string kept_because(GradStep& step) {
-  ember::manual_seed(5);
-  const std::vector<Tensor> inputs = {ember::randn({kBatch, kWidth})};
-  const std::vector<Tensor> state = random_state(step.p, 6);
-  Explain e;
-  NodeAllocations traced;
-  const Program q = run_pass(step.p, inputs, state, e, &traced);
-  EXPECT_EQ(count_op(q, "copy_"), 1) << e.str();
-  expect_same_step(step.p, q, inputs, state);
-  return first_reason(e);
+  PassRun run(step.p, 5);
+  EXPECT_EQ(count_op(run.q, "copy_"), 1) << run.explain.str();
+  expect_same_step(step.p, run.q, run.inputs, run.state);
+  return run.first_reason();
 }
 
 TEST(ComputeIntoState, TheCopyStaysWhereDroppingItCouldChangeAValue) {
@@ -150,13 +152,9 @@ std::string kept_in_small_step(Destination destination, Copied copied) {
   p.state.push_back({slot.id, StateKind::Gradient, "w.grad"});
   p.state[0].final_value = g.add("copy_", {destination(slot), copied(x, slot)})[0].id;
   ember::manual_seed(7);
-  const std::vector<Tensor> inputs = {ember::randn({kWidth, kWidth})};
-  const std::vector<Tensor> state = {ember::randn({kWidth, kWidth})};
-  Explain e;
-  NodeAllocations traced;
-  const Program q = run_pass(p, inputs, state, e, &traced);
-  EXPECT_EQ(count_op(q, "copy_"), 1) << e.str();
-  return first_reason(e);
+  PassRun run(p, {ember::randn({kWidth, kWidth})}, {ember::randn({kWidth, kWidth})});
+  EXPECT_EQ(count_op(run.q, "copy_"), 1) << run.explain.str();
+  return run.first_reason();
 }
 
 TEST(ComputeIntoState, ACopyIntoAViewOrOfAnArgumentStays) {
