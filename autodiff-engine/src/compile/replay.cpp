@@ -82,13 +82,14 @@ Replay::Replay(const Program& program, const MemoryPlan* plan, std::shared_ptr<S
     if (plan) {
       // Every request in order: arena slots, state tensors, and kServeNormally (-1) for the
       // others.
-      bool placed = false;
+      bool in_arena = false, in_state = false;
       for (const PlannedSlot& slot : plan->slots(k)) {
         call.slots.push_back(slot);
-        placed = placed || slot.offset != kServeNormally || slot.in_state >= 0;
+        in_arena = in_arena || slot.offset != kServeNormally;
+        in_state = in_state || slot.in_state >= 0;
       }
-      if (!placed) call.slots.clear();
-      placed_nodes += placed;
+      if (!in_arena && !in_state) call.slots.clear();
+      placed_nodes += in_arena;
     }
     calls_.push_back(std::move(call));
   }
