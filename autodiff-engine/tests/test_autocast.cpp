@@ -7,6 +7,7 @@
 
 #include "ember/autodiff/autodiff.h"
 #include "ember/ops/random.h"
+#include "ember/ops/softmax_loss.h"
 #include "expect_error.h"
 
 namespace ad = ember::autodiff;
@@ -42,6 +43,23 @@ TEST(Autocast, SoftmaxReductionsNormsAndLossesRunInFloat32) {
   EXPECT_EQ(ad::layer_norm(x, {6}, g, beta).dtype(), DType::Float32);
   EXPECT_EQ(ad::cross_entropy(x, target).dtype(), DType::Float32);
   EXPECT_EQ(ad::mse_loss(x, ad::Variable(ember::randn({4, 6}))).dtype(), DType::Float32);
+}
+
+TEST(Autocast, CrossEntropyReadsLowPrecisionLogitsAndReturnsAFloat32Loss) {
+  ad::Variable x = param({5, 9}, DType::BFloat16);
+  ad::Variable target(ember::randint(0, 9, {5}));
+  ad::Variable loss;
+  {
+    const ad::AutocastGuard low(DeviceType::CPU, DType::BFloat16);
+    loss = ad::cross_entropy(x, target);
+  }
+  EXPECT_EQ(loss.dtype(), DType::Float32);
+  EXPECT_EQ(loss.graph_str().find("to_dtype"), std::string::npos) << loss.graph_str();
+  // the value of the float32 path, unrounded
+  const Tensor want = ember::cross_entropy(x.data().to(DType::Float32), target.data());
+  EXPECT_EQ(loss.data().item<float>(), want.item<float>());
+  loss.backward();
+  EXPECT_EQ(x.grad().dtype(), DType::BFloat16);
 }
 
 TEST(Autocast, OtherOpsKeepOrPromoteAndCatTakesTheWidest) {
@@ -153,6 +171,8 @@ TEST(Autocast, PolicyTable) {
   EXPECT_EQ(ad::autocast_policy("cat"), ad::CastPolicy::Widest);
   EXPECT_EQ(ad::autocast_policy("relu"), ad::CastPolicy::Keep);
   EXPECT_STREQ(ad::cast_policy_name(ad::CastPolicy::Float32), "float32");
+  EXPECT_EQ(ad::autocast_policy("cross_entropy"), ad::CastPolicy::Float32Math);
+  EXPECT_STREQ(ad::cast_policy_name(ad::CastPolicy::Float32Math), "float32_math");
 }
 
 TEST(Autocast, OnlyLowPrecisionDtypesAreAccepted) {

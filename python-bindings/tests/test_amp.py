@@ -121,6 +121,7 @@ def test_policy_names():
     assert ember.amp.autocast_policy("layer_norm") == "float32"
     assert ember.amp.autocast_policy("stack") == "widest"
     assert ember.amp.autocast_policy("relu") == "keep"
+    assert ember.amp.autocast_policy("cross_entropy") == "float32_math"
 
 
 # ---- values and backward ----
@@ -155,6 +156,63 @@ def test_backward_runs_in_the_dtypes_forward_chose():
     dz = bf16(dz).astype(np.float64)
     np.testing.assert_allclose(w.grad.numpy(), dz.T @ xb, rtol=0.03, atol=0.02)
     np.testing.assert_allclose(x.grad.numpy(), dz @ wb, rtol=0.03, atol=0.02)
+
+
+def ce_reference(x, y, ignore_index=-100):
+    """Per-sample cross entropy and its gradient (of the mean over the samples not ignored) in
+    float64, logits [N, C]."""
+    x = x.astype(np.float64)
+    z = x - x.max(1, keepdims=True)
+    lp = z - np.log(np.exp(z).sum(1, keepdims=True))
+    keep = y != ignore_index
+    rows = np.arange(len(y))
+    loss = np.where(keep, -lp[rows, np.where(keep, y, 0)], 0.0)
+    grad = np.exp(lp)
+    grad[rows[keep], y[keep]] -= 1
+    grad[~keep] = 0
+    return loss, grad / keep.sum()
+
+
+@pytest.mark.parametrize("dtype", [ember.bfloat16, ember.float16])
+def test_cross_entropy_reads_low_precision_logits_and_returns_a_float32_loss(dtype):
+    # A GPT's logits are the step's largest tensor: autocast keeps them in the low dtype (no cast
+    # to float32 and back); the loss is computed in float32 and stays so, the gradient comes in
+    # the logits' dtype.
+    x = t(7, 301, dtype=dtype, requires_grad=True)
+    y = ember.tensor(np.array([3, -100, 0, 300, 17, 150, 299]))
+    with ember.autocast("cpu", dtype=dtype):
+        loss = F.cross_entropy(x, y)
+        none = F.cross_entropy(x, y, reduction="none")
+    assert loss.dtype == ember.float32 and none.dtype == ember.float32
+    assert "to_dtype" not in str(loss.graph()), str(loss.graph())
+    loss.backward()
+    assert x.grad.dtype == dtype
+    xs = x.detach().float().numpy()  # the low-precision values, exactly
+    want, grad = ce_reference(xs, y.numpy())
+    np.testing.assert_allclose(none.detach().numpy(), want, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(loss.item(), want.sum() / 6, rtol=1e-6)
+    ulp = 2.0**-8 if dtype == ember.bfloat16 else 2.0**-11
+    np.testing.assert_allclose(x.grad.float().numpy(), grad, rtol=ulp, atol=1e-7)
+    # the same loss as the float32 path, and a gradient within the low dtype's rounding of it
+    x32 = x.detach().float().requires_grad_()
+    loss32 = F.cross_entropy(x32, y)
+    loss32.backward()
+    np.testing.assert_allclose(loss.item(), loss32.item(), rtol=1e-6)
+    np.testing.assert_allclose(x.grad.float().numpy(), x32.grad.numpy(), rtol=ulp, atol=1e-7)
+
+
+def test_cross_entropy_with_inputs_of_two_dtypes_casts_them_to_float32():
+    x = t(4, 5, dtype=ember.bfloat16, requires_grad=True)
+    w = ember.tensor(rng.uniform(0.5, 2, 5).astype(np.float32))  # float32 weights
+    y = ember.tensor(np.array([0, 4, 2, 2]))
+    with ember.autocast("cpu"):
+        loss = F.cross_entropy(x, y, weight=w)
+    assert loss.dtype == ember.float32
+    assert "to_dtype" in str(loss.graph())
+    loss.backward()
+    assert x.grad.dtype == ember.bfloat16
+    want = F.cross_entropy(x.detach().float(), y, weight=w)
+    np.testing.assert_allclose(loss.item(), want.item(), rtol=1e-6)
 
 
 def test_backward_inside_a_region_is_not_cast_again():

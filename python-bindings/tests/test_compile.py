@@ -144,6 +144,19 @@ def test_twenty_steps_equal_eager_bit_for_bit(kind):
     assert (compiled.traces, compiled.replays) == (2, 18)
 
 
+def test_a_gpt_step_under_autocast_equals_eager_bit_for_bit():
+    # bfloat16 logits reach the cross entropy as they are (autocast's float32_math): the traced
+    # node keeps the attribute that makes its loss float32.
+    (model_a, opt_a, eager), (model_b, opt_b, compiled) = eager_and_compiled("gpt")
+    for i, (x, y) in enumerate(batches("gpt", 5)):
+        with ember.autocast("cpu"):
+            want, got = eager(x, y), compiled(x, y)
+        assert want.dtype == got.dtype == ember.float32
+        assert_same(want, got, f"loss at step {i}")
+    assert_same_training_state(model_a, opt_a, model_b, opt_b)
+    assert compiled.replays == 3
+
+
 @pytest.mark.skipif(not ember.cuda.is_available(), reason="no CUDA GPU on this machine")
 @pytest.mark.parametrize("kind", ["cnn", "mlp", "gpt"])
 def test_on_cuda_a_step_replays_as_one_cuda_graph_where_it_can_and_follows_eager(kind):

@@ -23,18 +23,18 @@ const std::unordered_map<std::string, CastPolicy>& policies() {
     for (const char* op :
          {"matmul", "linear", "linear_act", "conv2d", "scaled_dot_product_attention"})
       t[op] = CastPolicy::Lower;
-    for (const char* op :
-         {// pointwise functions whose low-precision results lose too much
-          "exp", "log", "log1p", "rsqrt", "reciprocal", "pow", "pow_scalar", "rpow_scalar",
-          "softplus",
-          // softmax and reductions
-          "softmax", "log_softmax", "sum", "mean", "prod", "var", "std", "norm", "logsumexp",
-          "cumsum", "cumprod",
-          // norms and resampling
-          "layer_norm", "batch_norm", "group_norm", "interpolate",
-          // losses
-          "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "binary_cross_entropy_with_logits"})
+    for (const char* op : {// pointwise functions whose low-precision results lose too much
+                           "exp", "log", "log1p", "rsqrt", "reciprocal", "pow", "pow_scalar",
+                           "rpow_scalar", "softplus",
+                           // softmax and reductions
+                           "softmax", "log_softmax", "sum", "mean", "prod", "var", "std", "norm",
+                           "logsumexp", "cumsum", "cumprod",
+                           // norms and resampling
+                           "layer_norm", "batch_norm", "group_norm", "interpolate",
+                           // losses
+                           "nll_loss", "mse_loss", "l1_loss", "binary_cross_entropy_with_logits"})
       t[op] = CastPolicy::Float32;
+    t["cross_entropy"] = CastPolicy::Float32Math;
     for (const char* op : {"cat", "stack"}) t[op] = CastPolicy::Widest;
     return t;
   }();
@@ -42,6 +42,18 @@ const std::unordered_map<std::string, CastPolicy>& policies() {
 }
 
 bool castable(DType t) { return is_floating(t) && t != DType::Float64; }
+
+// Whether every floating input is of one float16/bfloat16 dtype (a Float32Math op then keeps them).
+bool one_low_dtype(const std::vector<Variable>& inputs) {
+  DType low = DType::Float32;
+  for (const Variable& v : inputs) {
+    if (!v.defined() || !is_floating(v.dtype())) continue;
+    const bool is_low = v.dtype() == DType::BFloat16 || v.dtype() == DType::Float16;
+    if (!is_low || (low != DType::Float32 && v.dtype() != low)) return false;
+    low = v.dtype();
+  }
+  return low != DType::Float32;
+}
 
 }  // namespace
 
@@ -59,6 +71,8 @@ const char* cast_policy_name(CastPolicy policy) {
       return "float32";
     case CastPolicy::Widest:
       return "widest";
+    case CastPolicy::Float32Math:
+      return "float32_math";
     default:
       return "keep";
   }
@@ -94,7 +108,8 @@ AutocastSuspend::~AutocastSuspend() {
   for (int t = 0; t < kNumDeviceTypes; ++t) set_autocast_state(DeviceType(t), previous_[size_t(t)]);
 }
 
-std::vector<Variable> autocast_inputs(const OpDef& op, const std::vector<Variable>& inputs) {
+std::vector<Variable> autocast_inputs(const OpDef& op, const std::vector<Variable>& inputs,
+                                      Attrs& attrs) {
   const CastPolicy policy = autocast_policy(op.name);
   if (policy == CastPolicy::Keep) return inputs;
   const Variable* first = nullptr;
@@ -107,8 +122,12 @@ std::vector<Variable> autocast_inputs(const OpDef& op, const std::vector<Variabl
   const AutocastState state = autocast_state(first->device().type);
   if (!state.enabled) return inputs;
 
+  if (policy == CastPolicy::Float32Math && one_low_dtype(inputs)) {
+    attrs.set("float32_result", int64_t(1));
+    return inputs;
+  }
   DType target = state.dtype;
-  if (policy == CastPolicy::Float32) target = DType::Float32;
+  if (policy == CastPolicy::Float32 || policy == CastPolicy::Float32Math) target = DType::Float32;
   if (policy == CastPolicy::Widest) {
     bool any = false;
     for (const Variable& v : inputs)

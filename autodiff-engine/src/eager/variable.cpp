@@ -134,7 +134,7 @@ const Variable& Variable::copy_(const Variable& src) const {
 std::vector<Variable> apply(const OpDef& op, const std::vector<Variable>& given, Attrs attrs) {
   // Under autocast the op runs on its inputs cast by its policy, each cast recorded (autocast.h).
   std::vector<Variable> cast;
-  if (autocast_any_enabled()) cast = autocast_inputs(op, given);
+  if (autocast_any_enabled()) cast = autocast_inputs(op, given, attrs);
   const std::vector<Variable>& inputs = cast.empty() ? given : cast;
   std::vector<Tensor> tensors;
   tensors.reserve(inputs.size());

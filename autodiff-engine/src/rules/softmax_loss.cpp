@@ -167,11 +167,22 @@ Types class_loss_backward_infer(const char* op, const char* xname, const Types& 
   return {in[1]};
 }
 
+// Whether the loss is float32 whatever the logits' dtype (autocast's float32_result: the kernels
+// compute in float32, and the loss is then not rounded to float16/bfloat16).
+bool float32_result(const Attrs& a) { return a.has("float32_result") && a.b("float32_result"); }
+
 Tensors cross_entropy_run(const Tensors& in, const Attrs& a) {
   const ClassSlots s = class_slots(a, 0);
-  return {ember::cross_entropy(in[0], in[1], s.weight < 0 ? Tensor() : in[size_t(s.weight)],
-                               a.i("ignore_index"), loss_reduction(a.s("reduction")),
-                               a.f("label_smoothing"))};
+  const Tensor weight = s.weight < 0 ? Tensor() : in[size_t(s.weight)];
+  const LossReduction reduction = loss_reduction(a.s("reduction"));
+  if (!float32_result(a))
+    return {ember::cross_entropy(in[0], in[1], weight, a.i("ignore_index"), reduction,
+                                 a.f("label_smoothing"))};
+  Tensor loss = Tensor::empty(reduction == LossReduction::None ? in[1].shape() : Shape{},
+                              DType::Float32, in[0].device(), "cross_entropy");
+  ember::cross_entropy_out(loss, in[0], in[1], weight, a.i("ignore_index"), reduction,
+                           a.f("label_smoothing"));
+  return {loss};
 }
 
 Tensors cross_entropy_backward_run(const Tensors& in, const Attrs& a) {
@@ -450,6 +461,7 @@ std::vector<OpDef> softmax_loss_ops() {
        [](const Types& in, const Attrs& a) -> Types {
          Types out = class_loss_infer("cross_entropy", "logits", in, a);
          checked_label_smoothing("cross_entropy", a, in[0]);
+         if (float32_result(a)) out[0].dtype = DType::Float32;
          return out;
        },
        cross_entropy_run, cross_entropy_grad},

@@ -121,8 +121,8 @@ Tensor sample_weights(const char* op, const char* xname, const ClassLayout& L, c
   return sw;
 }
 
-// The loss of a class-index loss into out (target's shape for None, a scalar otherwise, in the
-// logits' dtype): kernel(loss) writes the per-sample losses (compute dtype, [N, d...]); sw holds
+// The loss of a class-index loss into out (target's shape for None, a scalar otherwise, in out's
+// dtype): kernel(loss) writes the per-sample losses (compute dtype, [N, d...]); sw holds
 // the sample weights. For None they are the result, written into out directly when out is
 // contiguous and of the compute dtype; a sum or mean is reduced in the compute dtype and then
 // cast into out.
@@ -245,7 +245,11 @@ Tensor run_cross_entropy(const Tensor& logits, const Tensor& target, const Tenso
   check_label_smoothing(op, label_smoothing, logits);
   ClassLayout L = class_layout(op, "logits", logits, target, weight);
   Tensor sw = sample_weights(op, "logits", L, logits, target, ignore_index);
-  Tensor out = output(op, given, loss_shape(reduction, target), logits.dtype(), logits.device(),
+  // The losses are computed in the compute dtype (float32 for float16/bfloat16 logits): an out of
+  // that dtype gets them unrounded (autocast's float32 loss).
+  const DType compute = compute_dtype(logits.dtype());
+  const DType dtype = given && given->dtype() == compute ? compute : logits.dtype();
+  Tensor out = output(op, given, loss_shape(reduction, target), dtype, logits.device(),
                       {{"logits", logits}, {"target", target}, {"weight", weight}});
   write_losses(op, L, sw, reduction, out, [&](Tensor loss) {
     cross_entropy_kernel(logits.device())(L.x, L.target, L.weight, ignore_index, label_smoothing,

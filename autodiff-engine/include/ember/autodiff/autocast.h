@@ -5,7 +5,12 @@
 // conv2d, attention) to the region's low dtype (bfloat16 or float16); ops that lose accuracy in
 // a low dtype (softmax, reductions, norms, losses, exp/log/pow) to float32; ops that combine
 // several inputs (cat, stack) to the widest input dtype; every other op runs in the dtype it is
-// given. Each cast is an ordinary recorded to_dtype op, so it is a node of the recorded graph
+// given. Cross entropy is the one exception to "cast to float32": its kernels already read
+// float16/bfloat16 logits into float32 arithmetic, so it reads them as they are and returns a
+// float32 loss (the attribute float32_result), with the same value, and a gradient in the logits'
+// dtype, which is what the cast's gradient rule would have rounded it to. For a GPT's
+// [tokens, vocabulary] logits that spares two casts of the largest tensor of the step.
+// Each cast is an ordinary recorded to_dtype op, so it is a node of the recorded graph
 // (`graph_str()` shows it), and its gradient rule converts the gradient back: backward runs in
 // the dtypes forward chose. Backward itself is never autocast.
 //
@@ -37,9 +42,13 @@ enum class CastPolicy {
   Lower,    // to the region's low dtype: the matrix products
   Float32,  // to float32: softmax, reductions, norms, losses, exp/log/pow
   Widest,   // to the widest floating dtype among the inputs: cat, stack
+  // float16/bfloat16 inputs kept, math and result in float32 (attribute float32_result): cross
+  // entropy. Inputs of mixed dtypes are cast to float32, as Float32 does.
+  Float32Math,
 };
 CastPolicy autocast_policy(const std::string& op);
-const char* cast_policy_name(CastPolicy policy);  // "keep", "lower", "float32", "widest"
+// "keep", "lower", "float32", "widest", "float32_math"
+const char* cast_policy_name(CastPolicy policy);
 
 // One device type's autocast state on the calling thread.
 struct AutocastState {
@@ -80,7 +89,9 @@ class AutocastSuspend {
 };
 
 // The inputs `op` runs on under the current autocast state: each floating input the policy
-// changes replaced by a recorded to_dtype of it, the others (and undefined ones) as given.
-std::vector<Variable> autocast_inputs(const OpDef& op, const std::vector<Variable>& inputs);
+// changes replaced by a recorded to_dtype of it, the others (and undefined ones) as given. A
+// Float32Math op that keeps its inputs gets float32_result = 1 in `attrs`.
+std::vector<Variable> autocast_inputs(const OpDef& op, const std::vector<Variable>& inputs,
+                                      Attrs& attrs);
 
 }  // namespace ember::autodiff

@@ -80,7 +80,8 @@ Tensor binary_cross_entropy_with_logits_backward(const Tensor& grad_loss, const 
 // Each op above has a form that writes its result into `out` and returns it, with the same
 // arguments: out must have exactly the result's shape (a scalar for Mean and Sum), dtype and
 // device (ShapeError, DTypeError, DeviceError; never resized or cast), may be any strided view and
-// must not overlap an input (ValueError).
+// must not overlap an input (ValueError). One exception: cross_entropy_out of float16/bfloat16
+// logits also takes a float32 out, which gets the loss as computed, in float32, unrounded.
 const Tensor& softmax_out(const Tensor& out, const Tensor& x, int64_t dim);
 const Tensor& log_softmax_out(const Tensor& out, const Tensor& x, int64_t dim);
 const Tensor& softmax_backward_out(const Tensor& out, const Tensor& grad_y, const Tensor& y,

@@ -12,7 +12,9 @@ _DEVICE_TYPES = ("cpu", "cuda")
 def autocast_policy(op):
     """What autocast does to an op's floating inputs: 'lower' (to the region's dtype: matmul,
     linear, conv2d, scaled_dot_product_attention), 'float32' (softmax, reductions, norms,
-    losses, exp/log/pow), 'widest' (cat, stack) or 'keep' (everything else)."""
+    losses, exp/log/pow), 'float32_math' (cross_entropy: float16/bfloat16 logits read as they are,
+    the loss computed and returned in float32, the gradient in the logits' dtype), 'widest' (cat,
+    stack) or 'keep' (everything else)."""
     return _core._autocast_policy(op)
 
 
