@@ -29,8 +29,7 @@ void bind_amp(py::module_& m) {
       [](const std::string& op) { return ad::cast_policy_name(ad::autocast_policy(op)); },
       py::arg("op"),
       "What autocast does to the op's floating inputs: 'lower', 'float32', 'float32_math', "
-      "'widest' "
-      "or 'keep'.");
+      "'widest' or 'keep'.");
   m.def("_set_allow_tf32", &ember::set_allow_tf32, py::arg("on"),
         "Lets float32 GEMMs on CUDA use TF32 tensor cores (off by default).");
   m.def("_allow_tf32", &ember::allow_tf32, "Whether float32 GEMMs on CUDA may use TF32.");
