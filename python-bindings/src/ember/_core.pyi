@@ -1188,8 +1188,7 @@ def _allow_tf32() -> builtins.bool:
     """
 def _autocast_policy(op: str) -> str:
     """
-    What autocast does to the op's floating inputs: 'lower', 'float32', 'float32_math', 'widest'
-    or 'keep'.
+    What autocast does to the op's floating inputs: 'lower', 'float32', 'float32_math', 'widest' or 'keep'.
     """
 def _autocast_state(device_type: _DeviceLike) -> tuple[builtins.bool, dtype]:
     """
