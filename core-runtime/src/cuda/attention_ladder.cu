@@ -678,8 +678,8 @@ bool v3_forward_launch(const Tensor& q, const Tensor& k, const Tensor& v, const 
 // the round trip for its rescaling: shared memory, not the tensor cores, set v3's pace. v4 uses
 // mma.sync m16n8k16 (mma_sm80.cuh), whose fragments are documented, and keeps everything a warp
 // computes in registers:
-//   - grid (BH, ceil(L / 64)), block 4 warps, warp w owns query rows i0 + 16 w ... + 15; its q
-//     rows are loaded once, by ldmatrix, into A fragments held for the whole walk;
+//   - grid (BH, ceil(L / 16 W)), block W warps (V4Tiling), warp w owns query rows i0 + 16 w ...
+//     + 15; its q rows are loaded once, by ldmatrix, into A fragments held for the whole walk;
 //   - tiles of 64 keys and values are staged in shared memory by cp.async, double buffered (tile
 //     n + 1 loads while tile n is used), rows padded by 16 bytes so that ldmatrix's eight rows
 //     fall in different banks;
@@ -699,26 +699,26 @@ bool v3_forward_launch(const Tensor& q, const Tensor& k, const Tensor& v, const 
 // only in tiles that need it; dropout multiplies p after the sum (as v3). Inputs must be 16-byte
 // aligned (cp.async); an input that is not, like any other case v4 does not take, runs v3.
 
-constexpr int kV4Warps = 4;
-constexpr int kV4Threads = 32 * kV4Warps;
-constexpr int kV4Rows = 16 * kV4Warps;  // query rows of a block (forward), keys of a block (b4)
-constexpr int kV4Keys = 64;             // keys of a tile (forward)
-constexpr int kV4Pad = 8;               // 16-bit elements of padding after every staged row
+// A block of v4 or b4 is W warps, warp w owning 16 query rows (v4) or 16 keys (b4); the tilings
+// the op launches are V4Tiling and B4Tiling below.
+constexpr int kV4Keys = 64;  // keys of a tile (forward)
+constexpr int kV4Pad = 8;    // 16-bit elements of padding after every staged row
 
-size_t v4_shared_bytes(int64_t D) {
-  return 2 * size_t(kV4Rows + 4 * kV4Keys) * size_t(D + kV4Pad);  // q; k and v, two buffers each
+size_t v4_shared_bytes(int64_t D, int W) {
+  return 2 * size_t(16 * W + 4 * kV4Keys) * size_t(D + kV4Pad);  // q; k and v, two buffers each
 }
 
 // Stages rows [Rows][D] of 16-bit values (row r at src + r ld, 16-byte aligned) into dst [Rows]
-// [D + kV4Pad] by cp.async, zero-filling the rows from `valid` on. The caller commits the group.
-template <int D, int Rows>
+// [D + kV4Pad] by cp.async with a block of Threads, zero-filling the rows from `valid` on. The
+// caller commits the group.
+template <int D, int Rows, int Threads>
 __device__ __forceinline__ void stage_async(uint16_t* dst, const void* src, int64_t ld, int valid) {
   constexpr int chunks = D / 8;  // 16-byte chunks a row
-  static_assert(Rows * chunks % kV4Threads == 0, "whole passes of the block");
+  static_assert(Rows * chunks % Threads == 0, "whole passes of the block");
   const char* s = static_cast<const char*>(src);
 #pragma unroll
-  for (int pass = 0; pass < Rows * chunks / kV4Threads; ++pass) {
-    const int n = pass * kV4Threads + int(threadIdx.x), r = n / chunks, c = n % chunks;
+  for (int pass = 0; pass < Rows * chunks / Threads; ++pass) {
+    const int n = pass * Threads + int(threadIdx.x), r = n / chunks, c = n % chunks;
     const bool ok = r < valid;
     sm80::cp_async_16(sm80::shared_address(dst + r * (D + kV4Pad) + c * 8),
                       s + (ok ? (r * ld + c * 8) * 2 : 0), ok);
@@ -762,34 +762,35 @@ __device__ __forceinline__ void load_a_frags(uint32_t (&a)[Kc][4], const uint16_
   for (int kk = 0; kk < Kc; ++kk) sm80::ldmatrix_x4(a[kk], sm80::a_rows(m, ld, r0, 16 * kk, lane));
 }
 
-template <class T, int D>
+template <class T, int D, int W>
 __device__ __forceinline__ void v4_forward_body(const T* q, const T* k, const T* v, HeadRows qh,
                                                 HeadRows kh, HeadRows vh, MaskView mask,
                                                 AttentionParams p, T* out, float* lse) {
   constexpr int ld = D + kV4Pad;
-  constexpr int NT = kV4Keys / 8;  // 8-key C fragments of a warp's scores
-  constexpr int ND = D / 8;        // 8-column C fragments of a warp's output
+  constexpr int kRows = 16 * W, kThreads = 32 * W;  // query rows and threads of the block
+  constexpr int NT = kV4Keys / 8;                   // 8-key C fragments of a warp's scores
+  constexpr int ND = D / 8;                         // 8-column C fragments of a warp's output
   constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
   extern __shared__ __align__(128) unsigned char v4_smem[];
-  uint16_t* qs = reinterpret_cast<uint16_t*>(v4_smem);  // [kV4Rows][ld]
-  uint16_t* ks = qs + kV4Rows * ld;                     // [2][kV4Keys][ld]
+  uint16_t* qs = reinterpret_cast<uint16_t*>(v4_smem);  // [kRows][ld]
+  uint16_t* ks = qs + kRows * ld;                       // [2][kV4Keys][ld]
   uint16_t* vs = ks + 2 * kV4Keys * ld;                 // [2][kV4Keys][ld]
   const int64_t b = blockIdx.x;
   // The last row tiles have the most keys under the causal rule: they are launched first.
-  const int64_t i0 = int64_t(gridDim.y - 1 - blockIdx.y) * kV4Rows;
+  const int64_t i0 = int64_t(gridDim.y - 1 - blockIdx.y) * kRows;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;  // the fragments' groupID and threadID_in_group
   const int r0 = 16 * warp;              // this warp's first row in the block
-  const int rows = int(imin(kV4Rows, p.L - i0));
-  const int64_t kend = p.causal ? imin(p.S, i0 + kV4Rows) : p.S;
+  const int rows = int(imin(kRows, p.L - i0));
+  const int64_t kend = p.causal ? imin(p.S, i0 + kRows) : p.S;
   const int tiles = int((kend + kV4Keys - 1) / kV4Keys);
   const auto stage_tile = [&](int n) {
     const int64_t j0 = int64_t(n) * kV4Keys;
     const int cols = int(imin(kV4Keys, p.S - j0));
-    stage_async<D, kV4Keys>(ks + (n & 1) * kV4Keys * ld, k + kh.at(b, j0), kh.ld, cols);
-    stage_async<D, kV4Keys>(vs + (n & 1) * kV4Keys * ld, v + vh.at(b, j0), vh.ld, cols);
+    stage_async<D, kV4Keys, kThreads>(ks + (n & 1) * kV4Keys * ld, k + kh.at(b, j0), kh.ld, cols);
+    stage_async<D, kV4Keys, kThreads>(vs + (n & 1) * kV4Keys * ld, v + vh.at(b, j0), vh.ld, cols);
   };
-  stage_async<D, kV4Rows>(qs, q + qh.at(b, i0), qh.ld, rows);
+  stage_async<D, kRows, kThreads>(qs, q + qh.at(b, i0), qh.ld, rows);
   sm80::cp_async_commit();
   if (tiles > 0) stage_tile(0);
   sm80::cp_async_commit();
@@ -906,13 +907,19 @@ constexpr bool kHasMma = false;
 constexpr bool kHasMma = true;
 #endif
 
-template <class T, int D>
-__global__ void __launch_bounds__(kV4Threads)
+// MinBlocks: the blocks an SM should hold at once (it caps a thread's registers).
+template <class T, int D, int W, int MinBlocks>
+__global__ void __launch_bounds__(32 * W, MinBlocks)
     v4_forward(const T* q, const T* k, const T* v, HeadRows qh, HeadRows kh, HeadRows vh,
                MaskView mask, AttentionParams p, T* out, float* lse) {
-  if constexpr (kHasMma) v4_forward_body<T, D>(q, k, v, qh, kh, vh, mask, p, out, lse);
+  if constexpr (kHasMma) v4_forward_body<T, D, W>(q, k, v, qh, kh, vh, mask, p, out, lse);
   else __trap();
 }
+
+// The tiling the forward launches.
+struct V4Tiling {
+  static constexpr int kWarps = 4, kMinBlocks = 1;
+};
 
 // Whether v4 and b4 take the problem: a 16-bit type, E == Ev in {64, 128}, an sm_80 or newer
 // GPU, and every output they write 16-byte aligned (the 16-byte stores).
@@ -959,7 +966,7 @@ AttentionOperand v4_operand(const AttentionOperand& o, int64_t heads, HeadRows& 
 }
 
 // False where v4 does not apply (the caller then runs v3).
-template <class T>
+template <class T, class Tiling = V4Tiling>
 bool v4_forward_launch(const AttentionOperand& q_in, const AttentionOperand& k_in,
                        const AttentionOperand& v_in, const AttentionMask& mask,
                        const AttentionParams& p, Tensor& out, Tensor& lse) {
@@ -968,14 +975,15 @@ bool v4_forward_launch(const AttentionOperand& q_in, const AttentionOperand& k_i
   HeadRows qh, kh, vh;
   const AttentionOperand q = v4_operand(q_in, p.heads, qh), k = v4_operand(k_in, p.heads, kh),
                          v = v4_operand(v_in, p.heads, vh);
-  const size_t bytes = v4_shared_bytes(p.E);
-  auto kernel = p.E == 64 ? v4_forward<T, 64> : v4_forward<T, 128>;
+  constexpr int W = Tiling::kWarps, kMin = Tiling::kMinBlocks;
+  const size_t bytes = v4_shared_bytes(p.E, W);
+  auto kernel = p.E == 64 ? v4_forward<T, 64, W, kMin> : v4_forward<T, 128, W, kMin>;
   if (!allow_shared(kernel, bytes, dev)) return false;
-  const dim3 grid(unsigned(p.heads), unsigned((p.L + kV4Rows - 1) / kV4Rows));
-  kernel<<<grid, kV4Threads, bytes, stream(out.device())>>>(q.values.data<T>(), k.values.data<T>(),
-                                                            v.values.data<T>(), qh, kh, vh,
-                                                            mask_view(mask), p, out.data<T>(),
-                                                            lse.data<float>());
+  const dim3 grid(unsigned(p.heads), unsigned((p.L + 16 * W - 1) / (16 * W)));
+  kernel<<<grid, 32 * W, bytes, stream(out.device())>>>(q.values.data<T>(), k.values.data<T>(),
+                                                        v.values.data<T>(), qh, kh, vh,
+                                                        mask_view(mask), p, out.data<T>(),
+                                                        lse.data<float>());
   check_launch(kForward, {&q.values, &k.values, &v.values, &out});
   return true;
 }
@@ -1280,11 +1288,11 @@ void b3_backward_launch(const Tensor& grad_out, const Tensor& q, const Tensor& k
 // b4 — the backward at v4's level: b3's plan with the products on mma.sync fragments, P, dP and dS
 // in registers, and dK, dV accumulated in registers for the block's whole walk.
 //
-// Grid (BH, ceil(S / 64)); block 4 warps, warp w owns keys j0 + 16 w ... + 15. The block stages
-// its 64 keys and values once (cp.async), then walks the query tiles of R rows (R = 64 for
-// E = 64, 32 for E = 128: with dK and dV in registers, 128 floats a thread at E = 128, a smaller
-// tile keeps S^T and dP^T from pushing the kernel into spills), from the first that sees j0
-// under the causal rule, q, dO, logsumexp and delta double buffered as v4 does k and v. Per tile
+// Grid (BH, ceil(S / 16 W)); block W warps (B4Tiling), warp w owns keys j0 + 16 w ... + 15. The
+// block stages its 16 W keys and values once (cp.async), then walks the query tiles of R rows
+// (R = 64 for E = 64, 32 for E = 128: with dK and dV in registers, 128 floats a thread at E = 128,
+// a smaller tile keeps S^T and dP^T from pushing the kernel into spills), from the first that sees
+// j0 under the causal rule, q, dO, logsumexp and delta double buffered as v4 does k and v. Per tile
 // each warp, on its 16 keys:
 //   S^T = K_w Q^T, dP^T = V_w dO^T   [16][R] in C fragments (K_w, V_w: A fragments by ldmatrix,
 //                                    Q, dO: B fragments, rows as n)
@@ -1300,11 +1308,15 @@ void b3_backward_launch(const Tensor& grad_out, const Tensor& q, const Tensor& k
 // key tiles per query tile) would recompute S and dP, two of the five products, to avoid
 // contention that is small here (each dQ element gets one add per key block of 64).
 
-template <int D> constexpr int kB4Rows = D == 64 ? 64 : 32;
+// The tiling the backward launches: W warps (16 W keys a block), R query rows a tile, and the
+// blocks an SM should hold at once (MinBlocks, which caps a thread's registers).
+template <int D> struct B4Tiling {
+  static constexpr int kWarps = 4, kRows = D == 64 ? 64 : 32, kMinBlocks = 1;
+};
 
-size_t b4_shared_bytes(int64_t D) {
-  const size_t R = D == 64 ? 64 : 32, ld = size_t(D + kV4Pad);
-  return 2 * (2 * kV4Rows * ld + 4 * R * ld + kV4Rows * (R + kV4Pad)) + 4 * (4 * R);
+size_t b4_shared_bytes(int64_t D, int W, int R) {
+  const size_t keys = size_t(16 * W), ld = size_t(D + kV4Pad);
+  return 2 * (2 * keys * ld + 4 * size_t(R) * ld + keys * size_t(R + kV4Pad)) + 4 * (4 * size_t(R));
 }
 
 // dst[0], dst[1] += x, y by atomic adds (one 8-byte add on sm_90; dst is 8-byte aligned). A
@@ -1319,49 +1331,49 @@ template <class F> __device__ __forceinline__ void atomic_add2(F* dst, F x, F y)
 #endif
 }
 
-template <class T, int D>
+template <class T, int D, int W, int R>
 __device__ __forceinline__ void b4_backward_body(const T* dout, const T* q, const T* k, const T* v,
                                                  HeadRows doh, HeadRows qh, HeadRows kh,
                                                  HeadRows vh, MaskView mask, const float* lse,
                                                  const float* delta, AttentionParams p, float* dq,
                                                  T* dk, T* dv) {
-  constexpr int R = kB4Rows<D>;
+  constexpr int kKeys = 16 * W, kThreads = 32 * W;  // keys and threads of the block
   constexpr int ld = D + kV4Pad, ldt = R + kV4Pad;
   constexpr int NR = R / 8;  // 8-query C fragments of S^T and dP^T
   constexpr int ND = D / 8;  // 8-column C fragments of dK and dV
   constexpr float kLog2e = 1.4426950408889634f;
   extern __shared__ __align__(128) unsigned char b4_smem[];
-  uint16_t* ks = reinterpret_cast<uint16_t*>(b4_smem);          // [kV4Rows][ld]
-  uint16_t* vs = ks + kV4Rows * ld;                             // [kV4Rows][ld]
-  uint16_t* qs = vs + kV4Rows * ld;                             // [2][R][ld]
-  uint16_t* dos = qs + 2 * R * ld;                              // [2][R][ld]
-  uint16_t* dst = dos + 2 * R * ld;                             // [kV4Rows][ldt]: dS^T
-  float* lses = reinterpret_cast<float*>(dst + kV4Rows * ldt);  // [2][R]
-  float* deltas = lses + 2 * R;                                 // [2][R]
-  const int64_t b = blockIdx.x, j0 = int64_t(blockIdx.y) * kV4Rows;
+  uint16_t* ks = reinterpret_cast<uint16_t*>(b4_smem);        // [kKeys][ld]
+  uint16_t* vs = ks + kKeys * ld;                             // [kKeys][ld]
+  uint16_t* qs = vs + kKeys * ld;                             // [2][R][ld]
+  uint16_t* dos = qs + 2 * R * ld;                            // [2][R][ld]
+  uint16_t* dst = dos + 2 * R * ld;                           // [kKeys][ldt]: dS^T
+  float* lses = reinterpret_cast<float*>(dst + kKeys * ldt);  // [2][R]
+  float* deltas = lses + 2 * R;                               // [2][R]
+  const int64_t b = blockIdx.x, j0 = int64_t(blockIdx.y) * kKeys;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;  // the fragments' groupID and threadID_in_group
   const int kw = 16 * warp;              // this warp's first key in the block
-  const int keys = int(imin(kV4Rows, p.S - j0));
+  const int keys = int(imin(kKeys, p.S - j0));
   // Under the causal rule, query i sees key j0 only from i = j0 on.
   const int64_t first = p.causal ? (j0 / R) * R : 0;
   const int tiles = first < p.L ? int((p.L - first + R - 1) / R) : 0;
   const auto stage_tile = [&](int n) {
     const int64_t i0 = first + int64_t(n) * R;
     const int rows = int(imin(R, p.L - i0));
-    stage_async<D, R>(qs + (n & 1) * R * ld, q + qh.at(b, i0), qh.ld, rows);
-    stage_async<D, R>(dos + (n & 1) * R * ld, dout + doh.at(b, i0), doh.ld, rows);
+    stage_async<D, R, kThreads>(qs + (n & 1) * R * ld, q + qh.at(b, i0), qh.ld, rows);
+    stage_async<D, R, kThreads>(dos + (n & 1) * R * ld, dout + doh.at(b, i0), doh.ld, rows);
     // Asynchronously too (a plain load would hold its warp, and at the next barrier the block,
     // for a global memory latency every tile). Rows past L get 0, which no score reads: theirs
     // are -inf (the bias step masks every row past L).
-    for (int r = threadIdx.x; r < R; r += kV4Threads) {
+    for (int r = threadIdx.x; r < R; r += kThreads) {
       const int64_t at = b * p.L + (r < rows ? i0 + r : 0);
       sm80::cp_async_4(sm80::shared_address(lses + (n & 1) * R + r), lse + at, r < rows);
       sm80::cp_async_4(sm80::shared_address(deltas + (n & 1) * R + r), delta + at, r < rows);
     }
   };
-  stage_async<D, kV4Rows>(ks, k + kh.at(b, j0), kh.ld, keys);
-  stage_async<D, kV4Rows>(vs, v + vh.at(b, j0), vh.ld, keys);
+  stage_async<D, kKeys, kThreads>(ks, k + kh.at(b, j0), kh.ld, keys);
+  stage_async<D, kKeys, kThreads>(vs, v + vh.at(b, j0), vh.ld, keys);
   if (tiles > 0) stage_tile(0);
   sm80::cp_async_commit();
   float dka[ND][4] = {}, dva[ND][4] = {};  // dK_w, dV_w: rows (keys) g and g + 8
@@ -1434,12 +1446,12 @@ __device__ __forceinline__ void b4_backward_body(const T* dout, const T* q, cons
     }
     __syncthreads();  // every warp's dS^T is in
     // dQ rows i0 ... of the tile += dS [R][64] K [64][E], by blocks of 16 x 16.
-    for (int item = warp; item < (R / 16) * (D / 16); item += kV4Warps) {
+    for (int item = warp; item < (R / 16) * (D / 16); item += W) {
       const int rb = item / (D / 16), cb = item % (D / 16);
       if (i0 + 16 * rb >= p.L) continue;
       float acc[2][4] = {};
 #pragma unroll
-      for (int kk = 0; kk < kV4Rows / 16; ++kk) {
+      for (int kk = 0; kk < kKeys / 16; ++kk) {
         uint32_t a[4], bk[4];
         sm80::ldmatrix_x4_trans(a, sm80::a_trans(dst, ldt, 16 * rb, 16 * kk, lane));
         sm80::ldmatrix_x4_trans(bk, sm80::b_trans(ks, ld, 16 * kk, 16 * cb, lane));
@@ -1471,13 +1483,13 @@ __device__ __forceinline__ void b4_backward_body(const T* dout, const T* q, cons
     }
 }
 
-template <class T, int D>
-__global__ void __launch_bounds__(kV4Threads)
+template <class T, int D, int W, int R, int MinBlocks>
+__global__ void __launch_bounds__(32 * W, MinBlocks)
     b4_backward(const T* dout, const T* q, const T* k, const T* v, HeadRows doh, HeadRows qh,
                 HeadRows kh, HeadRows vh, MaskView mask, const float* lse, const float* delta,
                 AttentionParams p, float* dq, T* dk, T* dv) {
   if constexpr (kHasMma)
-    b4_backward_body<T, D>(dout, q, k, v, doh, qh, kh, vh, mask, lse, delta, p, dq, dk, dv);
+    b4_backward_body<T, D, W, R>(dout, q, k, v, doh, qh, kh, vh, mask, lse, delta, p, dq, dk, dv);
   else __trap();
 }
 
@@ -1488,23 +1500,32 @@ struct B4Inputs {
 };
 
 // Whether b4 takes the problem (v4_applies, and its shared memory fits); allows the memory.
-template <class T>
+template <class T, int D, class Tiling = B4Tiling<D>> auto b4_kernel() {
+  return b4_backward<T, D, Tiling::kWarps, Tiling::kRows, Tiling::kMinBlocks>;
+}
+
+template <class T, class Tiling64 = B4Tiling<64>, class Tiling128 = B4Tiling<128>>
 bool b4_ready(const AttentionParams& p, int device, std::initializer_list<const Tensor*> outputs) {
   if (!v4_applies(dtype_of_v<T>, p, device, outputs)) return false;
-  const size_t bytes = b4_shared_bytes(p.E);
-  return p.E == 64 ? allow_shared(b4_backward<T, 64>, bytes, device)
-                   : allow_shared(b4_backward<T, 128>, bytes, device);
+  return p.E == 64
+             ? allow_shared(b4_kernel<T, 64, Tiling64>(),
+                            b4_shared_bytes(64, Tiling64::kWarps, Tiling64::kRows), device)
+             : allow_shared(b4_kernel<T, 128, Tiling128>(),
+                            b4_shared_bytes(128, Tiling128::kWarps, Tiling128::kRows), device);
 }
 
 // The caller has checked b4_ready.
-template <class T>
+template <class T, class Tiling64 = B4Tiling<64>, class Tiling128 = B4Tiling<128>>
 void b4_backward_launch(const B4Inputs& in, const AttentionMask& mask, const Tensor& lse,
                         const Tensor& delta, const AttentionParams& p, Tensor& dq, Tensor& grad_k,
                         Tensor& grad_v) {
-  const size_t bytes = b4_shared_bytes(p.E);
-  const dim3 grid(unsigned(p.heads), unsigned((p.S + kV4Rows - 1) / kV4Rows));
-  auto kernel = p.E == 64 ? b4_backward<T, 64> : b4_backward<T, 128>;
-  kernel<<<grid, kV4Threads, bytes, stream(grad_k.device())>>>(
+  const bool d64 = p.E == 64;
+  const int W = d64 ? Tiling64::kWarps : Tiling128::kWarps;
+  const size_t bytes =
+      d64 ? b4_shared_bytes(64, W, Tiling64::kRows) : b4_shared_bytes(128, W, Tiling128::kRows);
+  const dim3 grid(unsigned(p.heads), unsigned((p.S + 16 * W - 1) / (16 * W)));
+  auto kernel = d64 ? b4_kernel<T, 64, Tiling64>() : b4_kernel<T, 128, Tiling128>();
+  kernel<<<grid, 32 * W, bytes, stream(grad_k.device())>>>(
       in.dout.values.data<T>(), in.q.values.data<T>(), in.k.values.data<T>(), in.v.values.data<T>(),
       in.dout_rows, in.q_rows, in.k_rows, in.v_rows, mask_view(mask), lse.data<float>(),
       delta.data<float>(), p, dq.data<float>(), grad_k.data<T>(), grad_v.data<T>());
