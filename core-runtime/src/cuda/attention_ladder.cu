@@ -916,10 +916,9 @@ __global__ void __launch_bounds__(32 * W, MinBlocks)
   else __trap();
 }
 
-// The tiling the forward launches.
-struct V4Tiling {
-  static constexpr int kWarps = 4, kMinBlocks = 1;
-};
+// The tiling the forward launches for head size D: W warps (16 W query rows a block) and the
+// blocks an SM should hold at once (MinBlocks, which caps a thread's registers).
+template <int D> struct V4Tiling { static constexpr int kWarps = 4, kMinBlocks = 1; };
 
 // Whether v4 and b4 take the problem: a 16-bit type, E == Ev in {64, 128}, an sm_80 or newer
 // GPU, and every output they write 16-byte aligned (the 16-byte stores).
@@ -966,7 +965,7 @@ AttentionOperand v4_operand(const AttentionOperand& o, int64_t heads, HeadRows& 
 }
 
 // False where v4 does not apply (the caller then runs v3).
-template <class T, class Tiling = V4Tiling>
+template <class T, class Tiling64 = V4Tiling<64>, class Tiling128 = V4Tiling<128>>
 bool v4_forward_launch(const AttentionOperand& q_in, const AttentionOperand& k_in,
                        const AttentionOperand& v_in, const AttentionMask& mask,
                        const AttentionParams& p, Tensor& out, Tensor& lse) {
@@ -975,9 +974,11 @@ bool v4_forward_launch(const AttentionOperand& q_in, const AttentionOperand& k_i
   HeadRows qh, kh, vh;
   const AttentionOperand q = v4_operand(q_in, p.heads, qh), k = v4_operand(k_in, p.heads, kh),
                          v = v4_operand(v_in, p.heads, vh);
-  constexpr int W = Tiling::kWarps, kMin = Tiling::kMinBlocks;
+  const bool d64 = p.E == 64;
+  const int W = d64 ? Tiling64::kWarps : Tiling128::kWarps;
   const size_t bytes = v4_shared_bytes(p.E, W);
-  auto kernel = p.E == 64 ? v4_forward<T, 64, W, kMin> : v4_forward<T, 128, W, kMin>;
+  auto kernel = d64 ? v4_forward<T, 64, Tiling64::kWarps, Tiling64::kMinBlocks>
+                    : v4_forward<T, 128, Tiling128::kWarps, Tiling128::kMinBlocks>;
   if (!allow_shared(kernel, bytes, dev)) return false;
   const dim3 grid(unsigned(p.heads), unsigned((p.L + 16 * W - 1) / (16 * W)));
   kernel<<<grid, 32 * W, bytes, stream(out.device())>>>(q.values.data<T>(), k.values.data<T>(),
