@@ -582,6 +582,23 @@ TEST_P(Out, SoftmaxAndLosses) {
                  [&](const Tensor& o) {
                    cross_entropy_out(o, xh, target, Tensor(), -100, LossReduction::None);
                  });
+  // float16/bfloat16 logits also take a float32 out: the losses as computed, unrounded (what
+  // autocast's cross entropy asks for), those of the logits' values in float32. Other dtypes are
+  // still refused.
+  for (DType low : {DType::Float16, DType::BFloat16}) {
+    SCOPED_TRACE(dtype_name(low));
+    const Tensor xl = x.to(low), wl = cw.to(low);
+    for (LossReduction r : {LossReduction::None, LossReduction::Mean, LossReduction::Sum}) {
+      const Tensor want =
+          cross_entropy(xl.to(DType::Float32), target, wl.to(DType::Float32), 2, r, 0.1);
+      Tensor out = Tensor::empty(want.shape(), DType::Float32, d);
+      cross_entropy_out(out, xl, target, wl, 2, r, 0.1);
+      expect_close(out, want, 1e-6, 1e-6);
+    }
+    Tensor wide = Tensor::empty({}, DType::Float64, d);
+    expect_error<DTypeError>([&] { cross_entropy_out(wide, xl, target); },
+                             {"cross_entropy", "float64", "never cast"});
+  }
   expect_overlap_error("softmax", [&] { softmax_out(x, x, 1); });
   expect_overlap_error("mse_loss", [&] {
     mse_loss_out(x, x, rnd({4, 6}, 53, d), LossReduction::None);
