@@ -920,6 +920,21 @@ __global__ void __launch_bounds__(32 * W, MinBlocks)
 // blocks an SM should hold at once (MinBlocks, which caps a thread's registers).
 template <int D> struct V4Tiling { static constexpr int kWarps = 4, kMinBlocks = 1; };
 
+// v4 on V4Tiling<D> for the problem's head size: its kernel, shared memory and warps a block.
+template <class T> struct V4Launch {
+  decltype(&v4_forward<T, 64, 4, 1>) kernel;
+  size_t bytes;
+  int warps;
+};
+template <class T, int D> V4Launch<T> v4_launch_on_tiling() {
+  using Tiling = V4Tiling<D>;
+  return {v4_forward<T, D, Tiling::kWarps, Tiling::kMinBlocks>, v4_shared_bytes(D, Tiling::kWarps),
+          Tiling::kWarps};
+}
+template <class T> V4Launch<T> v4_launch(int64_t E) {
+  return E == 64 ? v4_launch_on_tiling<T, 64>() : v4_launch_on_tiling<T, 128>();
+}
+
 // Whether v4 and b4 take the problem: a 16-bit type, E == Ev in {64, 128}, an sm_80 or newer
 // GPU, and every output they write 16-byte aligned (the 16-byte stores).
 bool v4_applies(DType dtype, const AttentionParams& p, int device,
@@ -965,7 +980,7 @@ AttentionOperand v4_operand(const AttentionOperand& o, int64_t heads, HeadRows& 
 }
 
 // False where v4 does not apply (the caller then runs v3).
-template <class T, class Tiling64 = V4Tiling<64>, class Tiling128 = V4Tiling<128>>
+template <class T>
 bool v4_forward_launch(const AttentionOperand& q_in, const AttentionOperand& k_in,
                        const AttentionOperand& v_in, const AttentionMask& mask,
                        const AttentionParams& p, Tensor& out, Tensor& lse) {
@@ -974,17 +989,14 @@ bool v4_forward_launch(const AttentionOperand& q_in, const AttentionOperand& k_i
   HeadRows qh, kh, vh;
   const AttentionOperand q = v4_operand(q_in, p.heads, qh), k = v4_operand(k_in, p.heads, kh),
                          v = v4_operand(v_in, p.heads, vh);
-  const bool d64 = p.E == 64;
-  const int W = d64 ? Tiling64::kWarps : Tiling128::kWarps;
-  const size_t bytes = v4_shared_bytes(p.E, W);
-  auto kernel = d64 ? v4_forward<T, 64, Tiling64::kWarps, Tiling64::kMinBlocks>
-                    : v4_forward<T, 128, Tiling128::kWarps, Tiling128::kMinBlocks>;
-  if (!allow_shared(kernel, bytes, dev)) return false;
-  const dim3 grid(unsigned(p.heads), unsigned((p.L + 16 * W - 1) / (16 * W)));
-  kernel<<<grid, 32 * W, bytes, stream(out.device())>>>(q.values.data<T>(), k.values.data<T>(),
-                                                        v.values.data<T>(), qh, kh, vh,
-                                                        mask_view(mask), p, out.data<T>(),
-                                                        lse.data<float>());
+  const V4Launch<T> L = v4_launch<T>(p.E);
+  if (!allow_shared(L.kernel, L.bytes, dev)) return false;
+  const dim3 grid(unsigned(p.heads), unsigned((p.L + 16 * L.warps - 1) / (16 * L.warps)));
+  L.kernel<<<grid, 32 * L.warps, L.bytes, stream(out.device())>>>(q.values.data<T>(),
+                                                                  k.values.data<T>(),
+                                                                  v.values.data<T>(), qh, kh, vh,
+                                                                  mask_view(mask), p, out.data<T>(),
+                                                                  lse.data<float>());
   check_launch(kForward, {&q.values, &k.values, &v.values, &out});
   return true;
 }
@@ -1446,7 +1458,7 @@ __device__ __forceinline__ void b4_backward_body(const T* dout, const T* q, cons
         reinterpret_cast<uint32_t*>(dst + (kw + x / (R / 2)) * ldt)[x % (R / 2)] = 0;
     }
     __syncthreads();  // every warp's dS^T is in
-    // dQ rows i0 ... of the tile += dS [R][64] K [64][E], by blocks of 16 x 16.
+    // dQ rows i0 ... of the tile += dS [R][16 W] K [16 W][E], by blocks of 16 x 16.
     for (int item = warp; item < (R / 16) * (D / 16); item += W) {
       const int rb = item / (D / 16), cb = item % (D / 16);
       if (i0 + 16 * rb >= p.L) continue;
@@ -1500,33 +1512,37 @@ struct B4Inputs {
   HeadRows dout_rows, q_rows, k_rows, v_rows;
 };
 
-// Whether b4 takes the problem (v4_applies, and its shared memory fits); allows the memory.
-template <class T, int D, class Tiling = B4Tiling<D>> auto b4_kernel() {
-  return b4_backward<T, D, Tiling::kWarps, Tiling::kRows, Tiling::kMinBlocks>;
+// b4 on B4Tiling<D> for the problem's head size: its kernel, shared memory and warps a block.
+template <class T> struct B4Launch {
+  decltype(&b4_backward<T, 64, 4, 64, 1>) kernel;
+  size_t bytes;
+  int warps;
+};
+template <class T, int D> B4Launch<T> b4_launch_on_tiling() {
+  using Tiling = B4Tiling<D>;
+  return {b4_backward<T, D, Tiling::kWarps, Tiling::kRows, Tiling::kMinBlocks>,
+          b4_shared_bytes(D, Tiling::kWarps, Tiling::kRows), Tiling::kWarps};
+}
+template <class T> B4Launch<T> b4_launch(int64_t E) {
+  return E == 64 ? b4_launch_on_tiling<T, 64>() : b4_launch_on_tiling<T, 128>();
 }
 
-template <class T, class Tiling64 = B4Tiling<64>, class Tiling128 = B4Tiling<128>>
+// Whether b4 takes the problem (v4_applies, and its shared memory fits); allows the memory.
+template <class T>
 bool b4_ready(const AttentionParams& p, int device, std::initializer_list<const Tensor*> outputs) {
   if (!v4_applies(dtype_of_v<T>, p, device, outputs)) return false;
-  return p.E == 64
-             ? allow_shared(b4_kernel<T, 64, Tiling64>(),
-                            b4_shared_bytes(64, Tiling64::kWarps, Tiling64::kRows), device)
-             : allow_shared(b4_kernel<T, 128, Tiling128>(),
-                            b4_shared_bytes(128, Tiling128::kWarps, Tiling128::kRows), device);
+  const B4Launch<T> L = b4_launch<T>(p.E);
+  return allow_shared(L.kernel, L.bytes, device);
 }
 
 // The caller has checked b4_ready.
-template <class T, class Tiling64 = B4Tiling<64>, class Tiling128 = B4Tiling<128>>
+template <class T>
 void b4_backward_launch(const B4Inputs& in, const AttentionMask& mask, const Tensor& lse,
                         const Tensor& delta, const AttentionParams& p, Tensor& dq, Tensor& grad_k,
                         Tensor& grad_v) {
-  const bool d64 = p.E == 64;
-  const int W = d64 ? Tiling64::kWarps : Tiling128::kWarps;
-  const size_t bytes =
-      d64 ? b4_shared_bytes(64, W, Tiling64::kRows) : b4_shared_bytes(128, W, Tiling128::kRows);
-  const dim3 grid(unsigned(p.heads), unsigned((p.S + 16 * W - 1) / (16 * W)));
-  auto kernel = d64 ? b4_kernel<T, 64, Tiling64>() : b4_kernel<T, 128, Tiling128>();
-  kernel<<<grid, 32 * W, bytes, stream(grad_k.device())>>>(
+  const B4Launch<T> L = b4_launch<T>(p.E);
+  const dim3 grid(unsigned(p.heads), unsigned((p.S + 16 * L.warps - 1) / (16 * L.warps)));
+  L.kernel<<<grid, 32 * L.warps, L.bytes, stream(grad_k.device())>>>(
       in.dout.values.data<T>(), in.q.values.data<T>(), in.k.values.data<T>(), in.v.values.data<T>(),
       in.dout_rows, in.q_rows, in.k_rows, in.v_rows, mask_view(mask), lse.data<float>(),
       delta.data<float>(), p, dq.data<float>(), grad_k.data<T>(), grad_v.data<T>());
