@@ -735,23 +735,40 @@ __device__ __forceinline__ void c_to_a(uint32_t (&a)[4], const float (&c)[N][4],
   a[3] = sm80::pack2<T>(c[2 * kk + 1][2], c[2 * kk + 1][3]);
 }
 
-// c[n] += A B_n for 8-wide n tiles 0 .. N - 1 (N even), K = 16 Kc: A fragments a[kk], B from
-// the staged matrix m read as b_rows (trans = false: m's rows are n) or b_trans (m's rows are k),
-// its n and k origin at (n0, k0).
-template <class T, int N, int Kc, bool trans>
-__device__ __forceinline__ void mma_a_frags(float (&c)[N][4], const uint32_t (&a)[Kc][4],
-                                            const uint16_t* m, int ld, int n0, int k0, int lane) {
+// c[g][n] += A_g B_n for M groups of 16 rows g and 8-wide n tiles 0 .. N - 1 (N even), K = 16 Kc:
+// A fragments a[g][kk], B from the staged matrix m read as b_rows (trans = false: m's rows are n)
+// or b_trans (m's rows are k), its n and k origin at (n0, k0). Each B fragment read from shared
+// memory serves all M groups: the more rows a warp owns, the fewer shared-memory bytes a product.
+template <class T, int M, int N, int Kc, bool trans>
+__device__ __forceinline__ void mma_groups(float (&c)[M][N][4], const uint32_t (&a)[M][Kc][4],
+                                           const uint16_t* m, int ld, int n0, int k0, int lane) {
+  // This lane's address of the block at (n0, k0); the others are constant steps from it.
+  const uint32_t origin =
+      trans ? sm80::b_trans(m, ld, k0, n0, lane) : sm80::b_rows(m, ld, n0, k0, lane);
+  const int k_step = 2 * 16 * (trans ? ld : 1), n_step = 2 * 16 * (trans ? 1 : ld);  // bytes
 #pragma unroll
   for (int kk = 0; kk < Kc; ++kk)
 #pragma unroll
     for (int np = 0; np < N / 2; ++np) {
       uint32_t b[4];
-      if constexpr (trans)
-        sm80::ldmatrix_x4_trans(b, sm80::b_trans(m, ld, k0 + 16 * kk, n0 + 16 * np, lane));
-      else sm80::ldmatrix_x4(b, sm80::b_rows(m, ld, n0 + 16 * np, k0 + 16 * kk, lane));
-      sm80::mma_16816<T>(c[2 * np], a[kk], b[0], b[1]);
-      sm80::mma_16816<T>(c[2 * np + 1], a[kk], b[2], b[3]);
+      const uint32_t address = origin + kk * k_step + np * n_step;
+      if constexpr (trans) sm80::ldmatrix_x4_trans(b, address);
+      else sm80::ldmatrix_x4(b, address);
+#pragma unroll
+      for (int mg = 0; mg < M; ++mg) {
+        sm80::mma_16816<T>(c[mg][2 * np], a[mg][kk], b[0], b[1]);
+        sm80::mma_16816<T>(c[mg][2 * np + 1], a[mg][kk], b[2], b[3]);
+      }
     }
+}
+
+// mma_groups for one group of 16 rows.
+template <class T, int N, int Kc, bool trans>
+__device__ __forceinline__ void mma_a_frags(float (&c)[N][4], const uint32_t (&a)[Kc][4],
+                                            const uint16_t* m, int ld, int n0, int k0, int lane) {
+  mma_groups<T, 1, N, Kc, trans>(reinterpret_cast<float(&)[1][N][4]>(c),
+                                 reinterpret_cast<const uint32_t(&)[1][Kc][4]>(a), m, ld, n0, k0,
+                                 lane);
 }
 
 // The 16 rows r0 ... r0 + 15 of a staged row-major matrix m as A fragments, 16 columns each.
@@ -917,7 +934,9 @@ __global__ void __launch_bounds__(32 * W, MinBlocks)
 }
 
 // The tiling the forward launches for head size D: W warps (16 W query rows a block) and the
-// blocks an SM should hold at once (MinBlocks, which caps a thread's registers).
+// blocks an SM should hold at once (MinBlocks, which caps a thread's registers: one leaves the
+// compiler 251 at D = 64, three would cap it at 168). benchmarks/tools/attention_tilings.cu times
+// the others.
 template <int D> struct V4Tiling { static constexpr int kWarps = 4, kMinBlocks = 1; };
 
 // v4 on V4Tiling<D> for the problem's head size: its kernel, shared memory and warps a block.
@@ -1313,16 +1332,17 @@ void b3_backward_launch(const Tensor& grad_out, const Tensor& q, const Tensor& k
 //   scale, element by element on the fragments (each lane knows its rows and columns);
 //   dV_w += (P Z)^T dO, dK_w += dS^T Q, the A fragments packed from the C fragments in registers,
 //   dO and Q as B fragments by ldmatrix.trans; dV_w, dK_w are C fragments held across tiles;
-//   dS^T, packed to T, into a [64][R] shared buffer.
-// After a __syncthreads, dQ [R][E] of the tile = dS [R][64] K [64][E]: work items of 16 rows by 16
-// columns spread over the warps, dS's A fragments read from the dS^T buffer by ldmatrix.trans,
-// K's B fragments by ldmatrix.trans; each item adds its 16x16 block into the float dQ buffer by
-// atomic adds, as b3 does. Atomics keep the backward one kernel: a separate dQ kernel (walking the
-// key tiles per query tile) would recompute S and dP, two of the five products, to avoid
-// contention that is small here (each dQ element gets one add per key block of 64).
+//   dS^T, packed to T, into a [16 W][R] shared buffer.
+// After a __syncthreads, dQ [R][E] of the tile = dS [R][16 W] K [16 W][E]: work items of 16 or 32
+// rows by 32 columns spread over the warps, dS's A fragments read from the dS^T buffer by
+// ldmatrix.trans, K's B fragments by ldmatrix.trans; each item adds its block into the float dQ
+// buffer by atomic adds, as b3 does. Atomics keep the backward one kernel: a separate dQ kernel
+// (walking the key tiles per query tile) would recompute S and dP, two of the five products, to
+// avoid contention that is small here (each dQ element gets one add per key block of 16 W).
 
 // The tiling the backward launches: W warps (16 W keys a block), R query rows a tile, and the
-// blocks an SM should hold at once (MinBlocks, which caps a thread's registers).
+// blocks an SM should hold at once (MinBlocks, which caps a thread's registers). As V4Tiling,
+// benchmarks/tools/attention_tilings.cu times the others.
 template <int D> struct B4Tiling {
   static constexpr int kWarps = 4, kRows = D == 64 ? 64 : 32, kMinBlocks = 1;
 };
@@ -1458,27 +1478,33 @@ __device__ __forceinline__ void b4_backward_body(const T* dout, const T* q, cons
         reinterpret_cast<uint32_t*>(dst + (kw + x / (R / 2)) * ldt)[x % (R / 2)] = 0;
     }
     __syncthreads();  // every warp's dS^T is in
-    // dQ rows i0 ... of the tile += dS [R][16 W] K [16 W][E], by blocks of 16 x 16.
-    for (int item = warp; item < (R / 16) * (D / 16); item += W) {
-      const int rb = item / (D / 16), cb = item % (D / 16);
+    // dQ rows i0 ... of the tile += dS [R][16 W] K [16 W][E], by items of 16 IR rows and 32
+    // columns: each B fragment of K read from shared memory serves IR products and each A
+    // fragment of dS four (IR = 2 where every warp still gets an item).
+    constexpr int IR = (R / 16) * (D / 32) >= 2 * W ? 2 : 1;
+    for (int item = warp; item < (R / (16 * IR)) * (D / 32); item += W) {
+      const int rb = IR * (item / (D / 32)), cb = item % (D / 32);  // 16-row block, 32-column one
       if (i0 + 16 * rb >= p.L) continue;
-      float acc[2][4] = {};
+      uint32_t a[IR][kKeys / 16][4];
 #pragma unroll
-      for (int kk = 0; kk < kKeys / 16; ++kk) {
-        uint32_t a[4], bk[4];
-        sm80::ldmatrix_x4_trans(a, sm80::a_trans(dst, ldt, 16 * rb, 16 * kk, lane));
-        sm80::ldmatrix_x4_trans(bk, sm80::b_trans(ks, ld, 16 * kk, 16 * cb, lane));
-        sm80::mma_16816<T>(acc[0], a, bk[0], bk[1]);
-        sm80::mma_16816<T>(acc[1], a, bk[2], bk[3]);
-      }
+      for (int ir = 0; ir < IR; ++ir)
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int64_t i = i0 + 16 * rb + g + 8 * h;
-        if (i >= p.L) continue;
-        float* at = dq + (b * p.L + i) * D + 16 * cb + 2 * t;
-        atomic_add2(at, acc[0][2 * h], acc[0][2 * h + 1]);
-        atomic_add2(at + 8, acc[1][2 * h], acc[1][2 * h + 1]);
-      }
+        for (int kk = 0; kk < kKeys / 16; ++kk)
+          sm80::ldmatrix_x4_trans(a[ir][kk],
+                                  sm80::a_trans(dst, ldt, 16 * (rb + ir), 16 * kk, lane));
+      float acc[IR][4][4] = {};
+      mma_groups<T, IR, 4, kKeys / 16, true>(acc, a, ks, ld, 32 * cb, 0, lane);
+#pragma unroll
+      for (int ir = 0; ir < IR; ++ir)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int64_t i = i0 + 16 * (rb + ir) + g + 8 * h;
+          if (i >= p.L) continue;
+          float* at = dq + (b * p.L + i) * D + 32 * cb + 2 * t;
+#pragma unroll
+          for (int nt = 0; nt < 4; ++nt)
+            atomic_add2(at + 8 * nt, acc[ir][nt][2 * h], acc[ir][nt][2 * h + 1]);
+        }
     }
     __syncthreads();  // the dS^T buffer and buffer n & 1 are free
   }
