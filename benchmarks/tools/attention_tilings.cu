@@ -1,0 +1,201 @@
+// attention_tilings.cu — times the tilings of attention's v4 forward and b4 backward kernels
+// (core-runtime/src/cuda/attention_ladder.cu) on one GPU, and checks each against the tiling the
+// op launches (V4Tiling, B4Tiling), so that the choice written there rests on a measurement.
+//
+// The library compiles only the launched tilings, so this program includes the kernels' source
+// and instantiates the others itself; it calls the kernels on raw device buffers and needs none
+// of the library's host code (linked with --gc-sections, which drops it). ci/gpu-tilings.sh
+// builds and runs it. Each problem is causal attention in bfloat16 on packed [BH, T, D] inputs
+// with random values: a GPT's shapes (the benchmarks' SDPA ladder, 32 heads at T 1024 and 4096,
+// and GPT-2 small's 96 heads at T 1024). Output, CSV on stdout:
+//   pass,tiling,launched,BH,T,D,ms,max_diff,ref_max
+// ms: the mean of 20 calls (the backward's dQ buffer zeroed before each, as the op does);
+// max_diff: the largest absolute difference from the launched tiling's results (out and
+// logsumexp; dQ, dK and dV), 0 for the launched tiling itself; ref_max: the largest magnitude
+// among those results, the scale max_diff compares with (a few units of bfloat16's rounding,
+// 2^-8 of it, where the sums only run in another order).
+#include <cstdio>
+#include <random>
+
+#include "cuda/attention_ladder.cu"
+
+namespace tilings {
+
+using ember::AttentionParams;
+using ember::cuda::B4Launch;
+using ember::cuda::HeadRows;
+using ember::cuda::MaskView;
+using ember::cuda::V4Launch;
+using Bf16 = ember::BFloat16;
+
+#define CHECK(call)                                                                   \
+  do {                                                                                \
+    const cudaError_t e = (call);                                                     \
+    if (e != cudaSuccess) {                                                           \
+      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e)); \
+      std::exit(1);                                                                   \
+    }                                                                                 \
+  } while (0)
+
+template <class X> X* device_buffer(size_t n) {
+  X* p = nullptr;
+  CHECK(cudaMalloc(&p, n * sizeof(X)));
+  return p;
+}
+
+template <class X> std::vector<float> to_host(const X* d, size_t n) {
+  std::vector<X> h(n);
+  CHECK(cudaMemcpy(h.data(), d, n * sizeof(X), cudaMemcpyDeviceToHost));
+  return std::vector<float>(h.begin(), h.end());
+}
+
+// The largest |a - b|; equal infinities (logsumexp's fully masked rows) count as equal.
+float max_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  float m = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i] != b[i]) m = std::max(m, std::fabs(a[i] - b[i]));
+  return m;
+}
+
+// The largest finite |x| over some vectors.
+float max_abs(std::initializer_list<const std::vector<float>*> xs) {
+  float m = 0;
+  for (const std::vector<float>* x : xs)
+    for (float e : *x)
+      if (std::isfinite(e)) m = std::max(m, std::fabs(e));
+  return m;
+}
+
+// One problem's inputs, the outputs, and the launched tilings' results to check the others
+// against. The forward's out and lse are the launched tiling's (the backward's inputs); the
+// others write theirs to out_try and lse_try.
+struct Problem {
+  int64_t BH, T, D;
+  AttentionParams p;
+  HeadRows rows;  // packed [BH, T, D]
+  Bf16 *q, *k, *v, *dout, *out, *out_try, *dk, *dv;
+  float *lse, *lse_try, *delta, *dq;
+  std::vector<float> ref_out, ref_lse, ref_dq, ref_dk, ref_dv;
+
+  size_t elements() const { return size_t(BH * T * D); }
+};
+
+Problem make_problem(int64_t BH, int64_t T, int64_t D) {
+  Problem P{BH, T, D};
+  P.p.heads = BH, P.p.L = T, P.p.S = T, P.p.E = D, P.p.Ev = D;
+  P.p.scale = 1 / std::sqrt(double(D)), P.p.causal = true;
+  P.rows.heads.ndim = 1, P.rows.heads.size[0] = BH, P.rows.heads.stride[0] = T * D, P.rows.ld = D;
+  std::mt19937 rng(1);
+  std::normal_distribution<float> normal;
+  const size_t n = P.elements();
+  for (Bf16** x : {&P.q, &P.k, &P.v, &P.dout, &P.out, &P.out_try, &P.dk, &P.dv}) {
+    *x = device_buffer<Bf16>(n);
+    std::vector<Bf16> h(n);
+    for (Bf16& e : h) e = Bf16(normal(rng));
+    CHECK(cudaMemcpy(*x, h.data(), n * 2, cudaMemcpyHostToDevice));
+  }
+  P.lse = device_buffer<float>(size_t(BH * T));
+  P.lse_try = device_buffer<float>(size_t(BH * T));
+  P.delta = device_buffer<float>(size_t(BH * T));
+  P.dq = device_buffer<float>(n);
+  return P;
+}
+
+// The mean time of one call of `launch`, over 20 after one to warm up.
+template <class Launch> float mean_ms(Launch launch) {
+  launch();
+  cudaEvent_t start, stop;
+  CHECK(cudaEventCreate(&start));
+  CHECK(cudaEventCreate(&stop));
+  CHECK(cudaEventRecord(start));
+  for (int i = 0; i < 20; ++i) launch();
+  CHECK(cudaEventRecord(stop));
+  CHECK(cudaEventSynchronize(stop));
+  CHECK(cudaGetLastError());
+  float ms = 0;
+  CHECK(cudaEventElapsedTime(&ms, start, stop));
+  return ms / 20;
+}
+
+void forward(Problem& P, const V4Launch<Bf16>& L, const char* tiling, bool launched) {
+  CHECK(cudaFuncSetAttribute(L.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(L.bytes)));
+  const dim3 grid(unsigned(P.BH), unsigned((P.T + 16 * L.warps - 1) / (16 * L.warps)));
+  Bf16* out_to = launched ? P.out : P.out_try;
+  float* lse_to = launched ? P.lse : P.lse_try;
+  const float ms = mean_ms([&] {
+    L.kernel<<<grid, 32 * L.warps, L.bytes>>>(P.q, P.k, P.v, P.rows, P.rows, P.rows, MaskView{},
+                                              P.p, out_to, lse_to);
+  });
+  const std::vector<float> out = to_host(out_to, P.elements()),
+                           lse = to_host(lse_to, size_t(P.BH * P.T));
+  if (launched) P.ref_out = out, P.ref_lse = lse;
+  std::printf("forward,%s,%d,%lld,%lld,%lld,%.4f,%.3g,%.3g\n", tiling, int(launched),
+              (long long)P.BH, (long long)P.T, (long long)P.D, ms,
+              std::max(max_diff(out, P.ref_out), max_diff(lse, P.ref_lse)),
+              max_abs({&P.ref_out, &P.ref_lse}));
+}
+
+void backward(Problem& P, const B4Launch<Bf16>& L, const char* tiling, bool launched) {
+  CHECK(cudaFuncSetAttribute(L.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(L.bytes)));
+  const dim3 grid(unsigned(P.BH), unsigned((P.T + 16 * L.warps - 1) / (16 * L.warps)));
+  const float ms = mean_ms([&] {
+    CHECK(cudaMemsetAsync(P.dq, 0, P.elements() * sizeof(float)));
+    L.kernel<<<grid, 32 * L.warps, L.bytes>>>(P.dout, P.q, P.k, P.v, P.rows, P.rows, P.rows, P.rows,
+                                              MaskView{}, P.lse, P.delta, P.p, P.dq, P.dk, P.dv);
+  });
+  const std::vector<float> dq = to_host(P.dq, P.elements()), dk = to_host(P.dk, P.elements()),
+                           dv = to_host(P.dv, P.elements());
+  if (launched) P.ref_dq = dq, P.ref_dk = dk, P.ref_dv = dv;
+  const float diff =
+      std::max({max_diff(dq, P.ref_dq), max_diff(dk, P.ref_dk), max_diff(dv, P.ref_dv)});
+  std::printf("backward,%s,%d,%lld,%lld,%lld,%.4f,%.3g,%.3g\n", tiling, int(launched),
+              (long long)P.BH, (long long)P.T, (long long)P.D, ms, diff,
+              max_abs({&P.ref_dq, &P.ref_dk, &P.ref_dv}));
+}
+
+template <int D, int W, int MinBlocks> V4Launch<Bf16> v4_tiling() {
+  return {ember::cuda::v4_forward<Bf16, D, W, MinBlocks>, ember::cuda::v4_shared_bytes(D, W), W};
+}
+
+template <int D, int W, int R, int MinBlocks> B4Launch<Bf16> b4_tiling() {
+  return {ember::cuda::b4_backward<Bf16, D, W, R, MinBlocks>, ember::cuda::b4_shared_bytes(D, W, R),
+          W};
+}
+
+// Every tiling tried at head size D, the launched one first (the others are checked against it).
+template <int D> void run(int64_t BH, int64_t T) {
+  Problem P = make_problem(BH, T, D);
+  forward(P, ember::cuda::v4_launch<Bf16>(D), "launched", true);
+  forward(P, v4_tiling<D, 4, 1>(), "W4_MB1", false);
+  forward(P, v4_tiling<D, 4, 2>(), "W4_MB2", false);
+  forward(P, v4_tiling<D, 4, 3>(), "W4_MB3", false);
+  forward(P, v4_tiling<D, 4, 4>(), "W4_MB4", false);
+  forward(P, v4_tiling<D, 8, 1>(), "W8_MB1", false);
+  forward(P, v4_tiling<D, 8, 2>(), "W8_MB2", false);
+  forward(P, v4_tiling<D, 2, 4>(), "W2_MB4", false);
+  // The backward's inputs: the launched forward's out and logsumexp, and delta = dO . O.
+  ember::cuda::attention_delta<Bf16, float><<<1024, 256>>>(P.dout, P.rows, P.out, P.p, P.delta);
+  CHECK(cudaGetLastError());
+  backward(P, ember::cuda::b4_launch<Bf16>(D), "launched", true);
+  backward(P, b4_tiling<D, 4, 32, 1>(), "W4_R32_MB1", false);
+  backward(P, b4_tiling<D, 8, 32, 1>(), "W8_R32_MB1", false);
+  backward(P, b4_tiling<D, 2, 32, 1>(), "W2_R32_MB1", false);
+  backward(P, b4_tiling<D, 4, 32, 3>(), "W4_R32_MB3", false);
+  if constexpr (D == 64) {
+    backward(P, b4_tiling<D, 4, 64, 1>(), "W4_R64_MB1", false);
+    backward(P, b4_tiling<D, 8, 64, 1>(), "W8_R64_MB1", false);
+    backward(P, b4_tiling<D, 2, 64, 1>(), "W2_R64_MB1", false);
+    backward(P, b4_tiling<D, 4, 64, 3>(), "W4_R64_MB3", false);
+  }
+}
+
+}  // namespace tilings
+
+int main() {
+  std::printf("pass,tiling,launched,BH,T,D,ms,max_diff,ref_max\n");
+  tilings::run<64>(32, 1024);
+  tilings::run<64>(96, 1024);
+  tilings::run<64>(32, 4096);
+  tilings::run<128>(32, 1024);
+  return 0;
+}
