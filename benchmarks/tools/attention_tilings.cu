@@ -153,13 +153,20 @@ void backward(Problem& P, const B4Launch<Bf16>& L, const char* tiling, bool laun
               max_abs({&P.ref_dq, &P.ref_dk, &P.ref_dv}));
 }
 
+// Tilings other than V4Tiling<D> / B4Tiling<D>, launched as the op would launch them.
+template <int W, int MinBlocks> struct V4Try {
+  static constexpr int kWarps = W, kMinBlocks = MinBlocks;
+};
+template <int W, int R, int MinBlocks> struct B4Try {
+  static constexpr int kWarps = W, kRows = R, kMinBlocks = MinBlocks;
+};
+
 template <int D, int W, int MinBlocks> V4Launch<Bf16> v4_tiling() {
-  return {ember::cuda::v4_forward<Bf16, D, W, MinBlocks>, ember::cuda::v4_shared_bytes(D, W), W};
+  return ember::cuda::v4_launch_on_tiling<Bf16, D, V4Try<W, MinBlocks>>();
 }
 
 template <int D, int W, int R, int MinBlocks> B4Launch<Bf16> b4_tiling() {
-  return {ember::cuda::b4_backward<Bf16, D, W, R, MinBlocks>, ember::cuda::b4_shared_bytes(D, W, R),
-          W};
+  return ember::cuda::b4_launch_on_tiling<Bf16, D, B4Try<W, R, MinBlocks>>();
 }
 
 // Every tiling tried at head size D, the launched one first (the others are checked against it).

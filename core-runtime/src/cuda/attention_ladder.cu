@@ -945,8 +945,8 @@ template <class T> struct V4Launch {
   size_t bytes;
   int warps;
 };
-template <class T, int D> V4Launch<T> v4_launch_on_tiling() {
-  using Tiling = V4Tiling<D>;
+// Tiling: V4Tiling<D>, or another with its members (benchmarks/tools/attention_tilings.cu).
+template <class T, int D, class Tiling = V4Tiling<D>> V4Launch<T> v4_launch_on_tiling() {
   return {v4_forward<T, D, Tiling::kWarps, Tiling::kMinBlocks>, v4_shared_bytes(D, Tiling::kWarps),
           Tiling::kWarps};
 }
@@ -1544,8 +1544,8 @@ template <class T> struct B4Launch {
   size_t bytes;
   int warps;
 };
-template <class T, int D> B4Launch<T> b4_launch_on_tiling() {
-  using Tiling = B4Tiling<D>;
+// Tiling: B4Tiling<D>, or another with its members (benchmarks/tools/attention_tilings.cu).
+template <class T, int D, class Tiling = B4Tiling<D>> B4Launch<T> b4_launch_on_tiling() {
   return {b4_backward<T, D, Tiling::kWarps, Tiling::kRows, Tiling::kMinBlocks>,
           b4_shared_bytes(D, Tiling::kWarps, Tiling::kRows), Tiling::kWarps};
 }
