@@ -187,7 +187,10 @@ template <int D> void run(int64_t BH, int64_t T) {
   backward(P, b4_tiling<D, 4, 32, 1>(), "W4_R32_MB1", false);
   backward(P, b4_tiling<D, 8, 32, 1>(), "W8_R32_MB1", false);
   backward(P, b4_tiling<D, 2, 32, 1>(), "W2_R32_MB1", false);
+  backward(P, b4_tiling<D, 4, 32, 2>(), "W4_R32_MB2", false);
   backward(P, b4_tiling<D, 4, 32, 3>(), "W4_R32_MB3", false);
+  backward(P, b4_tiling<D, 4, 32, 4>(), "W4_R32_MB4", false);
+  backward(P, b4_tiling<D, 8, 32, 2>(), "W8_R32_MB2", false);
   if constexpr (D == 64) {
     backward(P, b4_tiling<D, 4, 64, 1>(), "W4_R64_MB1", false);
     backward(P, b4_tiling<D, 8, 64, 1>(), "W8_R64_MB1", false);

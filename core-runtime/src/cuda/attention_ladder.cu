@@ -934,10 +934,14 @@ __global__ void __launch_bounds__(32 * W, MinBlocks)
 }
 
 // The tiling the forward launches for head size D: W warps (16 W query rows a block) and the
-// blocks an SM should hold at once (MinBlocks, which caps a thread's registers: one leaves the
-// compiler 251 at D = 64, three would cap it at 168). benchmarks/tools/attention_tilings.cu times
-// the others.
-template <int D> struct V4Tiling { static constexpr int kWarps = 4, kMinBlocks = 1; };
+// blocks an SM should hold at once (MinBlocks, which caps a thread's registers). Measured on an
+// H100 by benchmarks/tools/attention_tilings.cu (results/*attention-tilings-eighth-run.csv): at
+// D = 64, 8 warps and two blocks (128 registers, 16 warps an SM) take 0.76 of the time of 4 warps
+// and one block (251 registers, 4 warps an SM), whose latency nothing hid. At D = 128 no tiling
+// was clear of the noise, and 8 warps would need 104 KiB of shared memory, more than sm_86 gives.
+template <int D> struct V4Tiling {
+  static constexpr int kWarps = D == 64 ? 8 : 4, kMinBlocks = D == 64 ? 2 : 1;
+};
 
 // v4 on V4Tiling<D> for the problem's head size: its kernel, shared memory and warps a block.
 template <class T> struct V4Launch {
@@ -1322,8 +1326,9 @@ void b3_backward_launch(const Tensor& grad_out, const Tensor& q, const Tensor& k
 //
 // Grid (BH, ceil(S / 16 W)); block W warps (B4Tiling), warp w owns keys j0 + 16 w ... + 15. The
 // block stages its 16 W keys and values once (cp.async), then walks the query tiles of R rows
-// (R = 64 for E = 64, 32 for E = 128: with dK and dV in registers, 128 floats a thread at E = 128,
-// a smaller tile keeps S^T and dP^T from pushing the kernel into spills), from the first that sees
+// (R = 32: with dK and dV in registers, 128 floats a thread at E = 128, a small tile keeps S^T and
+// dP^T from pushing the kernel into spills, and at E = 64 lets three blocks share an SM), from the
+// first that sees
 // j0 under the causal rule, q, dO, logsumexp and delta double buffered as v4 does k and v. Per tile
 // each warp, on its 16 keys:
 //   S^T = K_w Q^T, dP^T = V_w dO^T   [16][R] in C fragments (K_w, V_w: A fragments by ldmatrix,
@@ -1341,10 +1346,11 @@ void b3_backward_launch(const Tensor& grad_out, const Tensor& q, const Tensor& k
 // avoid contention that is small here (each dQ element gets one add per key block of 16 W).
 
 // The tiling the backward launches: W warps (16 W keys a block), R query rows a tile, and the
-// blocks an SM should hold at once (MinBlocks, which caps a thread's registers). As V4Tiling,
-// benchmarks/tools/attention_tilings.cu times the others.
+// blocks an SM should hold at once (MinBlocks, which caps a thread's registers). Measured as
+// V4Tiling's: at E = 64, three blocks of 32-row tiles (167 registers) take 0.84 of the time of one
+// block of 64-row tiles (250 registers); at E = 128, three blocks took 1.4 times as long.
 template <int D> struct B4Tiling {
-  static constexpr int kWarps = 4, kRows = D == 64 ? 64 : 32, kMinBlocks = 1;
+  static constexpr int kWarps = 4, kRows = 32, kMinBlocks = D == 64 ? 3 : 1;
 };
 
 size_t b4_shared_bytes(int64_t D, int W, int R) {
