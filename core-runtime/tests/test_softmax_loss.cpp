@@ -453,6 +453,33 @@ TEST_P(Loss, CrossEntropyOverAVocabulary) {
   }
 }
 
+TEST_P(Loss, CrossEntropyWithInfiniteLogits) {
+  // Infinite logits, on rows short enough for one element a load and long enough for vectors: a
+  // +inf logit away from the target leaves no finite loss (+inf, or NaN as PyTorch's inf - inf
+  // gives); a row that is -inf but at its target has loss 0 and gradient 0; -inf logits elsewhere
+  // add nothing to the row's sum of exps.
+  for (int64_t n : {5, 2049}) {
+    SCOPED_TRACE("n " + std::to_string(n));
+    Values v = test::random_values(3 * n, 64, -3, 3);
+    v[size_t(n / 3 + 1)] = kInf;
+    for (int64_t k = 0; k < n; ++k) v[size_t(n + k)] = -kInf;
+    v[size_t(n + n / 2)] = 0.5;
+    for (int64_t k = 0; k < n; k += 2) v[size_t(2 * n + k)] = -kInf;
+    Tensor x = Tensor::from_vector(v, {3, n}).to(device(), DType::Float32);
+    Tensor t = Tensor::from_vector<int64_t>({0, n / 2, 1}, {3}).to(device());
+    const Values l = cross_entropy(x, t, Tensor(), -100, LossReduction::None).to_vector<double>();
+    EXPECT_FALSE(std::isfinite(l[0])) << l[0];
+    EXPECT_EQ(l[1], 0.0);
+    double sum = 0;
+    for (int64_t k = 1; k < n; k += 2) sum += std::exp(v[size_t(2 * n + k)]);
+    EXPECT_NEAR(l[2], std::log(sum) - v[size_t(2 * n + 1)], 1e-5);
+    Tensor g = Tensor::from_vector<float>({0, 1, 0}, {3}).to(device());
+    const Values d = cross_entropy_backward(g, x, t, Tensor(), -100, LossReduction::None)
+                         .to_vector<double>();
+    for (int64_t k = 0; k < n; ++k) ASSERT_EQ(d[size_t(n + k)], 0.0) << "element " << k;
+  }
+}
+
 TEST_P(Loss, CrossEntropyWithManyClasses) {
   // 3000 classes: a whole block of threads per row on the GPU.
   const int64_t n = 4, classes = 3000;
