@@ -935,7 +935,7 @@ __global__ void __launch_bounds__(32 * W, MinBlocks)
 
 // The tiling the forward launches for head size D: W warps (16 W query rows a block) and the
 // blocks an SM should hold at once (MinBlocks, which caps a thread's registers). Measured on an
-// H100 by benchmarks/tools/attention_tilings.cu (results/*attention-tilings-eighth-run.csv): at
+// H100 by benchmarks/tools/attention_tilings.cu (results/*attention-tilings-eighth-run-*.csv): at
 // D = 64, 8 warps and two blocks (128 registers, 16 warps an SM) take 0.76 of the time of 4 warps
 // and one block (251 registers, 4 warps an SM), whose latency nothing hid. At D = 128 no tiling
 // was clear of the noise, and 8 warps would need 104 KiB of shared memory, more than sm_86 gives.
