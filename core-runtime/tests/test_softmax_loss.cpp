@@ -474,8 +474,8 @@ TEST_P(Loss, CrossEntropyWithInfiniteLogits) {
     for (int64_t k = 1; k < n; k += 2) sum += std::exp(v[size_t(2 * n + k)]);
     EXPECT_NEAR(l[2], std::log(sum) - v[size_t(2 * n + 1)], 1e-5);
     Tensor g = Tensor::from_vector<float>({0, 1, 0}, {3}).to(device());
-    const Values d = cross_entropy_backward(g, x, t, Tensor(), -100, LossReduction::None)
-                         .to_vector<double>();
+    const Values d =
+        cross_entropy_backward(g, x, t, Tensor(), -100, LossReduction::None).to_vector<double>();
     for (int64_t k = 0; k < n; ++k) ASSERT_EQ(d[size_t(n + k)], 0.0) << "element " << k;
   }
 }

@@ -26,7 +26,7 @@ constexpr int64_t kChunk = 65536;  // elements per table entry
 // SM of a large GPU several times over; a block a chunk (160 blocks a launch, 8 warps an SM on an
 // H100) left the update at a third of the memory bandwidth, bound by the loads in flight.
 constexpr int kSplit = 16;
-constexpr int kMaxLists = 5;       // params, grads and up to three state lists
+constexpr int kMaxLists = 5;  // params, grads and up to three state lists
 // One launch's share of the group, sized to stay under the 4 KB of kernel parameters every
 // architecture takes: 24 tensors (5 addresses and a count each, 1152 B) and 160 chunks (12 B
 // each, 1920 B). A larger group takes more launches.
@@ -50,7 +50,8 @@ __global__ void __launch_bounds__(kThreads) multi_tensor_step(const Table table,
 #pragma unroll
   for (int k = 0; k < kMaxLists; ++k) p[k] = reinterpret_cast<T*>(table.address[row][k]);
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
-  for (int64_t i = begin + blockIdx.x * blockDim.x + threadIdx.x; i < end; i += stride) update(p, i);
+  for (int64_t i = begin + blockIdx.x * blockDim.x + threadIdx.x; i < end; i += stride)
+    update(p, i);
 }
 
 // Fills tables with `lists`' tensors and their chunks in order, launching one multi_tensor_step
