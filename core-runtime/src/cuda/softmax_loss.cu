@@ -403,23 +403,40 @@ template <class T> struct CeRow {
 // Short rows (a 10-class head) keep one element a load, which measured faster there.
 constexpr int64_t kVectorRow = 1024;
 
-// Calls f(k, x[k]) for every k < n of a row whose elements are adjacent, the group's threads
-// sharing them: the elements before the row's first 16-byte boundary one each, then 16 bytes a
-// load (several in flight at once), then the last few.
-template <class T, class F>
-__device__ __forceinline__ void for_each_adjacent(const T* row, int64_t n, F&& f) {
+// For a row whose elements are adjacent, the group's threads sharing them: calls f(k, x[k]) for
+// the elements before the row's first 16-byte boundary and the last few, and f_vec(k, v) for each
+// 16-byte vector v between (several loads in flight at once), whose first element is x[k].
+template <class T, class F, class FVec>
+__device__ __forceinline__ void for_each_adjacent(const T* row, int64_t n, F&& f, FVec&& f_vec) {
   constexpr int VEC = 16 / sizeof(T);
   const int64_t head = min(n, int64_t((16 - uintptr_t(row) % 16) % 16 / sizeof(T)));
   if (threadIdx.x < head) f(int64_t(threadIdx.x), row[threadIdx.x]);
   const int64_t vecs = (n - head) / VEC;
   const auto* body = reinterpret_cast<const Vec<T, VEC>*>(row + head);
 #pragma unroll 4
-  for (int64_t j = threadIdx.x; j < vecs; j += blockDim.x) {
-    const Vec<T, VEC> v = body[j];
-#pragma unroll
-    for (int e = 0; e < VEC; ++e) f(head + j * VEC + e, v.v[e]);
-  }
+  for (int64_t j = threadIdx.x; j < vecs; j += blockDim.x) f_vec(head + j * VEC, body[j]);
   for (int64_t k = head + vecs * VEC + threadIdx.x; k < n; k += blockDim.x) f(k, row[k]);
+}
+
+// The (max, sum of exp(x - max)) statistics of one vector, combined into a row's as one step:
+// its max first, then its VEC exps, which depend on nothing but that max. Stepping element by
+// element chains every exp behind the previous element's comparison; on a vocabulary-sized row
+// that chain, not the memory, set the cross entropy's time. A NaN in the vector makes its max
+// and sum NaN, which combine() keeps, as step() does.
+template <class T, int VEC>
+__device__ __forceinline__ Stats<compute_t<T>> vector_stats(const Vec<T, VEC>& v) {
+  using C = compute_t<T>;
+  C x[VEC], m = C(v.v[0]);
+#pragma unroll
+  for (int e = 0; e < VEC; ++e) {
+    x[e] = C(v.v[e]);
+    m = x[e] > m || reducers::is_nan(x[e]) ? x[e] : m;
+  }
+  if (reducers::is_nan(m)) return {m, m};
+  C sum = C(0);
+#pragma unroll
+  for (int e = 0; e < VEC; ++e) sum += x[e] == m ? C(1) : std::exp(x[e] - m);  // as step()
+  return {m, sum};
 }
 
 // out[k] = f(k, in[k]) for every k < n of two rows of adjacent elements that stand alike against
@@ -462,7 +479,18 @@ template <class T> __device__ CeRow<T> load_row(const RowArgs<T>& a) {
       r.ws.w += w;
     }
   };
-  if (!r.skip && a.xr.stride == 1 && a.n >= kVectorRow) for_each_adjacent(r.x, a.n, add);
+  constexpr int VEC = 16 / sizeof(T);
+  auto add_vec = [&](int64_t k, const Vec<T, VEC>& v) {
+    r.st = lse.combine(r.st, vector_stats(v));
+    if (a.eps != C(0))
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) {
+        const C w = a.weight ? a.weight[k + e] : C(1);
+        r.ws.wx += w * C(v.v[e]);
+        r.ws.w += w;
+      }
+  };
+  if (!r.skip && a.xr.stride == 1 && a.n >= kVectorRow) for_each_adjacent(r.x, a.n, add, add_vec);
   else
     for (int64_t k = threadIdx.x; !r.skip && k < a.n; k += blockDim.x) add(k, r.x[k * a.xr.stride]);
   r.st = group_allreduce(r.st, LseCombine<T>{}, no_stats<C>(), group_scratch<Stats<C>>());
