@@ -322,24 +322,45 @@ __global__ void sum_splits(const Acc* partial, int splits, int64_t count, T* gra
 // The BM that launch_conv_gemm uses for a GEMM with M rows: the smallest of 16, 32, 64 covering M.
 inline int tile_rows(int m) { return m <= 16 ? 16 : m <= 32 ? 32 : 64; }
 
+// Backward-weight's split of its long K (N * Ho * Wo) over blocks: enough splits that its `tiles`
+// output tiles give each of the device's `sms` SMs four blocks, each split at least 8 K tiles deep
+// (256 values in float32); chunk, the K values of a split, is a multiple of the tile depth.
+struct KSplit {
+  int splits, chunk;
+};
+template <class Acc> KSplit weight_k_split(int k, int64_t tiles, int sms) {
+  constexpr int bk = tile_depth<Acc>();
+  const int64_t wanted = 4 * int64_t(sms), max_splits = std::max<int64_t>(1, k / (8 * bk));
+  const int64_t splits =
+      std::clamp<int64_t>(wanted / tiles, 1, std::min<int64_t>(max_splits, 65535));
+  const int chunk = int(((k + splits - 1) / splits + bk - 1) / bk * bk);
+  return {(k + chunk - 1) / chunk, chunk};
+}
+
+// conv_gemm for `pass` on BM x BN tiles. Grid: tiles x groups x splits; k_chunk a multiple of
+// tile_depth<Pass::Acc>(). The caller checks the launch.
+template <class Pass, int BM, int BN>
+void launch_conv_gemm_on(const Pass& pass, int M, int N, int K, int groups, int splits, int k_chunk,
+                         cudaStream_t stream) {
+  const int64_t tiles = int64_t((M + BM - 1) / BM) * ((N + BN - 1) / BN);
+  conv_gemm<Pass, BM, BN>
+      <<<dim3(unsigned(tiles), unsigned(groups), unsigned(splits)), kThreads, 0, stream>>>(pass, M,
+                                                                                           N, K,
+                                                                                           k_chunk);
+}
+
 // Launches conv_gemm for `pass` with BM = tile_rows(M), and BN = 128 unless that leaves some of
-// the device's `sms` SMs without a block (then 32). Grid: tiles x groups x splits; k_chunk a
-// multiple of tile_depth<Pass::Acc>(). The caller checks the launch.
+// the device's `sms` SMs without a block (then 32). benchmarks/tools/conv_tilings.cu times the
+// other widths.
 template <class Pass>
 void launch_conv_gemm(const Pass& pass, int M, int N, int K, int groups, int splits, int k_chunk,
                       int sms, cudaStream_t stream) {
   const int64_t tiles_m = (M + tile_rows(M) - 1) / tile_rows(M);
   const bool narrow = tiles_m * ((N + kBN - 1) / kBN) * groups * splits < sms;
-  auto launch = [&](auto bm, auto bn) {
-    constexpr int BM = decltype(bm)::value, BN = decltype(bn)::value;
-    const int64_t tiles = tiles_m * ((N + BN - 1) / BN);
-    conv_gemm<Pass, BM, BN>
-        <<<dim3(unsigned(tiles), unsigned(groups), unsigned(splits)), kThreads, 0, stream>>>(
-            pass, M, N, K, k_chunk);
-  };
   auto with_bn = [&](auto bm) {
-    if (narrow) launch(bm, std::integral_constant<int, 32>{});
-    else launch(bm, std::integral_constant<int, kBN>{});
+    constexpr int BM = decltype(bm)::value;
+    if (narrow) launch_conv_gemm_on<Pass, BM, 32>(pass, M, N, K, groups, splits, k_chunk, stream);
+    else launch_conv_gemm_on<Pass, BM, kBN>(pass, M, N, K, groups, splits, k_chunk, stream);
   };
   switch (tile_rows(M)) {
     case 16:

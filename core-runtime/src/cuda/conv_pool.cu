@@ -135,8 +135,7 @@ void backward_input_implicit(const Tensor& go, const Tensor& w, Tensor& grad_x,
 }
 
 // K = N * Ho * Wo is long and the output [Og, R] small, so K is split over enough blocks to fill
-// the GPU (each split at least 8 tiles of K, 256 values in float32); partial sums, then one kernel
-// adds them.
+// the GPU (conv::weight_k_split); partial sums, then one kernel adds them.
 template <class T>
 void backward_weight_implicit(const Tensor& go, const Tensor& x, Tensor& grad_w,
                               const ConvShape& s) {
@@ -146,23 +145,18 @@ void backward_weight_implicit(const Tensor& go, const Tensor& x, Tensor& grad_w,
   const int k = s.N * s.P;
   const int bm = conv::tile_rows(s.Og);
   const int64_t tiles = int64_t((s.Og + bm - 1) / bm) * ((s.R + conv::kBN - 1) / conv::kBN) * s.G;
-  const int64_t wanted = 4 * int64_t(properties(dev).multiProcessorCount);
-  constexpr int bk = conv::tile_depth<Acc>();
-  const int64_t max_splits = std::max<int64_t>(1, k / (8 * bk));
-  int splits = int(std::clamp<int64_t>(wanted / tiles, 1, std::min<int64_t>(max_splits, 65535)));
-  const int chunk = ((k + splits - 1) / splits + bk - 1) / bk * bk;
-  splits = (k + chunk - 1) / chunk;
+  const int sms = properties(dev).multiProcessorCount;
+  const conv::KSplit split = conv::weight_k_split<Acc>(k, tiles, sms);
   const int64_t count = int64_t(s.O) * s.R;
-  Tensor partial = Tensor::empty({splits * count}, dtype_of_v<Acc>, x.device(), op);
+  Tensor partial = Tensor::empty({split.splits * count}, dtype_of_v<Acc>, x.device(), op);
   conv::BackwardWeight<T> pass{s,
                                {go.data<T>()},
                                {x.data<T>(), s.H, s.W, 1, 1},
                                partial.data<Acc>()};
-  conv::launch_conv_gemm(pass, s.Og, s.R, k, s.G, splits, chunk,
-                         properties(dev).multiProcessorCount, stream(dev));
+  conv::launch_conv_gemm(pass, s.Og, s.R, k, s.G, split.splits, split.chunk, sms, stream(dev));
   check_launch(op, {&go, &x, &grad_w});
   conv::sum_splits<T, Acc><<<grid_size(count, 256, dev), 256, 0, stream(dev)>>>(partial.data<Acc>(),
-                                                                                splits, count,
+                                                                                split.splits, count,
                                                                                 grad_w.data<T>());
   check_launch(op, {&go, &x, &grad_w});
 }
