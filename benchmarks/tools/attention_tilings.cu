@@ -18,6 +18,7 @@
 #include <random>
 
 #include "cuda/attention_ladder.cu"
+#include "tool_support.cuh"
 
 namespace tilings {
 
@@ -27,21 +28,6 @@ using ember::cuda::HeadRows;
 using ember::cuda::MaskView;
 using ember::cuda::V4Launch;
 using Bf16 = ember::BFloat16;
-
-#define CHECK(call)                                                                   \
-  do {                                                                                \
-    const cudaError_t e = (call);                                                     \
-    if (e != cudaSuccess) {                                                           \
-      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e)); \
-      std::exit(1);                                                                   \
-    }                                                                                 \
-  } while (0)
-
-template <class X> X* device_buffer(size_t n) {
-  X* p = nullptr;
-  CHECK(cudaMalloc(&p, n * sizeof(X)));
-  return p;
-}
 
 template <class X> std::vector<float> to_host(const X* d, size_t n) {
   std::vector<X> h(n);
@@ -89,32 +75,16 @@ Problem make_problem(int64_t BH, int64_t T, int64_t D) {
   std::normal_distribution<float> normal;
   const size_t n = P.elements();
   for (Bf16** x : {&P.q, &P.k, &P.v, &P.dout, &P.out, &P.out_try, &P.dk, &P.dv}) {
-    *x = device_buffer<Bf16>(n);
+    *x = tool::device_buffer<Bf16>(n);
     std::vector<Bf16> h(n);
     for (Bf16& e : h) e = Bf16(normal(rng));
     CHECK(cudaMemcpy(*x, h.data(), n * 2, cudaMemcpyHostToDevice));
   }
-  P.lse = device_buffer<float>(size_t(BH * T));
-  P.lse_try = device_buffer<float>(size_t(BH * T));
-  P.delta = device_buffer<float>(size_t(BH * T));
-  P.dq = device_buffer<float>(n);
+  P.lse = tool::device_buffer<float>(size_t(BH * T));
+  P.lse_try = tool::device_buffer<float>(size_t(BH * T));
+  P.delta = tool::device_buffer<float>(size_t(BH * T));
+  P.dq = tool::device_buffer<float>(n);
   return P;
-}
-
-// The mean time of one call of `launch`, over 20 after one to warm up.
-template <class Launch> float mean_ms(Launch launch) {
-  launch();
-  cudaEvent_t start, stop;
-  CHECK(cudaEventCreate(&start));
-  CHECK(cudaEventCreate(&stop));
-  CHECK(cudaEventRecord(start));
-  for (int i = 0; i < 20; ++i) launch();
-  CHECK(cudaEventRecord(stop));
-  CHECK(cudaEventSynchronize(stop));
-  CHECK(cudaGetLastError());
-  float ms = 0;
-  CHECK(cudaEventElapsedTime(&ms, start, stop));
-  return ms / 20;
 }
 
 void forward(Problem& P, const V4Launch<Bf16>& L, const char* tiling, bool launched) {
@@ -122,7 +92,7 @@ void forward(Problem& P, const V4Launch<Bf16>& L, const char* tiling, bool launc
   const dim3 grid(unsigned(P.BH), unsigned((P.T + 16 * L.warps - 1) / (16 * L.warps)));
   Bf16* out_to = launched ? P.out : P.out_try;
   float* lse_to = launched ? P.lse : P.lse_try;
-  const float ms = mean_ms([&] {
+  const float ms = tool::mean_ms([&] {
     L.kernel<<<grid, 32 * L.warps, L.bytes>>>(P.q, P.k, P.v, P.rows, P.rows, P.rows, MaskView{},
                                               P.p, out_to, lse_to);
   });
@@ -138,7 +108,7 @@ void forward(Problem& P, const V4Launch<Bf16>& L, const char* tiling, bool launc
 void backward(Problem& P, const B4Launch<Bf16>& L, const char* tiling, bool launched) {
   CHECK(cudaFuncSetAttribute(L.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(L.bytes)));
   const dim3 grid(unsigned(P.BH), unsigned((P.T + 16 * L.warps - 1) / (16 * L.warps)));
-  const float ms = mean_ms([&] {
+  const float ms = tool::mean_ms([&] {
     CHECK(cudaMemsetAsync(P.dq, 0, P.elements() * sizeof(float)));
     L.kernel<<<grid, 32 * L.warps, L.bytes>>>(P.dout, P.q, P.k, P.v, P.rows, P.rows, P.rows, P.rows,
                                               MaskView{}, P.lse, P.delta, P.p, P.dq, P.dk, P.dv);

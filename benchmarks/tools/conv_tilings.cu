@@ -19,19 +19,11 @@
 #include <vector>
 
 #include "cuda/conv_implicit_gemm.cuh"
+#include "tool_support.cuh"
 
 namespace conv_tilings {
 
 namespace cv = ember::cuda::conv;
-
-#define CHECK(call)                                                                   \
-  do {                                                                                \
-    const cudaError_t e = (call);                                                     \
-    if (e != cudaSuccess) {                                                           \
-      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e)); \
-      std::exit(1);                                                                   \
-    }                                                                                 \
-  } while (0)
 
 constexpr int kKernel = 3;
 
@@ -41,8 +33,7 @@ float* device_values(size_t n, uint64_t seed) {  // uniform in [-1, 1)
     seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
     v = float(seed >> 40) * 0x1p-23f - 1.f;
   }
-  float* d = nullptr;
-  CHECK(cudaMalloc(&d, n * sizeof(float)));
+  float* d = tool::device_buffer<float>(n);
   CHECK(cudaMemcpy(d, h.data(), n * sizeof(float), cudaMemcpyHostToDevice));
   return d;
 }
@@ -63,22 +54,6 @@ cv::ConvShape conv_shape(int N, int C, int H, int W, int O) {
   s.by_khw = cv::FastDiv(s.khw), s.by_kw = cv::FastDiv(s.kw), s.by_P = cv::FastDiv(s.P);
   s.by_Wo = cv::FastDiv(s.Wo), s.by_HW = cv::FastDiv(s.HW), s.by_W = cv::FastDiv(s.W);
   return s;
-}
-
-// The mean time of one call of `launch`, over 20 after one to warm up.
-template <class Launch> float mean_ms(Launch launch) {
-  launch();
-  cudaEvent_t start, stop;
-  CHECK(cudaEventCreate(&start));
-  CHECK(cudaEventCreate(&stop));
-  CHECK(cudaEventRecord(start));
-  for (int i = 0; i < 20; ++i) launch();
-  CHECK(cudaEventRecord(stop));
-  CHECK(cudaEventSynchronize(stop));
-  CHECK(cudaGetLastError());
-  float ms = 0;
-  CHECK(cudaEventElapsedTime(&ms, start, stop));
-  return ms / 20;
 }
 
 float max_diff(const std::vector<float>& a, const std::vector<float>& b) {
@@ -103,7 +78,7 @@ struct Problem {
 // Times one width of one pass (launch(bn_or_0) runs it, 0: as the op launches) and prints its row.
 template <class Launch>
 void row(Problem& P, const char* pass, int bn, const float* result, size_t n, Launch launch) {
-  const float ms = mean_ms([&] { launch(bn); });
+  const float ms = tool::mean_ms([&] { launch(bn); });
   const std::vector<float> got = to_host(result, n);
   if (bn == 0) P.ref = got;
   std::printf("%s,%d,%d,%d,%d,%d,%.4f,%.3g,%.3g\n", pass, bn, int(bn == 0), P.s.N, P.s.C, P.s.O, ms,

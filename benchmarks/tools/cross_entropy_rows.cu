@@ -24,29 +24,15 @@
 #include <vector>
 
 #include "cuda/softmax_loss.cu"
+#include "tool_support.cuh"
 
 namespace ce_rows {
 
 namespace cu = ember::cuda;
 using Bf16 = ember::BFloat16;
 
-#define CHECK(call)                                                                   \
-  do {                                                                                \
-    const cudaError_t e = (call);                                                     \
-    if (e != cudaSuccess) {                                                           \
-      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e)); \
-      std::exit(1);                                                                   \
-    }                                                                                 \
-  } while (0)
-
 constexpr int64_t kRows = 8192, kClasses = 50257, kEvery = 61;
 const double kInf = std::numeric_limits<double>::infinity();
-
-template <class X> X* device_buffer(size_t n) {
-  X* p = nullptr;
-  CHECK(cudaMalloc(&p, n * sizeof(X)));
-  return p;
-}
 
 // A walk over `rows` rows whose starts lie `stride` elements apart.
 ember::cuda::DeviceWalk walk(int64_t rows, int64_t stride) {
@@ -103,29 +89,14 @@ double error(double got, double want) {
   return std::isfinite(want) ? std::fabs(got - want) / (std::fabs(want) + 1e-6) : 0;
 }
 
-// The mean time of one call of `launch`, over 20 after one to warm up.
-template <class Launch> float mean_ms(Launch launch) {
-  launch();
-  cudaEvent_t start, stop;
-  CHECK(cudaEventCreate(&start));
-  CHECK(cudaEventCreate(&stop));
-  CHECK(cudaEventRecord(start));
-  for (int i = 0; i < 20; ++i) launch();
-  CHECK(cudaEventRecord(stop));
-  CHECK(cudaEventSynchronize(stop));
-  CHECK(cudaGetLastError());
-  float ms = 0;
-  CHECK(cudaEventElapsedTime(&ms, start, stop));
-  return ms / 20;
-}
-
 template <class T> void run(const char* dtype) {
   const Problem P = make_problem<T>();
   const size_t n = P.x.size();
   std::vector<T> x_host(P.x.begin(), P.x.end());
-  T *x = device_buffer<T>(n), *grad = device_buffer<T>(n);
-  int64_t* target = device_buffer<int64_t>(size_t(kRows));
-  float *loss = device_buffer<float>(size_t(kRows)), *g = device_buffer<float>(size_t(kRows));
+  T *x = tool::device_buffer<T>(n), *grad = tool::device_buffer<T>(n);
+  int64_t* target = tool::device_buffer<int64_t>(size_t(kRows));
+  float *loss = tool::device_buffer<float>(size_t(kRows)),
+        *g = tool::device_buffer<float>(size_t(kRows));
   CHECK(cudaMemcpy(x, x_host.data(), n * sizeof(T), cudaMemcpyHostToDevice));
   CHECK(cudaMemcpy(target, P.target.data(), size_t(kRows) * 8, cudaMemcpyHostToDevice));
   const std::vector<float> ones(size_t(kRows), 1.f);
@@ -140,9 +111,9 @@ template <class T> void run(const char* dtype) {
     const cu::RowLaunch L = cu::row_launch<cu::Stats<double>>(kRows, cu::group_size(kClasses, 8));
     const size_t smem = cu::ce_scratch(int(L.block.y));
     const float forward_ms =
-        mean_ms([&] { cu::ce_forward_kernel<<<L.grid, L.block, smem>>>(a, loss); });
+        tool::mean_ms([&] { cu::ce_forward_kernel<<<L.grid, L.block, smem>>>(a, loss); });
     const cu::Rows grad_rows{walk(kRows, kClasses), 1};
-    const float backward_ms = mean_ms([&] {
+    const float backward_ms = tool::mean_ms([&] {
       cu::ce_backward_kernel<<<L.grid, L.block, smem>>>(a, g, walk(kRows, 1), grad, grad_rows);
     });
     std::vector<float> loss_host(static_cast<size_t>(kRows));
