@@ -29,29 +29,6 @@ using ember::cuda::MaskView;
 using ember::cuda::V4Launch;
 using Bf16 = ember::BFloat16;
 
-template <class X> std::vector<float> to_host(const X* d, size_t n) {
-  std::vector<X> h(n);
-  CHECK(cudaMemcpy(h.data(), d, n * sizeof(X), cudaMemcpyDeviceToHost));
-  return std::vector<float>(h.begin(), h.end());
-}
-
-// The largest |a - b|; equal infinities (logsumexp's fully masked rows) count as equal.
-float max_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  float m = 0;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (a[i] != b[i]) m = std::max(m, std::fabs(a[i] - b[i]));
-  return m;
-}
-
-// The largest finite |x| over some vectors.
-float max_abs(std::initializer_list<const std::vector<float>*> xs) {
-  float m = 0;
-  for (const std::vector<float>* x : xs)
-    for (float e : *x)
-      if (std::isfinite(e)) m = std::max(m, std::fabs(e));
-  return m;
-}
-
 // One problem's inputs, the outputs, and the launched tilings' results to check the others
 // against. The forward's out and lse are the launched tiling's (the backward's inputs); the
 // others write theirs to out_try and lse_try.
@@ -89,38 +66,38 @@ Problem make_problem(int64_t BH, int64_t T, int64_t D) {
 
 void forward(Problem& P, const V4Launch<Bf16>& L, const char* tiling, bool launched) {
   CHECK(cudaFuncSetAttribute(L.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(L.bytes)));
-  const dim3 grid(unsigned(P.BH), unsigned((P.T + 16 * L.warps - 1) / (16 * L.warps)));
   Bf16* out_to = launched ? P.out : P.out_try;
   float* lse_to = launched ? P.lse : P.lse_try;
   const float ms = tool::mean_ms([&] {
-    L.kernel<<<grid, 32 * L.warps, L.bytes>>>(P.q, P.k, P.v, P.rows, P.rows, P.rows, MaskView{},
-                                              P.p, out_to, lse_to);
+    L.kernel<<<L.grid(P.BH, P.T), 32 * L.warps, L.bytes>>>(P.q, P.k, P.v, P.rows, P.rows, P.rows,
+                                                           MaskView{}, P.p, out_to, lse_to);
   });
-  const std::vector<float> out = to_host(out_to, P.elements()),
-                           lse = to_host(lse_to, size_t(P.BH * P.T));
+  const std::vector<float> out = tool::to_host(out_to, P.elements()),
+                           lse = tool::to_host(lse_to, size_t(P.BH * P.T));
   if (launched) P.ref_out = out, P.ref_lse = lse;
   std::printf("forward,%s,%d,%lld,%lld,%lld,%.4f,%.3g,%.3g\n", tiling, int(launched),
               (long long)P.BH, (long long)P.T, (long long)P.D, ms,
-              std::max(max_diff(out, P.ref_out), max_diff(lse, P.ref_lse)),
-              max_abs({&P.ref_out, &P.ref_lse}));
+              std::max(tool::max_diff(out, P.ref_out), tool::max_diff(lse, P.ref_lse)),
+              tool::max_abs({&P.ref_out, &P.ref_lse}));
 }
 
 void backward(Problem& P, const B4Launch<Bf16>& L, const char* tiling, bool launched) {
   CHECK(cudaFuncSetAttribute(L.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(L.bytes)));
-  const dim3 grid(unsigned(P.BH), unsigned((P.T + 16 * L.warps - 1) / (16 * L.warps)));
   const float ms = tool::mean_ms([&] {
     CHECK(cudaMemsetAsync(P.dq, 0, P.elements() * sizeof(float)));
-    L.kernel<<<grid, 32 * L.warps, L.bytes>>>(P.dout, P.q, P.k, P.v, P.rows, P.rows, P.rows, P.rows,
-                                              MaskView{}, P.lse, P.delta, P.p, P.dq, P.dk, P.dv);
+    L.kernel<<<L.grid(P.BH, P.T), 32 * L.warps, L.bytes>>>(P.dout, P.q, P.k, P.v, P.rows, P.rows,
+                                                           P.rows, P.rows, MaskView{}, P.lse,
+                                                           P.delta, P.p, P.dq, P.dk, P.dv);
   });
-  const std::vector<float> dq = to_host(P.dq, P.elements()), dk = to_host(P.dk, P.elements()),
-                           dv = to_host(P.dv, P.elements());
+  const std::vector<float> dq = tool::to_host(P.dq, P.elements()),
+                           dk = tool::to_host(P.dk, P.elements()),
+                           dv = tool::to_host(P.dv, P.elements());
   if (launched) P.ref_dq = dq, P.ref_dk = dk, P.ref_dv = dv;
-  const float diff =
-      std::max({max_diff(dq, P.ref_dq), max_diff(dk, P.ref_dk), max_diff(dv, P.ref_dv)});
+  const float diff = std::max(
+      {tool::max_diff(dq, P.ref_dq), tool::max_diff(dk, P.ref_dk), tool::max_diff(dv, P.ref_dv)});
   std::printf("backward,%s,%d,%lld,%lld,%lld,%.4f,%.3g,%.3g\n", tiling, int(launched),
               (long long)P.BH, (long long)P.T, (long long)P.D, ms, diff,
-              max_abs({&P.ref_dq, &P.ref_dk, &P.ref_dv}));
+              tool::max_abs({&P.ref_dq, &P.ref_dk, &P.ref_dv}));
 }
 
 // Tilings other than V4Tiling<D> / B4Tiling<D>, launched as the op would launch them.

@@ -38,34 +38,14 @@ float* device_values(size_t n, uint64_t seed) {  // uniform in [-1, 1)
   return d;
 }
 
-std::vector<float> to_host(const float* d, size_t n) {
-  std::vector<float> h(n);
-  CHECK(cudaMemcpy(h.data(), d, n * sizeof(float), cudaMemcpyDeviceToHost));
-  return h;
-}
-
 // x [N, C, H, W] * w [O, C, 3, 3] -> out [N, O, H - 2, W - 2]: stride 1, no padding, one group.
 cv::ConvShape conv_shape(int N, int C, int H, int W, int O) {
   cv::ConvShape s{};
   s.N = N, s.C = C, s.H = H, s.W = W, s.O = O, s.kh = s.kw = kKernel;
   s.Ho = H - kKernel + 1, s.Wo = W - kKernel + 1, s.G = 1;
   s.sh = s.sw = s.dh = s.dw = 1, s.ph = s.pw = 0;
-  s.Cg = C, s.Og = O, s.khw = kKernel * kKernel, s.R = C * s.khw, s.P = s.Ho * s.Wo, s.HW = H * W;
-  s.by_khw = cv::FastDiv(s.khw), s.by_kw = cv::FastDiv(s.kw), s.by_P = cv::FastDiv(s.P);
-  s.by_Wo = cv::FastDiv(s.Wo), s.by_HW = cv::FastDiv(s.HW), s.by_W = cv::FastDiv(s.W);
+  cv::derive_sizes(s);
   return s;
-}
-
-float max_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  float m = 0;
-  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(a[i] - b[i]));
-  return m;
-}
-
-float max_abs(const std::vector<float>& a) {
-  float m = 0;
-  for (float v : a) m = std::max(m, std::fabs(v));
-  return m;
 }
 
 struct Problem {
@@ -79,10 +59,10 @@ struct Problem {
 template <class Launch>
 void row(Problem& P, const char* pass, int bn, const float* result, size_t n, Launch launch) {
   const float ms = tool::mean_ms([&] { launch(bn); });
-  const std::vector<float> got = to_host(result, n);
+  const std::vector<float> got = tool::to_host(result, n);
   if (bn == 0) P.ref = got;
   std::printf("%s,%d,%d,%d,%d,%d,%.4f,%.3g,%.3g\n", pass, bn, int(bn == 0), P.s.N, P.s.C, P.s.O, ms,
-              max_diff(got, P.ref), max_abs(P.ref));
+              tool::max_diff(got, P.ref), tool::max_abs({&P.ref}));
 }
 
 // Every width BN of 32, 64, 128 and 256 on BM-row tiles, or the op's own launch for bn == 0.
@@ -141,7 +121,10 @@ void run(int N, int C, int O, int sms) {
   P.grad_w = device_values(nw, 7);
   const int most_splits = std::max(1, N * s.P / (8 * cv::tile_depth<float>()));
   P.partial = device_values(nw * size_t(most_splits), 8);
-  if (cv::tile_rows(C) != 16 || cv::tile_rows(O) > 32) std::exit(2);  // the instances below
+  if (cv::tile_rows(C) != 16 || cv::tile_rows(O) > 32) {  // the instances below
+    std::fprintf(stderr, "conv_tilings: no instances for C %d, O %d\n", C, O);
+    std::exit(2);
+  }
   if (cv::tile_rows(O) == 16) run_passes<16, 16>(P);
   else run_passes<32, 16>(P);
   for (float* p : {P.x, P.w, P.bias, P.grad_out, P.out, P.grad_x, P.grad_w, P.partial})

@@ -943,12 +943,19 @@ template <int D> struct V4Tiling {
   static constexpr int kWarps = D == 64 ? 8 : 4, kMinBlocks = D == 64 ? 2 : 1;
 };
 
-// v4 on V4Tiling<D> for the problem's head size: its kernel, shared memory and warps a block.
-template <class T> struct V4Launch {
-  decltype(&v4_forward<T, 64, 4, 1>) kernel;
+// A kernel of v4 or b4 on a tiling, with the shared memory and warps a block it launches with.
+template <class Kernel> struct TiledLaunch {
+  Kernel kernel;
   size_t bytes;
   int warps;
+  // Grid: a block per 16 W rows (v4: queries, b4: keys) of each of the heads.
+  dim3 grid(int64_t heads, int64_t rows) const {
+    return {unsigned(heads), unsigned((rows + 16 * warps - 1) / (16 * warps))};
+  }
 };
+
+// v4 on V4Tiling<D> for the problem's head size.
+template <class T> using V4Launch = TiledLaunch<decltype(&v4_forward<T, 64, 4, 1>)>;
 // Tiling: V4Tiling<D>, or another with its members (benchmarks/tools/attention_tilings.cu).
 template <class T, int D, class Tiling = V4Tiling<D>> V4Launch<T> v4_launch_on_tiling() {
   return {v4_forward<T, D, Tiling::kWarps, Tiling::kMinBlocks>, v4_shared_bytes(D, Tiling::kWarps),
@@ -1014,12 +1021,9 @@ bool v4_forward_launch(const AttentionOperand& q_in, const AttentionOperand& k_i
                          v = v4_operand(v_in, p.heads, vh);
   const V4Launch<T> L = v4_launch<T>(p.E);
   if (!allow_shared(L.kernel, L.bytes, dev)) return false;
-  const dim3 grid(unsigned(p.heads), unsigned((p.L + 16 * L.warps - 1) / (16 * L.warps)));
-  L.kernel<<<grid, 32 * L.warps, L.bytes, stream(out.device())>>>(q.values.data<T>(),
-                                                                  k.values.data<T>(),
-                                                                  v.values.data<T>(), qh, kh, vh,
-                                                                  mask_view(mask), p, out.data<T>(),
-                                                                  lse.data<float>());
+  L.kernel<<<L.grid(p.heads, p.L), 32 * L.warps, L.bytes, stream(out.device())>>>(
+      q.values.data<T>(), k.values.data<T>(), v.values.data<T>(), qh, kh, vh, mask_view(mask), p,
+      out.data<T>(), lse.data<float>());
   check_launch(kForward, {&q.values, &k.values, &v.values, &out});
   return true;
 }
@@ -1328,8 +1332,8 @@ void b3_backward_launch(const Tensor& grad_out, const Tensor& q, const Tensor& k
 // block stages its 16 W keys and values once (cp.async), then walks the query tiles of R rows
 // (R = 32: with dK and dV in registers, 128 floats a thread at E = 128, a small tile keeps S^T and
 // dP^T from pushing the kernel into spills, and at E = 64 lets three blocks share an SM), from the
-// first that sees
-// j0 under the causal rule, q, dO, logsumexp and delta double buffered as v4 does k and v. Per tile
+// first that sees j0 under the causal rule, q, dO, logsumexp and delta double buffered as v4 does
+// k and v. Per tile
 // each warp, on its 16 keys:
 //   S^T = K_w Q^T, dP^T = V_w dO^T   [16][R] in C fragments (K_w, V_w: A fragments by ldmatrix,
 //                                    Q, dO: B fragments, rows as n)
@@ -1544,12 +1548,8 @@ struct B4Inputs {
   HeadRows dout_rows, q_rows, k_rows, v_rows;
 };
 
-// b4 on B4Tiling<D> for the problem's head size: its kernel, shared memory and warps a block.
-template <class T> struct B4Launch {
-  decltype(&b4_backward<T, 64, 4, 64, 1>) kernel;
-  size_t bytes;
-  int warps;
-};
+// b4 on B4Tiling<D> for the problem's head size.
+template <class T> using B4Launch = TiledLaunch<decltype(&b4_backward<T, 64, 4, 64, 1>)>;
 // Tiling: B4Tiling<D>, or another with its members (benchmarks/tools/attention_tilings.cu).
 template <class T, int D, class Tiling = B4Tiling<D>> B4Launch<T> b4_launch_on_tiling() {
   return {b4_backward<T, D, Tiling::kWarps, Tiling::kRows, Tiling::kMinBlocks>,
@@ -1573,8 +1573,7 @@ void b4_backward_launch(const B4Inputs& in, const AttentionMask& mask, const Ten
                         const Tensor& delta, const AttentionParams& p, Tensor& dq, Tensor& grad_k,
                         Tensor& grad_v) {
   const B4Launch<T> L = b4_launch<T>(p.E);
-  const dim3 grid(unsigned(p.heads), unsigned((p.S + 16 * L.warps - 1) / (16 * L.warps)));
-  L.kernel<<<grid, 32 * L.warps, L.bytes, stream(grad_k.device())>>>(
+  L.kernel<<<L.grid(p.heads, p.S), 32 * L.warps, L.bytes, stream(grad_k.device())>>>(
       in.dout.values.data<T>(), in.q.values.data<T>(), in.k.values.data<T>(), in.v.values.data<T>(),
       in.dout_rows, in.q_rows, in.k_rows, in.v_rows, mask_view(mask), lse.data<float>(),
       delta.data<float>(), p, dq.data<float>(), grad_k.data<T>(), grad_v.data<T>());

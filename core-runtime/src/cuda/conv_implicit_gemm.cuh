@@ -75,6 +75,16 @@ struct ConvShape {
   FastDiv by_khw, by_kw, by_P, by_Wo, by_HW, by_W;
 };
 
+// Fills in what follows from s's sizes and hyper-parameters: the per-group channels, R, P, HW
+// and the divisions by the sizes the passes split indices with.
+inline void derive_sizes(ConvShape& s) {
+  s.Cg = s.C / s.G, s.Og = s.O / s.G;
+  s.khw = s.kh * s.kw, s.R = s.Cg * s.khw, s.P = s.Ho * s.Wo, s.HW = s.H * s.W;
+  s.by_khw = FastDiv(s.khw), s.by_kw = FastDiv(s.kw);
+  s.by_P = FastDiv(std::max(s.P, 1)), s.by_Wo = FastDiv(std::max(s.Wo, 1));
+  s.by_HW = FastDiv(std::max(s.HW, 1)), s.by_W = FastDiv(std::max(s.W, 1));
+}
+
 // Half of an element's address: a memory offset and, for image operands, a (row, column).
 struct Tap {
   int64_t off;

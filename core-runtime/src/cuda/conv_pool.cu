@@ -67,11 +67,7 @@ ConvShape conv_shape(const Shape& x, const Shape& w, const Shape& out, const Con
   s.G = int(p.groups);
   s.sh = int(p.stride_h), s.sw = int(p.stride_w), s.ph = int(p.pad_h), s.pw = int(p.pad_w);
   s.dh = int(p.dilation_h), s.dw = int(p.dilation_w);
-  s.Cg = s.C / s.G, s.Og = s.O / s.G;
-  s.khw = s.kh * s.kw, s.R = s.Cg * s.khw, s.P = s.Ho * s.Wo, s.HW = s.H * s.W;
-  s.by_khw = conv::FastDiv(s.khw), s.by_kw = conv::FastDiv(s.kw);
-  s.by_P = conv::FastDiv(std::max(s.P, 1)), s.by_Wo = conv::FastDiv(std::max(s.Wo, 1));
-  s.by_HW = conv::FastDiv(std::max(s.HW, 1)), s.by_W = conv::FastDiv(std::max(s.W, 1));
+  conv::derive_sizes(s);
   return s;
 }
 

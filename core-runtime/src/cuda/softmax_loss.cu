@@ -471,24 +471,21 @@ template <class T> __device__ CeRow<T> load_row(const RowArgs<T>& a) {
   const reducers::LogSumExp<T> lse;
   r.st = no_stats<C>();
   r.ws = {C(0), C(0)};
+  auto add_weighted = [&](int64_t k, T raw) {  // label smoothing's sums
+    const C w = a.weight ? a.weight[k] : C(1);
+    r.ws.wx += w * C(raw);
+    r.ws.w += w;
+  };
   auto add = [&](int64_t k, T raw) {
     r.st = lse.step(r.st, raw, k);
-    if (a.eps != C(0)) {
-      const C w = a.weight ? a.weight[k] : C(1);
-      r.ws.wx += w * C(raw);
-      r.ws.w += w;
-    }
+    if (a.eps != C(0)) add_weighted(k, raw);
   };
   constexpr int VEC = 16 / sizeof(T);
   auto add_vec = [&](int64_t k, const Vec<T, VEC>& v) {
     r.st = lse.combine(r.st, vector_stats(v));
     if (a.eps != C(0))
 #pragma unroll
-      for (int e = 0; e < VEC; ++e) {
-        const C w = a.weight ? a.weight[k + e] : C(1);
-        r.ws.wx += w * C(v.v[e]);
-        r.ws.w += w;
-      }
+      for (int e = 0; e < VEC; ++e) add_weighted(k + e, v.v[e]);
   };
   if (!r.skip && a.xr.stride == 1 && a.n >= kVectorRow) for_each_adjacent(r.x, a.n, add, add_vec);
   else
