@@ -101,48 +101,50 @@ void backward(Problem& P, const B4Launch<Bf16>& L, const char* tiling, bool laun
 }
 
 // Tilings other than V4Tiling<D> / B4Tiling<D>, launched as the op would launch them.
-template <int W, int MinBlocks> struct V4Try {
-  static constexpr int kWarps = W, kMinBlocks = MinBlocks;
+template <int W, int G, int MinBlocks> struct V4Try {
+  static constexpr int kWarps = W, kGroups = G, kMinBlocks = MinBlocks;
 };
-template <int W, int R, int MinBlocks> struct B4Try {
-  static constexpr int kWarps = W, kRows = R, kMinBlocks = MinBlocks;
+template <int W, int G, int R, int MinBlocks> struct B4Try {
+  static constexpr int kWarps = W, kGroups = G, kRows = R, kMinBlocks = MinBlocks;
 };
 
-template <int D, int W, int MinBlocks> V4Launch<Bf16> v4_tiling() {
-  return ember::cuda::v4_launch_on_tiling<Bf16, D, V4Try<W, MinBlocks>>();
+template <int D, int W, int G, int MinBlocks> V4Launch<Bf16> v4_tiling() {
+  return ember::cuda::v4_launch_on_tiling<Bf16, D, V4Try<W, G, MinBlocks>>();
 }
 
-template <int D, int W, int R, int MinBlocks> B4Launch<Bf16> b4_tiling() {
-  return ember::cuda::b4_launch_on_tiling<Bf16, D, B4Try<W, R, MinBlocks>>();
+template <int D, int W, int G, int R, int MinBlocks> B4Launch<Bf16> b4_tiling() {
+  return ember::cuda::b4_launch_on_tiling<Bf16, D, B4Try<W, G, R, MinBlocks>>();
 }
 
 // Every tiling tried at head size D, the launched one first (the others are checked against it).
 template <int D> void run(int64_t BH, int64_t T) {
   Problem P = make_problem(BH, T, D);
   forward(P, ember::cuda::v4_launch<Bf16>(D), "launched", true);
-  forward(P, v4_tiling<D, 4, 1>(), "W4_MB1", false);
-  forward(P, v4_tiling<D, 4, 2>(), "W4_MB2", false);
-  forward(P, v4_tiling<D, 4, 3>(), "W4_MB3", false);
-  forward(P, v4_tiling<D, 4, 4>(), "W4_MB4", false);
-  forward(P, v4_tiling<D, 8, 1>(), "W8_MB1", false);
-  forward(P, v4_tiling<D, 8, 2>(), "W8_MB2", false);
-  forward(P, v4_tiling<D, 2, 4>(), "W2_MB4", false);
+  forward(P, v4_tiling<D, 4, 1, 1>(), "W4_G1_MB1", false);
+  forward(P, v4_tiling<D, 4, 1, 4>(), "W4_G1_MB4", false);
+  forward(P, v4_tiling<D, 8, 1, 1>(), "W8_G1_MB1", false);
+  forward(P, v4_tiling<D, 8, 1, 2>(), "W8_G1_MB2", false);
+  forward(P, v4_tiling<D, 4, 2, 1>(), "W4_G2_MB1", false);
+  forward(P, v4_tiling<D, 4, 2, 2>(), "W4_G2_MB2", false);
+  forward(P, v4_tiling<D, 8, 2, 1>(), "W8_G2_MB1", false);
+  forward(P, v4_tiling<D, 2, 2, 4>(), "W2_G2_MB4", false);
+  forward(P, v4_tiling<D, 2, 2, 2>(), "W2_G2_MB2", false);
   // The backward's inputs: the launched forward's out and logsumexp, and delta = dO . O.
   ember::cuda::attention_delta<Bf16, float><<<1024, 256>>>(P.dout, P.rows, P.out, P.p, P.delta);
   CHECK(cudaGetLastError());
   backward(P, ember::cuda::b4_launch<Bf16>(D), "launched", true);
-  backward(P, b4_tiling<D, 4, 32, 1>(), "W4_R32_MB1", false);
-  backward(P, b4_tiling<D, 8, 32, 1>(), "W8_R32_MB1", false);
-  backward(P, b4_tiling<D, 2, 32, 1>(), "W2_R32_MB1", false);
-  backward(P, b4_tiling<D, 4, 32, 2>(), "W4_R32_MB2", false);
-  backward(P, b4_tiling<D, 4, 32, 3>(), "W4_R32_MB3", false);
-  backward(P, b4_tiling<D, 4, 32, 4>(), "W4_R32_MB4", false);
-  backward(P, b4_tiling<D, 8, 32, 2>(), "W8_R32_MB2", false);
+  backward(P, b4_tiling<D, 4, 1, 32, 1>(), "W4_G1_R32_MB1", false);
+  backward(P, b4_tiling<D, 4, 1, 32, 3>(), "W4_G1_R32_MB3", false);
+  backward(P, b4_tiling<D, 8, 1, 32, 2>(), "W8_G1_R32_MB2", false);
+  backward(P, b4_tiling<D, 4, 2, 32, 1>(), "W4_G2_R32_MB1", false);
+  backward(P, b4_tiling<D, 4, 2, 32, 2>(), "W4_G2_R32_MB2", false);
+  backward(P, b4_tiling<D, 2, 2, 32, 2>(), "W2_G2_R32_MB2", false);
+  backward(P, b4_tiling<D, 2, 2, 32, 4>(), "W2_G2_R32_MB4", false);
+  backward(P, b4_tiling<D, 8, 2, 32, 1>(), "W8_G2_R32_MB1", false);
   if constexpr (D == 64) {
-    backward(P, b4_tiling<D, 4, 64, 1>(), "W4_R64_MB1", false);
-    backward(P, b4_tiling<D, 8, 64, 1>(), "W8_R64_MB1", false);
-    backward(P, b4_tiling<D, 2, 64, 1>(), "W2_R64_MB1", false);
-    backward(P, b4_tiling<D, 4, 64, 3>(), "W4_R64_MB3", false);
+    backward(P, b4_tiling<D, 4, 1, 64, 1>(), "W4_G1_R64_MB1", false);
+    backward(P, b4_tiling<D, 4, 2, 64, 1>(), "W4_G2_R64_MB1", false);
+    backward(P, b4_tiling<D, 2, 2, 64, 2>(), "W2_G2_R64_MB2", false);
   }
 }
 

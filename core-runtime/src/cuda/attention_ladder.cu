@@ -678,20 +678,23 @@ bool v3_forward_launch(const Tensor& q, const Tensor& k, const Tensor& v, const 
 // the round trip for its rescaling: shared memory, not the tensor cores, set v3's pace. v4 uses
 // mma.sync m16n8k16 (mma_sm80.cuh), whose fragments are documented, and keeps everything a warp
 // computes in registers:
-//   - grid (BH, ceil(L / 16 W)), block W warps (V4Tiling), warp w owns query rows i0 + 16 w ...
-//     + 15; its q rows are loaded once, by ldmatrix, into A fragments held for the whole walk;
+//   - grid (BH, ceil(L / 16 G W)), block W warps (V4Tiling), warp w owns G groups of 16 query
+//     rows, i0 + 16 G w ... + 16 G - 1; its q rows are loaded once, by ldmatrix, into A fragments
+//     held for the whole walk. Every B fragment a warp reads from shared memory serves its G
+//     groups: with G = 2 a product reads half the shared-memory bytes of G = 1, for twice the
+//     registers;
 //   - tiles of 64 keys and values are staged in shared memory by cp.async, double buffered (tile
 //     n + 1 loads while tile n is used), rows padded by 16 bytes so that ldmatrix's eight rows
 //     fall in different banks;
-//   - S = q k^T: per 16 dims, one ldmatrix.x4 of k gives the B fragments of two 8-key tiles; the
-//     warp's S [16][64] is 8 C fragments (32 floats a thread);
+//   - S = q k^T: per 16 dims, one ldmatrix.x4 of k gives the B fragments of two 8-key tiles; a
+//     group's S [16][64] is 8 C fragments (32 floats a thread);
 //   - the online softmax on the fragments: lane (g, t) holds rows g and g + 8, columns 2 t, 2 t + 1
 //     of every 8-key tile, so a row's max is the max over 16 values and the 4 lanes of its quad
 //     (two __shfl_xor_sync); each thread sums its own share of l (the quad joins them once, at
 //     the end); exponentials in base 2 with the scale folded in (one multiply, ex2.approx);
 //   - P goes to the A fragments of P V by packing pairs of its C fragments (mma_sm80.cuh), and
-//     V's B fragments come from ldmatrix.trans; the accumulator O [16][Ev] stays in C fragments
-//     (Ev / 2 floats a thread) and is rescaled there;
+//     V's B fragments come from ldmatrix.trans; a group's accumulator O [16][Ev] stays in C
+//     fragments (Ev / 2 floats a thread) and is rescaled there;
 //   - at the end O / l goes through the (now free) q buffer to 16-byte stores, and logsumexp
 //     = m + log l as v3 writes it (0 and -inf for a fully masked row).
 // Causal: the block stops at its last row's key, and a warp skips the tiles past its last row.
@@ -699,13 +702,13 @@ bool v3_forward_launch(const Tensor& q, const Tensor& k, const Tensor& v, const 
 // only in tiles that need it; dropout multiplies p after the sum (as v3). Inputs must be 16-byte
 // aligned (cp.async); an input that is not, like any other case v4 does not take, runs v3.
 
-// A block of v4 or b4 is W warps, warp w owning 16 query rows (v4) or 16 keys (b4); the tilings
-// the op launches are V4Tiling and B4Tiling below.
+// A block of v4 is W warps, warp w owning 16 G query rows (G groups of 16 rows); a block of b4 is
+// W warps, warp w owning 16 keys. The tilings the op launches are V4Tiling and B4Tiling below.
 constexpr int kV4Keys = 64;  // keys of a tile (forward)
 constexpr int kV4Pad = 8;    // 16-bit elements of padding after every staged row
 
-size_t v4_shared_bytes(int64_t D, int W) {
-  return 2 * size_t(16 * W + 4 * kV4Keys) * size_t(D + kV4Pad);  // q; k and v, two buffers each
+size_t v4_shared_bytes(int64_t D, int W, int G) {
+  return 2 * size_t(16 * G * W + 4 * kV4Keys) * size_t(D + kV4Pad);  // q; k and v, two buffers each
 }
 
 // Stages rows [Rows][D] of 16-bit values (row r at src + r ld, 16-byte aligned) into dst [Rows]
@@ -779,14 +782,14 @@ __device__ __forceinline__ void load_a_frags(uint32_t (&a)[Kc][4], const uint16_
   for (int kk = 0; kk < Kc; ++kk) sm80::ldmatrix_x4(a[kk], sm80::a_rows(m, ld, r0, 16 * kk, lane));
 }
 
-template <class T, int D, int W>
+template <class T, int D, int W, int G>
 __device__ __forceinline__ void v4_forward_body(const T* q, const T* k, const T* v, HeadRows qh,
                                                 HeadRows kh, HeadRows vh, MaskView mask,
                                                 AttentionParams p, T* out, float* lse) {
   constexpr int ld = D + kV4Pad;
-  constexpr int kRows = 16 * W, kThreads = 32 * W;  // query rows and threads of the block
-  constexpr int NT = kV4Keys / 8;                   // 8-key C fragments of a warp's scores
-  constexpr int ND = D / 8;                         // 8-column C fragments of a warp's output
+  constexpr int kRows = 16 * G * W, kThreads = 32 * W;  // query rows and threads of the block
+  constexpr int NT = kV4Keys / 8;                       // 8-key C fragments of a warp's scores
+  constexpr int ND = D / 8;                             // 8-column C fragments of a warp's output
   constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
   extern __shared__ __align__(128) unsigned char v4_smem[];
   uint16_t* qs = reinterpret_cast<uint16_t*>(v4_smem);  // [kRows][ld]
@@ -797,7 +800,7 @@ __device__ __forceinline__ void v4_forward_body(const T* q, const T* k, const T*
   const int64_t i0 = int64_t(gridDim.y - 1 - blockIdx.y) * kRows;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;  // the fragments' groupID and threadID_in_group
-  const int r0 = 16 * warp;              // this warp's first row in the block
+  const int r0 = 16 * G * warp;          // this warp's first row in the block
   const int rows = int(imin(kRows, p.L - i0));
   const int64_t kend = p.causal ? imin(p.S, i0 + kRows) : p.S;
   const int tiles = int((kend + kV4Keys - 1) / kV4Keys);
@@ -813,11 +816,13 @@ __device__ __forceinline__ void v4_forward_body(const T* q, const T* k, const T*
   sm80::cp_async_commit();
   sm80::cp_async_wait<1>();  // q has landed (tile 0 may still be on its way)
   __syncthreads();
-  uint32_t qa[D / 16][4];  // this warp's q rows as A fragments
-  load_a_frags(qa, qs, ld, r0, lane);
-  float o[ND][4] = {};                  // O: rows g and g + 8 of every 8-column tile
-  float m[2] = {-INFINITY, -INFINITY};  // rows g, g + 8: running max (base-2 units)
-  float l[2] = {0.0f, 0.0f};            // and this thread's share of the running sum
+  uint32_t qa[G][D / 16][4];  // this warp's q rows as A fragments, 16 rows a group
+#pragma unroll
+  for (int gr = 0; gr < G; ++gr) load_a_frags(qa[gr], qs, ld, r0 + 16 * gr, lane);
+  float o[G][ND][4] = {};  // O: rows g and g + 8 of each group, of every 8-column tile
+  float m[G][2], l[G][2];  // rows g, g + 8 of each group: running max (base-2 units) and this
+#pragma unroll             // thread's share of the running sum
+  for (int gr = 0; gr < G; ++gr) m[gr][0] = m[gr][1] = -INFINITY, l[gr][0] = l[gr][1] = 0.0f;
   const float scale2 = float(p.scale) * kLog2e;
   const bool dropout = p.dropout_p > 0;
   for (int n = 0; n < tiles; ++n) {
@@ -829,88 +834,98 @@ __device__ __forceinline__ void v4_forward_body(const T* q, const T* k, const T*
     const uint16_t* kt = ks + (n & 1) * kV4Keys * ld;
     const uint16_t* vt = vs + (n & 1) * kV4Keys * ld;
     // A warp whose rows are all past L, or all before the tile's first key under the causal
-    // rule, would only see scores of -inf, which leave m, l and O as they are.
-    if (r0 < rows && !(p.causal && j0 > i0 + r0 + 15)) {
-      float s[NT][4] = {};
-      mma_a_frags<T, NT, D / 16, false>(s, qa, kt, ld, 0, 0, lane);
+    // rule, would only see scores of -inf, which leave m, l and O as they are. (A group of the
+    // warp's in that state computes them, to the same effect.)
+    if (r0 < rows && !(p.causal && j0 > i0 + r0 + 16 * G - 1)) {
+      float s[G][NT][4] = {};
+      mma_groups<T, G, NT, D / 16, false>(s, qa, kt, ld, 0, 0, lane);
       // Biases only where some score needs one: a mask, keys past S, rows past L, or a tile
-      // crossing the warp's diagonal.
+      // crossing the diagonal of one of the warp's rows.
       const bool biased = mask.kind != AttentionMaskKind::None || j0 + kV4Keys > p.S ||
-                          r0 + 16 > rows || (p.causal && j0 + kV4Keys - 1 > i0 + r0);
-      float mx[2] = {-INFINITY, -INFINITY};
+                          r0 + 16 * G > rows || (p.causal && j0 + kV4Keys - 1 > i0 + r0);
+      uint32_t pa[G][kV4Keys / 16][4];  // the probabilities as A fragments of P V
 #pragma unroll
-      for (int nt = 0; nt < NT; ++nt)
+      for (int gr = 0; gr < G; ++gr) {
+        const int64_t row0 = i0 + r0 + 16 * gr + g;  // this thread's first row of the group
+        float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
-        for (int c = 0; c < 4; ++c) {
-          float x = s[nt][c] * scale2;
-          if (biased) {
-            const int64_t i = i0 + r0 + g + 8 * (c >> 1), j = j0 + nt * 8 + 2 * t + (c & 1);
-            x = i < p.L && j < p.S ? x + bias_of<T, float>(mask, p, b, i, j) * kLog2e : -INFINITY;
+        for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+          for (int c = 0; c < 4; ++c) {
+            float x = s[gr][nt][c] * scale2;
+            if (biased) {
+              const int64_t i = row0 + 8 * (c >> 1), j = j0 + nt * 8 + 2 * t + (c & 1);
+              x = i < p.L && j < p.S ? x + bias_of<T, float>(mask, p, b, i, j) * kLog2e : -INFINITY;
+            }
+            s[gr][nt][c] = x;
+            mx[c >> 1] = fmaxf(mx[c >> 1], x);
           }
-          s[nt][c] = x;
-          mx[c >> 1] = fmaxf(mx[c >> 1], x);
-        }
-      float alpha[2], base[2];
+        float alpha[2], base[2];
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {  // the quad (lanes 4 g ... 4 g + 3) shares rows g, g + 8
-        mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
-        mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
-        const float m_new = fmaxf(m[h], mx[h]);
-        // With every score so far -inf, exponentiate against 0: every p is 0 and alpha is
-        // 2^-inf = 0, which leaves l and O at 0. Otherwise alpha = 2^(m - m_new), 0 on the
-        // row's first live tile.
-        base[h] = m_new == -INFINITY ? 0.0f : m_new;
-        alpha[h] = sm80::exp2_approx(m[h] - base[h]);
-        m[h] = m_new;
-        l[h] *= alpha[h];
+        for (int h = 0; h < 2; ++h) {  // the quad (lanes 4 g ... 4 g + 3) shares rows g, g + 8
+          mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
+          mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+          const float m_new = fmaxf(m[gr][h], mx[h]);
+          // With every score so far -inf, exponentiate against 0: every p is 0 and alpha is
+          // 2^-inf = 0, which leaves l and O at 0. Otherwise alpha = 2^(m - m_new), 0 on the
+          // row's first live tile.
+          base[h] = m_new == -INFINITY ? 0.0f : m_new;
+          alpha[h] = sm80::exp2_approx(m[gr][h] - base[h]);
+          m[gr][h] = m_new;
+          l[gr][h] *= alpha[h];
+        }
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+          for (int c = 0; c < 4; ++c) {
+            float e = sm80::exp2_approx(s[gr][nt][c] - base[c >> 1]);
+            l[gr][c >> 1] += e;
+            if (dropout && e != 0.0f) {
+              const int64_t i = row0 + 8 * (c >> 1), j = j0 + nt * 8 + 2 * t + (c & 1);
+              e *= keep_factor<float>(p, b, i, j);
+            }
+            s[gr][nt][c] = e;
+          }
+#pragma unroll
+        for (int nt = 0; nt < ND; ++nt)
+#pragma unroll
+          for (int c = 0; c < 4; ++c) o[gr][nt][c] *= alpha[c >> 1];
+            // P's C fragments become A fragments in registers.
+#pragma unroll
+        for (int kk = 0; kk < kV4Keys / 16; ++kk) c_to_a<T>(pa[gr][kk], s[gr], kk);
       }
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-        for (int c = 0; c < 4; ++c) {
-          float e = sm80::exp2_approx(s[nt][c] - base[c >> 1]);
-          l[c >> 1] += e;
-          if (dropout && e != 0.0f) {
-            const int64_t i = i0 + r0 + g + 8 * (c >> 1), j = j0 + nt * 8 + 2 * t + (c & 1);
-            e *= keep_factor<float>(p, b, i, j);
-          }
-          s[nt][c] = e;
-        }
-#pragma unroll
-      for (int nt = 0; nt < ND; ++nt)
-#pragma unroll
-        for (int c = 0; c < 4; ++c) o[nt][c] *= alpha[c >> 1];
-      // O += P V: P's C fragments become A fragments in registers; V's B fragments by
-      // ldmatrix.trans (v's rows are the product's k).
-      uint32_t pa[kV4Keys / 16][4];
-#pragma unroll
-      for (int kk = 0; kk < kV4Keys / 16; ++kk) c_to_a<T>(pa[kk], s, kk);
-      mma_a_frags<T, ND, kV4Keys / 16, true>(o, pa, vt, ld, 0, 0, lane);
+      // O += P V, V's B fragments by ldmatrix.trans (v's rows are the product's k), each serving
+      // all G groups.
+      mma_groups<T, G, ND, kV4Keys / 16, true>(o, pa, vt, ld, 0, 0, lane);
     }
     __syncthreads();  // buffer n & 1 is free for tile n + 2
   }
   if (r0 >= rows) return;  // no __syncthreads follows
-  float inv[2];
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
-    l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
-    inv[h] = l[h] > 0 ? 1.0f / l[h] : 0.0f;
-    const int64_t i = i0 + r0 + g + 8 * h;
-    if (t == 0 && i < p.L) lse[b * p.L + i] = l[h] > 0 ? m[h] * kLn2 + logf(l[h]) : -INFINITY;
+  for (int gr = 0; gr < G; ++gr) {
+    float inv[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      l[gr][h] += __shfl_xor_sync(0xffffffffu, l[gr][h], 1);
+      l[gr][h] += __shfl_xor_sync(0xffffffffu, l[gr][h], 2);
+      inv[h] = l[gr][h] > 0 ? 1.0f / l[gr][h] : 0.0f;
+      const int64_t i = i0 + r0 + 16 * gr + g + 8 * h;
+      if (t == 0 && i < p.L)
+        lse[b * p.L + i] = l[gr][h] > 0 ? m[gr][h] * kLn2 + logf(l[gr][h]) : -INFINITY;
+    }
+    // O / l into this warp's own rows of the q buffer (read by nobody since the start; the last
+    // cp.async group has landed), then 16-byte stores of whole rows.
+#pragma unroll
+    for (int nt = 0; nt < ND; ++nt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        *reinterpret_cast<uint32_t*>(qs + (r0 + 16 * gr + g + 8 * h) * ld + nt * 8 + 2 * t) =
+            sm80::pack2<T>(o[gr][nt][2 * h] * inv[h], o[gr][nt][2 * h + 1] * inv[h]);
   }
-  // O / l into this warp's own rows of the q buffer (read by nobody since the start; the last
-  // cp.async group has landed), then 16-byte stores of whole rows.
-#pragma unroll
-  for (int nt = 0; nt < ND; ++nt)
-#pragma unroll
-    for (int h = 0; h < 2; ++h)
-      *reinterpret_cast<uint32_t*>(qs + (r0 + g + 8 * h) * ld + nt * 8 + 2 * t) =
-          sm80::pack2<T>(o[nt][2 * h] * inv[h], o[nt][2 * h + 1] * inv[h]);
   __syncwarp();
   constexpr int chunks = D / 8;
 #pragma unroll
-  for (int pass = 0; pass < 16 * chunks / 32; ++pass) {
+  for (int pass = 0; pass < 16 * G * chunks / 32; ++pass) {
     const int n = pass * 32 + lane, r = n / chunks, c = n % chunks;
     if (r0 + r < rows)
       *reinterpret_cast<uint4*>(out + (b * p.L + i0 + r0 + r) * D + c * 8) =
@@ -925,41 +940,45 @@ constexpr bool kHasMma = true;
 #endif
 
 // MinBlocks: the blocks an SM should hold at once (it caps a thread's registers).
-template <class T, int D, int W, int MinBlocks>
+template <class T, int D, int W, int G, int MinBlocks>
 __global__ void __launch_bounds__(32 * W, MinBlocks)
     v4_forward(const T* q, const T* k, const T* v, HeadRows qh, HeadRows kh, HeadRows vh,
                MaskView mask, AttentionParams p, T* out, float* lse) {
-  if constexpr (kHasMma) v4_forward_body<T, D, W>(q, k, v, qh, kh, vh, mask, p, out, lse);
+  if constexpr (kHasMma) v4_forward_body<T, D, W, G>(q, k, v, qh, kh, vh, mask, p, out, lse);
   else __trap();
 }
 
-// The tiling the forward launches for head size D: W warps (16 W query rows a block) and the
-// blocks an SM should hold at once (MinBlocks, which caps a thread's registers). Measured on an
-// H100 by benchmarks/tools/attention_tilings.cu (results/*attention-tilings-eighth-run-*.csv): at
-// D = 64, 8 warps and two blocks (128 registers, 16 warps an SM) take 0.76 of the time of 4 warps
-// and one block (251 registers, 4 warps an SM), whose latency nothing hid. At D = 128 no tiling
-// was clear of the noise, and 8 warps would need 104 KiB of shared memory, more than sm_86 gives.
+// The tiling the forward launches for head size D: W warps of G groups (16 G W query rows a
+// block) and the blocks an SM should hold at once (MinBlocks, which caps a thread's registers).
+// Measured on an H100 by benchmarks/tools/attention_tilings.cu
+// (results/*attention-tilings-eighth-run-*.csv): at D = 64, 8 warps and two blocks (128 registers,
+// 16 warps an SM) take 0.76 of the time of 4 warps and one block (251 registers, 4 warps an SM),
+// whose latency nothing hid. At D = 128 no tiling was clear of the noise, and 8 warps would need
+// 104 KiB of shared memory, more than sm_86 gives.
 template <int D> struct V4Tiling {
-  static constexpr int kWarps = D == 64 ? 8 : 4, kMinBlocks = D == 64 ? 2 : 1;
+  static constexpr int kWarps = D == 64 ? 8 : 4, kGroups = 1, kMinBlocks = D == 64 ? 2 : 1;
 };
 
-// A kernel of v4 or b4 on a tiling, with the shared memory and warps a block it launches with.
+// A kernel of v4 or b4 on a tiling, with the shared memory, warps and rows (v4: queries, b4: keys)
+// a block it launches with.
 template <class Kernel> struct TiledLaunch {
   Kernel kernel;
   size_t bytes;
-  int warps;
-  // Grid: a block per 16 W rows (v4: queries, b4: keys) of each of the heads.
+  int warps, block_rows;
+  // Grid: a block per block_rows rows of each of the heads.
   dim3 grid(int64_t heads, int64_t rows) const {
-    return {unsigned(heads), unsigned((rows + 16 * warps - 1) / (16 * warps))};
+    return {unsigned(heads), unsigned((rows + block_rows - 1) / block_rows)};
   }
 };
 
 // v4 on V4Tiling<D> for the problem's head size.
-template <class T> using V4Launch = TiledLaunch<decltype(&v4_forward<T, 64, 4, 1>)>;
+template <class T>
+using V4Launch = TiledLaunch<void (*)(const T*, const T*, const T*, HeadRows, HeadRows, HeadRows,
+                                      MaskView, AttentionParams, T*, float*)>;
 // Tiling: V4Tiling<D>, or another with its members (benchmarks/tools/attention_tilings.cu).
 template <class T, int D, class Tiling = V4Tiling<D>> V4Launch<T> v4_launch_on_tiling() {
-  return {v4_forward<T, D, Tiling::kWarps, Tiling::kMinBlocks>, v4_shared_bytes(D, Tiling::kWarps),
-          Tiling::kWarps};
+  constexpr int W = Tiling::kWarps, G = Tiling::kGroups;
+  return {v4_forward<T, D, W, G, Tiling::kMinBlocks>, v4_shared_bytes(D, W, G), W, 16 * G * W};
 }
 template <class T> V4Launch<T> v4_launch(int64_t E) {
   return E == 64 ? v4_launch_on_tiling<T, 64>() : v4_launch_on_tiling<T, 128>();
@@ -1328,37 +1347,38 @@ void b3_backward_launch(const Tensor& grad_out, const Tensor& q, const Tensor& k
 // b4 — the backward at v4's level: b3's plan with the products on mma.sync fragments, P, dP and dS
 // in registers, and dK, dV accumulated in registers for the block's whole walk.
 //
-// Grid (BH, ceil(S / 16 W)); block W warps (B4Tiling), warp w owns keys j0 + 16 w ... + 15. The
-// block stages its 16 W keys and values once (cp.async), then walks the query tiles of R rows
-// (R = 32: with dK and dV in registers, 128 floats a thread at E = 128, a small tile keeps S^T and
-// dP^T from pushing the kernel into spills, and at E = 64 lets three blocks share an SM), from the
-// first that sees j0 under the causal rule, q, dO, logsumexp and delta double buffered as v4 does
-// k and v. Per tile
-// each warp, on its 16 keys:
+// Grid (BH, ceil(S / 16 G W)); block W warps (B4Tiling), warp w owns G groups of 16 keys, j0 +
+// 16 G w ... + 16 G - 1 (each B fragment of Q and dO a warp reads serving its G groups, as v4's
+// of k and v do). The block stages its 16 G W keys and values once (cp.async), then walks the
+// query tiles of R rows (R = 32: with dK and dV in registers, 128 floats a thread at E = 128, a
+// small tile keeps S^T and dP^T from pushing the kernel into spills), from the first that sees j0
+// under the causal rule, q, dO, logsumexp and delta double buffered as v4 does k and v. Per tile
+// each warp, on each group of its keys:
 //   S^T = K_w Q^T, dP^T = V_w dO^T   [16][R] in C fragments (K_w, V_w: A fragments by ldmatrix,
 //                                    Q, dO: B fragments, rows as n)
 //   P^T = 2^(S^T scale log2 e + bias log2 e - lse log2 e), (P Z)^T, dS^T = P^T (dP^T Z - delta)
 //   scale, element by element on the fragments (each lane knows its rows and columns);
 //   dV_w += (P Z)^T dO, dK_w += dS^T Q, the A fragments packed from the C fragments in registers,
 //   dO and Q as B fragments by ldmatrix.trans; dV_w, dK_w are C fragments held across tiles;
-//   dS^T, packed to T, into a [16 W][R] shared buffer.
-// After a __syncthreads, dQ [R][E] of the tile = dS [R][16 W] K [16 W][E]: work items of 16 or 32
-// rows by 32 columns spread over the warps, dS's A fragments read from the dS^T buffer by
+//   dS^T, packed to T, into a [16 G W][R] shared buffer.
+// After a __syncthreads, dQ [R][E] of the tile = dS [R][16 G W] K [16 G W][E]: work items of 16 or
+// 32 rows by 32 columns spread over the warps, dS's A fragments read from the dS^T buffer by
 // ldmatrix.trans, K's B fragments by ldmatrix.trans; each item adds its block into the float dQ
 // buffer by atomic adds, as b3 does. Atomics keep the backward one kernel: a separate dQ kernel
 // (walking the key tiles per query tile) would recompute S and dP, two of the five products, to
-// avoid contention that is small here (each dQ element gets one add per key block of 16 W).
+// avoid contention that is small here (each dQ element gets one add per key block of 16 G W).
 
-// The tiling the backward launches: W warps (16 W keys a block), R query rows a tile, and the
-// blocks an SM should hold at once (MinBlocks, which caps a thread's registers). Measured as
-// V4Tiling's: at E = 64, three blocks of 32-row tiles (167 registers) take 0.84 of the time of one
-// block of 64-row tiles (250 registers); at E = 128, three blocks took 1.4 times as long.
+// The tiling the backward launches: W warps of G groups (16 G W keys a block), R query rows a
+// tile, and the blocks an SM should hold at once (MinBlocks, which caps a thread's registers).
+// Measured as V4Tiling's: at E = 64, three blocks of 32-row tiles (167 registers) take 0.84 of the
+// time of one block of 64-row tiles (250 registers); at E = 128, three blocks took 1.4 times as
+// long.
 template <int D> struct B4Tiling {
-  static constexpr int kWarps = 4, kRows = 32, kMinBlocks = D == 64 ? 3 : 1;
+  static constexpr int kWarps = 4, kGroups = 1, kRows = 32, kMinBlocks = D == 64 ? 3 : 1;
 };
 
-size_t b4_shared_bytes(int64_t D, int W, int R) {
-  const size_t keys = size_t(16 * W), ld = size_t(D + kV4Pad);
+size_t b4_shared_bytes(int64_t D, int W, int G, int R) {
+  const size_t keys = size_t(16 * G * W), ld = size_t(D + kV4Pad);
   return 2 * (2 * keys * ld + 4 * size_t(R) * ld + keys * size_t(R + kV4Pad)) + 4 * (4 * size_t(R));
 }
 
@@ -1374,13 +1394,13 @@ template <class F> __device__ __forceinline__ void atomic_add2(F* dst, F x, F y)
 #endif
 }
 
-template <class T, int D, int W, int R>
+template <class T, int D, int W, int G, int R>
 __device__ __forceinline__ void b4_backward_body(const T* dout, const T* q, const T* k, const T* v,
                                                  HeadRows doh, HeadRows qh, HeadRows kh,
                                                  HeadRows vh, MaskView mask, const float* lse,
                                                  const float* delta, AttentionParams p, float* dq,
                                                  T* dk, T* dv) {
-  constexpr int kKeys = 16 * W, kThreads = 32 * W;  // keys and threads of the block
+  constexpr int kKeys = 16 * G * W, kThreads = 32 * W;  // keys and threads of the block
   constexpr int ld = D + kV4Pad, ldt = R + kV4Pad;
   constexpr int NR = R / 8;  // 8-query C fragments of S^T and dP^T
   constexpr int ND = D / 8;  // 8-column C fragments of dK and dV
@@ -1396,7 +1416,7 @@ __device__ __forceinline__ void b4_backward_body(const T* dout, const T* q, cons
   const int64_t b = blockIdx.x, j0 = int64_t(blockIdx.y) * kKeys;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;  // the fragments' groupID and threadID_in_group
-  const int kw = 16 * warp;              // this warp's first key in the block
+  const int kw = 16 * G * warp;          // this warp's first key in the block
   const int keys = int(imin(kKeys, p.S - j0));
   // Under the causal rule, query i sees key j0 only from i = j0 on.
   const int64_t first = p.causal ? (j0 / R) * R : 0;
@@ -1419,7 +1439,7 @@ __device__ __forceinline__ void b4_backward_body(const T* dout, const T* q, cons
   stage_async<D, kKeys, kThreads>(vs, v + vh.at(b, j0), vh.ld, keys);
   if (tiles > 0) stage_tile(0);
   sm80::cp_async_commit();
-  float dka[ND][4] = {}, dva[ND][4] = {};  // dK_w, dV_w: rows (keys) g and g + 8
+  float dka[G][ND][4] = {}, dva[G][ND][4] = {};  // dK_w, dV_w: rows (keys) g, g + 8 of each group
   const float scale = float(p.scale), scale2 = scale * kLog2e;
   const bool dropout = p.dropout_p > 0;
   for (int n = 0; n < tiles; ++n) {
@@ -1433,62 +1453,71 @@ __device__ __forceinline__ void b4_backward_body(const T* dout, const T* q, cons
     const float* lt = lses + (n & 1) * R;
     const float* deltat = deltas + (n & 1) * R;
     // A warp whose keys are all past S, or all after the tile's last row under the causal rule,
-    // has probabilities and dS of 0 only: it adds nothing, and gives the dQ product zeros.
+    // has probabilities and dS of 0 only: it adds nothing, and gives the dQ product zeros. (A
+    // group of the warp's in that state computes them, to the same effect.)
     if (kw < keys && !(p.causal && i0 + R - 1 < j0 + kw)) {
-      float st[NR][4] = {}, dpt[NR][4] = {};
+      float st[G][NR][4] = {}, dpt[G][NR][4] = {};
       {
-        uint32_t a[D / 16][4];
-        load_a_frags(a, ks, ld, kw, lane);
-        mma_a_frags<T, NR, D / 16, false>(st, a, qt, ld, 0, 0, lane);
-        load_a_frags(a, vs, ld, kw, lane);
-        mma_a_frags<T, NR, D / 16, false>(dpt, a, dot, ld, 0, 0, lane);
+        uint32_t a[G][D / 16][4];  // K_w, then V_w; each B fragment of Q, dO serves all G groups
+#pragma unroll
+        for (int gr = 0; gr < G; ++gr) load_a_frags(a[gr], ks, ld, kw + 16 * gr, lane);
+        mma_groups<T, G, NR, D / 16, false>(st, a, qt, ld, 0, 0, lane);
+#pragma unroll
+        for (int gr = 0; gr < G; ++gr) load_a_frags(a[gr], vs, ld, kw + 16 * gr, lane);
+        mma_groups<T, G, NR, D / 16, false>(dpt, a, dot, ld, 0, 0, lane);
       }
-      const bool biased = mask.kind != AttentionMaskKind::None || kw + 16 > keys || i0 + R > p.L ||
-                          (p.causal && i0 < j0 + kw + 15);
+      const bool biased = mask.kind != AttentionMaskKind::None || kw + 16 * G > keys ||
+                          i0 + R > p.L || (p.causal && i0 < j0 + kw + 16 * G - 1);
+      uint32_t pa[G][R / 16][4], da[G][R / 16][4];  // (P Z)^T and dS^T as A fragments
 #pragma unroll
-      for (int nt = 0; nt < NR; ++nt)
+      for (int gr = 0; gr < G; ++gr) {
 #pragma unroll
-        for (int c = 0; c < 4; ++c) {
-          // C fragment element c of tile nt: key row kw + g (+ 8 for c >= 2), query 8 nt + 2 t
-          // (+ 1 for odd c).
-          const int kr = kw + g + 8 * (c >> 1), qc = nt * 8 + 2 * t + (c & 1);
-          const int64_t i = i0 + qc, j = j0 + kr;
-          float x = st[nt][c] * scale2;
-          if (biased)
-            x = i < p.L && j < p.S ? x + bias_of<T, float>(mask, p, b, i, j) * kLog2e : -INFINITY;
-          const float l = lt[qc];
-          float pz = 0.0f, ds = 0.0f;
-          if (x != -INFINITY && l != -INFINITY) {
-            const float prob = sm80::exp2_approx(x - l * kLog2e);
-            const float z = dropout ? keep_factor<float>(p, b, i, j) : 1.0f;
-            pz = prob * z;
-            ds = prob * (dpt[nt][c] * z - deltat[qc]) * scale;
+        for (int nt = 0; nt < NR; ++nt)
+#pragma unroll
+          for (int c = 0; c < 4; ++c) {
+            // C fragment element c of tile nt: key row kw + 16 gr + g (+ 8 for c >= 2), query
+            // 8 nt + 2 t (+ 1 for odd c).
+            const int kr = kw + 16 * gr + g + 8 * (c >> 1), qc = nt * 8 + 2 * t + (c & 1);
+            const int64_t i = i0 + qc, j = j0 + kr;
+            float x = st[gr][nt][c] * scale2;
+            if (biased)
+              x = i < p.L && j < p.S ? x + bias_of<T, float>(mask, p, b, i, j) * kLog2e : -INFINITY;
+            const float l = lt[qc];
+            float pz = 0.0f, ds = 0.0f;
+            if (x != -INFINITY && l != -INFINITY) {
+              const float prob = sm80::exp2_approx(x - l * kLog2e);
+              const float z = dropout ? keep_factor<float>(p, b, i, j) : 1.0f;
+              pz = prob * z;
+              ds = prob * (dpt[gr][nt][c] * z - deltat[qc]) * scale;
+            }
+            st[gr][nt][c] = pz;
+            dpt[gr][nt][c] = ds;
           }
-          st[nt][c] = pz;
-          dpt[nt][c] = ds;
+#pragma unroll
+        for (int kk = 0; kk < R / 16; ++kk) {
+          c_to_a<T>(pa[gr][kk], st[gr], kk);
+          c_to_a<T>(da[gr][kk], dpt[gr], kk);
         }
-      uint32_t pa[R / 16][4], da[R / 16][4];  // (P Z)^T and dS^T as A fragments
-#pragma unroll
-      for (int kk = 0; kk < R / 16; ++kk) {
-        c_to_a<T>(pa[kk], st, kk);
-        c_to_a<T>(da[kk], dpt, kk);
       }
-      mma_a_frags<T, ND, R / 16, true>(dva, pa, dot, ld, 0, 0, lane);
-      mma_a_frags<T, ND, R / 16, true>(dka, da, qt, ld, 0, 0, lane);
-      // dS^T into the block's buffer: da[kk] holds rows g, g + 8 and columns 16 kk + 2 t, + 1
-      // (a[0], a[1]) and 16 kk + 8 + 2 t, + 1 (a[2], a[3]) of the warp's [16][R].
+      mma_groups<T, G, ND, R / 16, true>(dva, pa, dot, ld, 0, 0, lane);
+      mma_groups<T, G, ND, R / 16, true>(dka, da, qt, ld, 0, 0, lane);
+      // dS^T into the block's buffer: da[gr][kk] holds rows g, g + 8 of group gr and columns
+      // 16 kk + 2 t, + 1 (a[0], a[1]) and 16 kk + 8 + 2 t, + 1 (a[2], a[3]) of the warp's
+      // [16 G][R].
 #pragma unroll
-      for (int kk = 0; kk < R / 16; ++kk)
+      for (int gr = 0; gr < G; ++gr)
 #pragma unroll
-        for (int x = 0; x < 4; ++x)
-          *reinterpret_cast<uint32_t*>(dst + (kw + g + 8 * (x & 1)) * ldt + 16 * kk + 8 * (x >> 1) +
-                                       2 * t) = da[kk][x];
+        for (int kk = 0; kk < R / 16; ++kk)
+#pragma unroll
+          for (int x = 0; x < 4; ++x)
+            *reinterpret_cast<uint32_t*>(dst + (kw + 16 * gr + g + 8 * (x & 1)) * ldt + 16 * kk +
+                                         8 * (x >> 1) + 2 * t) = da[gr][kk][x];
     } else {
-      for (int x = lane; x < 16 * (R / 2); x += 32)
+      for (int x = lane; x < 16 * G * (R / 2); x += 32)
         reinterpret_cast<uint32_t*>(dst + (kw + x / (R / 2)) * ldt)[x % (R / 2)] = 0;
     }
     __syncthreads();  // every warp's dS^T is in
-    // dQ rows i0 ... of the tile += dS [R][16 W] K [16 W][E], by items of 16 IR rows and 32
+    // dQ rows i0 ... of the tile += dS [R][16 G W] K [16 G W][E], by items of 16 IR rows and 32
     // columns: each B fragment of K read from shared memory serves IR products and each A
     // fragment of dS four (IR = 2 where every warp still gets an item).
     constexpr int IR = (R / 16) * (D / 32) >= 2 * W ? 2 : 1;
@@ -1519,26 +1548,30 @@ __device__ __forceinline__ void b4_backward_body(const T* dout, const T* q, cons
     __syncthreads();  // the dS^T buffer and buffer n & 1 are free
   }
   sm80::cp_async_wait<0>();  // with no query tile, k and v may still be on their way
-  // dK_w and dV_w: rows g and g + 8 of the warp's keys, columns 8 nt + 2 t, + 1.
+  // dK_w and dV_w: rows g and g + 8 of each group of the warp's keys, columns 8 nt + 2 t, + 1.
 #pragma unroll
-  for (int nt = 0; nt < ND; ++nt)
+  for (int gr = 0; gr < G; ++gr)
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int key = kw + g + 8 * h;
-      if (key >= keys) continue;
-      const int64_t at = (b * p.S + j0 + key) * D + nt * 8 + 2 * t;
-      *reinterpret_cast<uint32_t*>(dk + at) = sm80::pack2<T>(dka[nt][2 * h], dka[nt][2 * h + 1]);
-      *reinterpret_cast<uint32_t*>(dv + at) = sm80::pack2<T>(dva[nt][2 * h], dva[nt][2 * h + 1]);
-    }
+    for (int nt = 0; nt < ND; ++nt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int key = kw + 16 * gr + g + 8 * h;
+        if (key >= keys) continue;
+        const int64_t at = (b * p.S + j0 + key) * D + nt * 8 + 2 * t;
+        const float(&dkc)[4] = dka[gr][nt], (&dvc)[4] = dva[gr][nt];
+        *reinterpret_cast<uint32_t*>(dk + at) = sm80::pack2<T>(dkc[2 * h], dkc[2 * h + 1]);
+        *reinterpret_cast<uint32_t*>(dv + at) = sm80::pack2<T>(dvc[2 * h], dvc[2 * h + 1]);
+      }
 }
 
-template <class T, int D, int W, int R, int MinBlocks>
+template <class T, int D, int W, int G, int R, int MinBlocks>
 __global__ void __launch_bounds__(32 * W, MinBlocks)
     b4_backward(const T* dout, const T* q, const T* k, const T* v, HeadRows doh, HeadRows qh,
                 HeadRows kh, HeadRows vh, MaskView mask, const float* lse, const float* delta,
                 AttentionParams p, float* dq, T* dk, T* dv) {
   if constexpr (kHasMma)
-    b4_backward_body<T, D, W, R>(dout, q, k, v, doh, qh, kh, vh, mask, lse, delta, p, dq, dk, dv);
+    b4_backward_body<T, D, W, G, R>(dout, q, k, v, doh, qh, kh, vh, mask, lse, delta, p, dq, dk,
+                                    dv);
   else __trap();
 }
 
@@ -1549,11 +1582,15 @@ struct B4Inputs {
 };
 
 // b4 on B4Tiling<D> for the problem's head size.
-template <class T> using B4Launch = TiledLaunch<decltype(&b4_backward<T, 64, 4, 64, 1>)>;
+template <class T>
+using B4Launch = TiledLaunch<void (*)(const T*, const T*, const T*, const T*, HeadRows, HeadRows,
+                                      HeadRows, HeadRows, MaskView, const float*, const float*,
+                                      AttentionParams, float*, T*, T*)>;
 // Tiling: B4Tiling<D>, or another with its members (benchmarks/tools/attention_tilings.cu).
 template <class T, int D, class Tiling = B4Tiling<D>> B4Launch<T> b4_launch_on_tiling() {
-  return {b4_backward<T, D, Tiling::kWarps, Tiling::kRows, Tiling::kMinBlocks>,
-          b4_shared_bytes(D, Tiling::kWarps, Tiling::kRows), Tiling::kWarps};
+  constexpr int W = Tiling::kWarps, G = Tiling::kGroups, R = Tiling::kRows;
+  return {b4_backward<T, D, W, G, R, Tiling::kMinBlocks>, b4_shared_bytes(D, W, G, R), W,
+          16 * G * W};
 }
 template <class T> B4Launch<T> b4_launch(int64_t E) {
   return E == 64 ? b4_launch_on_tiling<T, 64>() : b4_launch_on_tiling<T, 128>();
