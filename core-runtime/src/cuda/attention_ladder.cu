@@ -847,19 +847,30 @@ __device__ __forceinline__ void v4_forward_body(const T* q, const T* k, const T*
 #pragma unroll
       for (int gr = 0; gr < G; ++gr) {
         const int64_t row0 = i0 + r0 + 16 * gr + g;  // this thread's first row of the group
+        float(&sg)[NT][4] = s[gr];
+        // The scores in base-2 units, biased where the tile needs it. The tests of the bias and
+        // of dropout are uniform branches out of the element loops: the tiles with neither, most
+        // of them, run the loops with no test inside.
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+          for (int c = 0; c < 4; ++c) sg[nt][c] *= scale2;
+        if (biased) {
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+            for (int c = 0; c < 4; ++c) {
+              const int64_t i = row0 + 8 * (c >> 1), j = j0 + nt * 8 + 2 * t + (c & 1);
+              sg[nt][c] = i < p.L && j < p.S
+                              ? sg[nt][c] + bias_of<T, float>(mask, p, b, i, j) * kLog2e
+                              : -INFINITY;
+            }
+        }
         float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
-          for (int c = 0; c < 4; ++c) {
-            float x = s[gr][nt][c] * scale2;
-            if (biased) {
-              const int64_t i = row0 + 8 * (c >> 1), j = j0 + nt * 8 + 2 * t + (c & 1);
-              x = i < p.L && j < p.S ? x + bias_of<T, float>(mask, p, b, i, j) * kLog2e : -INFINITY;
-            }
-            s[gr][nt][c] = x;
-            mx[c >> 1] = fmaxf(mx[c >> 1], x);
-          }
+          for (int c = 0; c < 4; ++c) mx[c >> 1] = fmaxf(mx[c >> 1], sg[nt][c]);
         float alpha[2], base[2];
 #pragma unroll
         for (int h = 0; h < 2; ++h) {  // the quad (lanes 4 g ... 4 g + 3) shares rows g, g + 8
@@ -878,21 +889,26 @@ __device__ __forceinline__ void v4_forward_body(const T* q, const T* k, const T*
         for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
           for (int c = 0; c < 4; ++c) {
-            float e = sm80::exp2_approx(s[gr][nt][c] - base[c >> 1]);
+            const float e = sm80::exp2_approx(sg[nt][c] - base[c >> 1]);
             l[gr][c >> 1] += e;
-            if (dropout && e != 0.0f) {
-              const int64_t i = row0 + 8 * (c >> 1), j = j0 + nt * 8 + 2 * t + (c & 1);
-              e *= keep_factor<float>(p, b, i, j);
-            }
-            s[gr][nt][c] = e;
+            sg[nt][c] = e;
           }
+        if (dropout) {  // after the sum: l is softmax's, the dropped p only leave P V
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+            for (int c = 0; c < 4; ++c) {
+              const int64_t i = row0 + 8 * (c >> 1), j = j0 + nt * 8 + 2 * t + (c & 1);
+              if (sg[nt][c] != 0.0f) sg[nt][c] *= keep_factor<float>(p, b, i, j);
+            }
+        }
 #pragma unroll
         for (int nt = 0; nt < ND; ++nt)
 #pragma unroll
           for (int c = 0; c < 4; ++c) o[gr][nt][c] *= alpha[c >> 1];
             // P's C fragments become A fragments in registers.
 #pragma unroll
-        for (int kk = 0; kk < kV4Keys / 16; ++kk) c_to_a<T>(pa[gr][kk], s[gr], kk);
+        for (int kk = 0; kk < kV4Keys / 16; ++kk) c_to_a<T>(pa[gr][kk], sg, kk);
       }
       // O += P V, V's B fragments by ldmatrix.trans (v's rows are the product's k), each serving
       // all G groups.
@@ -951,13 +967,13 @@ __global__ void __launch_bounds__(32 * W, MinBlocks)
 // The tiling the forward launches for head size D: W warps of G groups (16 G W query rows a
 // block) and the blocks an SM should hold at once (MinBlocks, which caps a thread's registers).
 // Measured on an H100 by benchmarks/tools/attention_tilings.cu
-// (results/*attention-tilings-eighth-run-*.csv): at D = 64, 8 warps and two blocks (128 registers,
-// 16 warps an SM) take 0.76 of the time of 4 warps and one block (251 registers, 4 warps an SM),
-// whose latency nothing hid. At D = 128 no tiling was clear of the noise, and 8 warps would need
-// 104 KiB of shared memory, more than sm_86 gives.
-template <int D> struct V4Tiling {
-  static constexpr int kWarps = D == 64 ? 8 : 4, kGroups = 1, kMinBlocks = D == 64 ? 2 : 1;
-};
+// (results/*attention-tilings-ninth-run-after.csv), once the bias and dropout tests had left the
+// element loops: 4 warps of one group, with a whole SM's registers for one block (247 a thread),
+// took 0.87 of the time of 8 warps held to 128 registers (which then spill), the mean over the
+// three problems at D = 64. Two groups a warp (255 registers, a few spilled) were 4% faster at
+// T = 4096 and 45% slower at T = 1024 with 32 heads. At D = 128 the same tiling; every other
+// was slower or spilled.
+template <int D> struct V4Tiling { static constexpr int kWarps = 4, kGroups = 1, kMinBlocks = 1; };
 
 // A kernel of v4 or b4 on a tiling, with the shared memory, warps and rows (v4: queries, b4: keys)
 // a block it launches with.
@@ -1350,8 +1366,8 @@ void b3_backward_launch(const Tensor& grad_out, const Tensor& q, const Tensor& k
 // Grid (BH, ceil(S / 16 G W)); block W warps (B4Tiling), warp w owns G groups of 16 keys, j0 +
 // 16 G w ... + 16 G - 1 (each B fragment of Q and dO a warp reads serving its G groups, as v4's
 // of k and v do). The block stages its 16 G W keys and values once (cp.async), then walks the
-// query tiles of R rows (R = 32: with dK and dV in registers, 128 floats a thread at E = 128, a
-// small tile keeps S^T and dP^T from pushing the kernel into spills), from the first that sees j0
+// query tiles of R rows (B4Tiling: at E = 128, with dK and dV in registers, 128 floats a thread,
+// a small tile keeps S^T and dP^T from pushing the kernel into spills), from the first that sees j0
 // under the causal rule, q, dO, logsumexp and delta double buffered as v4 does k and v. Per tile
 // each warp, on each group of its keys:
 //   S^T = K_w Q^T, dP^T = V_w dO^T   [16][R] in C fragments (K_w, V_w: A fragments by ldmatrix,
@@ -1370,11 +1386,13 @@ void b3_backward_launch(const Tensor& grad_out, const Tensor& q, const Tensor& k
 
 // The tiling the backward launches: W warps of G groups (16 G W keys a block), R query rows a
 // tile, and the blocks an SM should hold at once (MinBlocks, which caps a thread's registers).
-// Measured as V4Tiling's: at E = 64, three blocks of 32-row tiles (167 registers) take 0.84 of the
-// time of one block of 64-row tiles (250 registers); at E = 128, three blocks took 1.4 times as
-// long.
+// Measured as V4Tiling's: at E = 64, one block of 64-row tiles (236 registers) took 0.95 of the
+// time of three blocks of 32-row tiles (168 registers); two groups a warp on 32-row tiles were
+// 10% faster at T = 4096, 5% at T = 1024 with 96 heads and 28% slower with 32 heads, 0.98 of it
+// in the mean. At E = 128, 32-row tiles (254 registers): no tiling that holds dK and dV of more
+// keys a warp fits the registers.
 template <int D> struct B4Tiling {
-  static constexpr int kWarps = 4, kGroups = 1, kRows = 32, kMinBlocks = D == 64 ? 3 : 1;
+  static constexpr int kWarps = 4, kGroups = 1, kRows = D == 64 ? 64 : 32, kMinBlocks = 1;
 };
 
 size_t b4_shared_bytes(int64_t D, int W, int G, int R) {
@@ -1468,35 +1486,67 @@ __device__ __forceinline__ void b4_backward_body(const T* dout, const T* q, cons
       }
       const bool biased = mask.kind != AttentionMaskKind::None || kw + 16 * G > keys ||
                           i0 + R > p.L || (p.causal && i0 < j0 + kw + 16 * G - 1);
+      // Per query column of this thread, 8 nt + 2 t + u: logsumexp in base-2 units (0 for a row
+      // with no live score, whose scores are all -inf: every p is then 2^-inf = 0) and delta.
+      float lse2[NR][2], dlt[NR][2];
+#pragma unroll
+      for (int nt = 0; nt < NR; ++nt)
+#pragma unroll
+        for (int u = 0; u < 2; ++u) {
+          const float l = lt[nt * 8 + 2 * t + u];
+          lse2[nt][u] = l == -INFINITY ? 0.0f : l * kLog2e;
+          dlt[nt][u] = deltat[nt * 8 + 2 * t + u];
+        }
       uint32_t pa[G][R / 16][4], da[G][R / 16][4];  // (P Z)^T and dS^T as A fragments
 #pragma unroll
       for (int gr = 0; gr < G; ++gr) {
+        // C fragment element c of tile nt: key row kw + 16 gr + g (+ 8 for c >= 2), query
+        // column 8 nt + 2 t (+ 1 for odd c).
+        const int64_t key0 = j0 + kw + 16 * gr + g;  // this thread's first key of the group
+        float(&sg)[NR][4] = st[gr];
+        float(&dg)[NR][4] = dpt[gr];
+        // The tests of the bias and of dropout are uniform branches out of the element loops,
+        // as v4's.
 #pragma unroll
         for (int nt = 0; nt < NR; ++nt)
 #pragma unroll
-          for (int c = 0; c < 4; ++c) {
-            // C fragment element c of tile nt: key row kw + 16 gr + g (+ 8 for c >= 2), query
-            // 8 nt + 2 t (+ 1 for odd c).
-            const int kr = kw + 16 * gr + g + 8 * (c >> 1), qc = nt * 8 + 2 * t + (c & 1);
-            const int64_t i = i0 + qc, j = j0 + kr;
-            float x = st[gr][nt][c] * scale2;
-            if (biased)
-              x = i < p.L && j < p.S ? x + bias_of<T, float>(mask, p, b, i, j) * kLog2e : -INFINITY;
-            const float l = lt[qc];
-            float pz = 0.0f, ds = 0.0f;
-            if (x != -INFINITY && l != -INFINITY) {
-              const float prob = sm80::exp2_approx(x - l * kLog2e);
-              const float z = dropout ? keep_factor<float>(p, b, i, j) : 1.0f;
-              pz = prob * z;
-              ds = prob * (dpt[gr][nt][c] * z - deltat[qc]) * scale;
+          for (int c = 0; c < 4; ++c) sg[nt][c] *= scale2;
+        if (biased) {
+#pragma unroll
+          for (int nt = 0; nt < NR; ++nt)
+#pragma unroll
+            for (int c = 0; c < 4; ++c) {
+              const int64_t i = i0 + nt * 8 + 2 * t + (c & 1), j = key0 + 8 * (c >> 1);
+              sg[nt][c] = i < p.L && j < p.S
+                              ? sg[nt][c] + bias_of<T, float>(mask, p, b, i, j) * kLog2e
+                              : -INFINITY;
             }
-            st[gr][nt][c] = pz;
-            dpt[gr][nt][c] = ds;
-          }
+        }
+        if (dropout) {
+#pragma unroll
+          for (int nt = 0; nt < NR; ++nt)
+#pragma unroll
+            for (int c = 0; c < 4; ++c) {
+              const int64_t i = i0 + nt * 8 + 2 * t + (c & 1), j = key0 + 8 * (c >> 1);
+              const float prob = sm80::exp2_approx(sg[nt][c] - lse2[nt][c & 1]);
+              const float z = prob == 0.0f ? 1.0f : keep_factor<float>(p, b, i, j);
+              sg[nt][c] = prob * z;
+              dg[nt][c] = prob * (dg[nt][c] * z - dlt[nt][c & 1]) * scale;
+            }
+        } else {
+#pragma unroll
+          for (int nt = 0; nt < NR; ++nt)
+#pragma unroll
+            for (int c = 0; c < 4; ++c) {
+              const float prob = sm80::exp2_approx(sg[nt][c] - lse2[nt][c & 1]);
+              sg[nt][c] = prob;
+              dg[nt][c] = prob * (dg[nt][c] - dlt[nt][c & 1]) * scale;
+            }
+        }
 #pragma unroll
         for (int kk = 0; kk < R / 16; ++kk) {
-          c_to_a<T>(pa[gr][kk], st[gr], kk);
-          c_to_a<T>(da[gr][kk], dpt[gr], kk);
+          c_to_a<T>(pa[gr][kk], sg, kk);
+          c_to_a<T>(da[gr][kk], dg, kk);
         }
       }
       mma_groups<T, G, ND, R / 16, true>(dva, pa, dot, ld, 0, 0, lane);
