@@ -6,8 +6,9 @@
 // and calls them on raw device buffers, with none of the library's host code. Problems: the
 // digits CNN's convolutions as the conv_pool family runs them (3 x 3, no padding, float32, with
 // bias): 1 -> 16 and 16 -> 32 channels on 28 x 28 images at batch 32 and 256. Each pass launches
-// as the op does (launch_conv_gemm, weight_k_split), or on BN-wide tiles (launch_conv_gemm_on;
-// backward-weight's split then follows that BN's tile count). Output, CSV on stdout:
+// as the op does (launch_conv_gemm at tile_cols or split_tile_cols, weight_k_split), or on BN-wide
+// tiles (launch_conv_gemm_on; backward-weight's split then follows that BN's tile count). Output,
+// CSV on stdout:
 //   pass,BN,launched,N,C,O,ms,max_diff,ref_max
 // ms: the mean of 20 calls after one (backward-weight's includes adding its splits' partial
 // sums); max_diff: the largest |difference| from the launched width's result; ref_max: the
@@ -65,12 +66,14 @@ void row(Problem& P, const char* pass, int bn, const float* result, size_t n, La
               tool::max_diff(got, P.ref), tool::max_abs({&P.ref}));
 }
 
-// Every width BN of 32, 64, 128 and 256 on BM-row tiles, or the op's own launch for bn == 0.
+// Every width BN of 32, 64, 128 and 256 on BM-row tiles, or for bn == 0 the op's own launch at
+// its width `chosen` (cv::tile_cols, cv::split_tile_cols).
 template <class Pass, int BM>
-void launch_width(const Pass& pass, int bn, int M, int N, int K, int splits, int chunk, int sms) {
+void launch_width(const Pass& pass, int bn, int chosen, int M, int N, int K, int splits,
+                  int chunk) {
   switch (bn) {
     case 0:
-      return cv::launch_conv_gemm(pass, M, N, K, 1, splits, chunk, sms, nullptr);
+      return cv::launch_conv_gemm(pass, M, N, K, 1, splits, chunk, chosen, nullptr);
     case 32:
       return cv::launch_conv_gemm_on<Pass, BM, 32>(pass, M, N, K, 1, splits, chunk, nullptr);
     case 64:
@@ -87,26 +90,28 @@ template <int BM, int BMI> void run_passes(Problem& P) {
   const cv::ConvShape& s = P.s;
   const int widths[] = {0, 32, 64, 128, 256};
   const cv::Forward<float> fwd{s, {P.w}, {P.x, s.H, s.W, 1, 1}, P.bias, P.out};
+  const int nf = s.N * s.P, chosen_f = cv::tile_cols(s.O, nf, 1, P.sms);
   for (int bn : widths)
     row(P, "forward", bn, P.out, size_t(s.N) * s.O * s.P, [&](int b) {
-      launch_width<cv::Forward<float>, BM>(fwd, b, s.O, s.N * s.P, s.R, 1, s.R, P.sms);
+      launch_width<cv::Forward<float>, BM>(fwd, b, chosen_f, s.O, nf, s.R, 1, s.R);
     });
   const cv::BackwardInput<float> bwi{s, {P.w}, {P.grad_out, s.Ho, s.Wo, 1, 1}, P.grad_x};
-  const int ki = s.O * s.khw;
+  const int ki = s.O * s.khw, ni = s.N * s.HW, chosen_i = cv::tile_cols(s.C, ni, 1, P.sms);
   for (int bn : widths)
     row(P, "backward_input", bn, P.grad_x, size_t(s.N) * s.C * s.HW, [&](int b) {
-      launch_width<cv::BackwardInput<float>, BMI>(bwi, b, s.C, s.N * s.HW, ki, 1, ki, P.sms);
+      launch_width<cv::BackwardInput<float>, BMI>(bwi, b, chosen_i, s.C, ni, ki, 1, ki);
     });
   const cv::BackwardWeight<float> bww{s, {P.grad_out}, {P.x, s.H, s.W, 1, 1}, P.partial};
   const int kw = s.N * s.P;
   const int64_t count = int64_t(s.O) * s.R;
+  const int chosen_w = cv::split_tile_cols(s.R);
   for (int bn : widths)
     row(P, "backward_weight", bn, P.grad_w, size_t(count), [&](int b) {
-      const int64_t tiles =
-          int64_t((s.O + BM - 1) / BM) * ((s.R + (b ? b : cv::kBN) - 1) / (b ? b : cv::kBN));
+      const int width = b ? b : chosen_w;
+      const int64_t tiles = int64_t((s.O + BM - 1) / BM) * ((s.R + width - 1) / width);
       const cv::KSplit split = cv::weight_k_split<float>(kw, tiles, P.sms);
-      launch_width<cv::BackwardWeight<float>, BM>(bww, b, s.O, s.R, kw, split.splits, split.chunk,
-                                                  P.sms);
+      launch_width<cv::BackwardWeight<float>, BM>(bww, b, chosen_w, s.O, s.R, kw, split.splits,
+                                                  split.chunk);
       cv::sum_splits<float, float>
           <<<unsigned((count + 255) / 256), 256>>>(P.partial, split.splits, count, P.grad_w);
     });

@@ -240,9 +240,10 @@ Tensor other_layout(const Tensor& t, bool stepped) {
 }
 
 // Small shapes every path's edges show on (also what racecheck runs: ci/gpu-check.sh), and
-// realistic ones, where tiling, split-K and chunking matter. The implicit GEMM takes 32-wide tiles
-// on the small ones and on mnist conv2 (too few 128-wide tiles to fill an H100), 128-wide ones on
-// the padded [32, 16, 28, 28].
+// realistic ones, where tiling, split-K and chunking matter. The implicit GEMM's tile width follows
+// the GPU's SM count (conv::tile_cols): on an H100, 32-wide tiles on the small shapes, 64-wide on
+// the padded [32, 16, 28, 28]'s forward and backward-input; ImplicitGemmAtEveryTileWidth forces
+// each width.
 const std::vector<Case> kSmallCases = {
     {"16 channels, 3x3, padded", {4, 16, 9, 11}, {8, 16, 3, 3}, 1, 1, 1, 1},
     {"strided dilated grouped", {8, 8, 17, 19}, {12, 4, 3, 3}, 2, 1, 2, 2},
@@ -318,8 +319,20 @@ TEST_F(ConvPaths, BothPathsMatchBruteForceAtRealisticSizesInFloat32) {
 
 TEST_F(ConvPaths, BothPathsMatchBruteForceInFloat64) {
   for (const Case& c : kSmallCases) check_case(c, DType::Float64, {0.0, 1e-12});
-  // Enough tiles for the implicit GEMM's 128-wide ones (the small cases take 32-wide ones).
   check_case(kRealisticCases[1], DType::Float64, {0.0, 1e-12});
+}
+
+// Every tile width the implicit GEMM launches (EMBER_CONV_TILE_WIDTH), whatever the rule would
+// pick on this GPU: tiles with padding columns (the small shapes' N are no multiple of 32) and
+// backward-weight's K split at each width.
+TEST_F(ConvPaths, ImplicitGemmAtEveryTileWidth) {
+  for (const char* width : {"32", "64", "128"}) {
+    SCOPED_TRACE(std::string("EMBER_CONV_TILE_WIDTH=") + width);
+    const test::ScopedEnv force("EMBER_CONV_TILE_WIDTH", width);
+    for (const Case& c : kSmallCases) check_case(c, DType::Float64, {0.0, 1e-12});
+    check_case(kRealisticCases[1], DType::Float32, {0.0, 3e-5});
+    check_case(kSmallCases[1], DType::BFloat16, {test::unit_roundoff(DType::BFloat16), 3e-5});
+  }
 }
 
 // float16/bfloat16 are computed in float32 and rounded to the dtype once per entry (im2col's
@@ -341,6 +354,15 @@ TEST_F(ConvPaths, UnknownAlgoIsAValueError) {
   const Tensor w = random_tensor({1, 1, 3, 3}, 6, DType::Float32, kCuda);
   ConvAlgo force("winograd");
   test::expect_error<ValueError>([&] { conv2d(x, w); }, {"EMBER_CONV_ALGO", "winograd"});
+}
+
+TEST_F(ConvPaths, UnknownTileWidthIsAValueError) {
+  const Tensor x = random_tensor({1, 1, 4, 4}, 5, DType::Float32, kCuda);
+  const Tensor w = random_tensor({1, 1, 3, 3}, 6, DType::Float32, kCuda);
+  ConvAlgo implicit("implicit");
+  const test::ScopedEnv force("EMBER_CONV_TILE_WIDTH", "48");
+  test::expect_error<ValueError>([&] { conv2d(x, w); },
+                                 {"conv2d", "EMBER_CONV_TILE_WIDTH", "'48'", "32, 64 or 128"});
 }
 
 }  // namespace

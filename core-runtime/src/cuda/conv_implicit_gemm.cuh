@@ -24,8 +24,8 @@
 // multiply-high (FastDiv) rather than an integer division, which GPUs run as a software routine.
 //
 // Kernel: 256 threads compute a BM x BN tile of C (BM = 16, 32 or 64, the smallest that covers
-// M, since conv GEMMs often have M = 16 or 32 channels; BN = 128, or 32 when 128-wide tiles would
-// not give every SM a block), K walked BK at a time (32 in float32, 16 in float64: the same shared
+// M, since conv GEMMs often have M = 16 or 32 channels; BN = 32, 64 or 128 by tile_cols and
+// split_tile_cols below), K walked BK at a time (32 in float32, 16 in float64: the same shared
 // memory); thread (tm, tn) owns rows tm*BM/8.. and columns tn*BN/32... Tiles are staged in
 // registers and then in shared memory; the global loads of tile t + 1 are issued before the math
 // of tile t. A small conv's GEMM has few tiles (the digits CNN's 16 -> 32 backward-input at batch
@@ -215,6 +215,8 @@ template <class T> struct BackwardWeight {
 };
 
 // ---- the kernel ---------------------------------------------------------------------------------
+// kBN: the widest tile, on which conv_pool.cu judges whether a GEMM fills the implicit kernel's
+// tiles enough (its rule 6).
 constexpr int kThreads = 256, kBN = 128;
 
 // BK, the depth of a K tile, for accumulators of type Acc.
@@ -347,6 +349,25 @@ template <class Acc> KSplit weight_k_split(int k, int64_t tiles, int sms) {
   return {(k + chunk - 1) / chunk, chunk};
 }
 
+// The tile width (BN) of a forward or backward-input GEMM of M x N, `groups` of them, on a GPU of
+// `sms` SMs: 128 where 128-wide tiles give every SM four blocks, else 64 where they give every SM
+// one, else 32. A small GEMM's blocks are few and each walks all of K, so narrower tiles spread
+// that walk over more SMs. Backward-weight splits its K until every SM has blocks whatever the
+// width, and takes split_tile_cols(N). Measured on an H100 by benchmarks/tools/conv_tilings.cu
+// (results/2026-12-06_nvidia-h100_conv-tilings-ninth-run.csv): at the digits CNN's shapes, batch
+// 32 and 256, every pass at these widths was the fastest or within 4 % of it; at batch 32 the
+// forward and backward-input took 10-20 % less time on 64-wide tiles than on 128-wide ones.
+inline int tile_cols(int m, int n, int groups, int sms) {
+  const int64_t tiles =
+      int64_t((m + tile_rows(m) - 1) / tile_rows(m)) * ((int64_t(n) + 127) / 128) * groups;
+  return tiles >= 4 * int64_t(sms) ? 128 : tiles >= sms ? 64 : 32;
+}
+
+// Backward-weight's tile width for N = Cg kh kw columns: 32 where they fit in 32, else 64 (at
+// N = 144, 0.131 ms against 0.156 on 128-wide tiles, which compute 256 columns, and 0.157 on
+// 32-wide ones, which read each A tile five times).
+inline int split_tile_cols(int n) { return n <= 32 ? 32 : 64; }
+
 // conv_gemm for `pass` on BM x BN tiles. Grid: tiles x groups x splits; k_chunk a multiple of
 // tile_depth<Pass::Acc>(). The caller checks the launch.
 template <class Pass, int BM, int BN>
@@ -359,26 +380,24 @@ void launch_conv_gemm_on(const Pass& pass, int M, int N, int K, int groups, int 
                                                                                            k_chunk);
 }
 
-// Launches conv_gemm for `pass` with BM = tile_rows(M), and BN = 128 unless that leaves some of
-// the device's `sms` SMs without a block (then 32). benchmarks/tools/conv_tilings.cu times the
-// other widths.
+// Launches conv_gemm for `pass` with BM = tile_rows(M) and BN = bn (32, 64 or 128).
 template <class Pass>
 void launch_conv_gemm(const Pass& pass, int M, int N, int K, int groups, int splits, int k_chunk,
-                      int sms, cudaStream_t stream) {
-  const int64_t tiles_m = (M + tile_rows(M) - 1) / tile_rows(M);
-  const bool narrow = tiles_m * ((N + kBN - 1) / kBN) * groups * splits < sms;
-  auto with_bn = [&](auto bm) {
+                      int bn, cudaStream_t stream) {
+  auto with_bm = [&](auto bm) {
     constexpr int BM = decltype(bm)::value;
-    if (narrow) launch_conv_gemm_on<Pass, BM, 32>(pass, M, N, K, groups, splits, k_chunk, stream);
-    else launch_conv_gemm_on<Pass, BM, kBN>(pass, M, N, K, groups, splits, k_chunk, stream);
+    if (bn == 32) launch_conv_gemm_on<Pass, BM, 32>(pass, M, N, K, groups, splits, k_chunk, stream);
+    else if (bn == 64)
+      launch_conv_gemm_on<Pass, BM, 64>(pass, M, N, K, groups, splits, k_chunk, stream);
+    else launch_conv_gemm_on<Pass, BM, 128>(pass, M, N, K, groups, splits, k_chunk, stream);
   };
   switch (tile_rows(M)) {
     case 16:
-      return with_bn(std::integral_constant<int, 16>{});
+      return with_bm(std::integral_constant<int, 16>{});
     case 32:
-      return with_bn(std::integral_constant<int, 32>{});
+      return with_bm(std::integral_constant<int, 32>{});
     default:
-      return with_bn(std::integral_constant<int, 64>{});
+      return with_bm(std::integral_constant<int, 64>{});
   }
 }
 
