@@ -72,6 +72,7 @@
 #include <initializer_list>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "convert.h"
@@ -782,6 +783,30 @@ __device__ __forceinline__ void load_a_frags(uint32_t (&a)[Kc][4], const uint16_
   for (int kk = 0; kk < Kc; ++kk) sm80::ldmatrix_x4(a[kk], sm80::a_rows(m, ld, r0, 16 * kk, lane));
 }
 
+// Scores in C fragments s (N 8-wide tiles of a group of 16 rows) to base-2 units, s * scale2, with
+// the bias added where the tile needs one (`biased`); entries outside [L, S] become -inf. The test
+// is a uniform branch out of the element loops: the tiles without a bias, most of them, run a
+// loop with no test inside. at(nt, c) gives element c of tile nt's (i, j).
+template <class T, int N, class At>
+__device__ __forceinline__ void to_base2(float (&s)[N][4], float scale2, bool biased,
+                                         const MaskView& mask, const AttentionParams& p, int64_t b,
+                                         At at) {
+  constexpr float kLog2e = 1.4426950408889634f;
+#pragma unroll
+  for (int nt = 0; nt < N; ++nt)
+#pragma unroll
+    for (int c = 0; c < 4; ++c) s[nt][c] *= scale2;
+  if (!biased) return;
+#pragma unroll
+  for (int nt = 0; nt < N; ++nt)
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      const auto [i, j] = at(nt, c);
+      s[nt][c] =
+          i < p.L && j < p.S ? s[nt][c] + bias_of<T, float>(mask, p, b, i, j) * kLog2e : -INFINITY;
+    }
+}
+
 template <class T, int D, int W, int G>
 __device__ __forceinline__ void v4_forward_body(const T* q, const T* k, const T* v, HeadRows qh,
                                                 HeadRows kh, HeadRows vh, MaskView mask,
@@ -848,24 +873,11 @@ __device__ __forceinline__ void v4_forward_body(const T* q, const T* k, const T*
       for (int gr = 0; gr < G; ++gr) {
         const int64_t row0 = i0 + r0 + 16 * gr + g;  // this thread's first row of the group
         float(&sg)[NT][4] = s[gr];
-        // The scores in base-2 units, biased where the tile needs it. The tests of the bias and
-        // of dropout are uniform branches out of the element loops: the tiles with neither, most
-        // of them, run the loops with no test inside.
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-          for (int c = 0; c < 4; ++c) sg[nt][c] *= scale2;
-        if (biased) {
-#pragma unroll
-          for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-            for (int c = 0; c < 4; ++c) {
-              const int64_t i = row0 + 8 * (c >> 1), j = j0 + nt * 8 + 2 * t + (c & 1);
-              sg[nt][c] = i < p.L && j < p.S
-                              ? sg[nt][c] + bias_of<T, float>(mask, p, b, i, j) * kLog2e
-                              : -INFINITY;
-            }
-        }
+        // The scores in base-2 units, biased where the tile needs it. The test of dropout, too,
+        // is a uniform branch out of the element loops.
+        to_base2<T>(sg, scale2, biased, mask, p, b, [&](int nt, int c) {
+          return std::pair<int64_t, int64_t>(row0 + 8 * (c >> 1), j0 + nt * 8 + 2 * t + (c & 1));
+        });
         float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt)
@@ -1505,23 +1517,10 @@ __device__ __forceinline__ void b4_backward_body(const T* dout, const T* q, cons
         const int64_t key0 = j0 + kw + 16 * gr + g;  // this thread's first key of the group
         float(&sg)[NR][4] = st[gr];
         float(&dg)[NR][4] = dpt[gr];
-        // The tests of the bias and of dropout are uniform branches out of the element loops,
-        // as v4's.
-#pragma unroll
-        for (int nt = 0; nt < NR; ++nt)
-#pragma unroll
-          for (int c = 0; c < 4; ++c) sg[nt][c] *= scale2;
-        if (biased) {
-#pragma unroll
-          for (int nt = 0; nt < NR; ++nt)
-#pragma unroll
-            for (int c = 0; c < 4; ++c) {
-              const int64_t i = i0 + nt * 8 + 2 * t + (c & 1), j = key0 + 8 * (c >> 1);
-              sg[nt][c] = i < p.L && j < p.S
-                              ? sg[nt][c] + bias_of<T, float>(mask, p, b, i, j) * kLog2e
-                              : -INFINITY;
-            }
-        }
+        to_base2<T>(sg, scale2, biased, mask, p, b, [&](int nt, int c) {
+          return std::pair<int64_t, int64_t>(i0 + nt * 8 + 2 * t + (c & 1), key0 + 8 * (c >> 1));
+        });
+        // The test of dropout is a uniform branch out of the element loops, as v4's.
         if (dropout) {
 #pragma unroll
           for (int nt = 0; nt < NR; ++nt)
