@@ -354,8 +354,8 @@ template <class Acc> KSplit weight_k_split(int k, int64_t tiles, int sms) {
 // one, else 32. A small GEMM's blocks are few and each walks all of K, so narrower tiles spread
 // that walk over more SMs. Backward-weight splits its K until every SM has blocks whatever the
 // width, and takes split_tile_cols(N). Measured on an H100 by benchmarks/tools/conv_tilings.cu
-// (results/2026-12-06_nvidia-h100_conv-tilings-ninth-run.csv): at the digits CNN's shapes, batch
-// 32 and 256, every pass at these widths was the fastest or within 4 % of it; at batch 32 the
+// (results/2026-12-06_nvidia-h100_conv-tilings-ninth-run-before.csv): at the digits CNN's shapes,
+// batch 32 and 256, every pass at these widths was the fastest or within 4 % of it; at batch 32 the
 // forward and backward-input took 10-20 % less time on 64-wide tiles than on 128-wide ones.
 inline int tile_cols(int m, int n, int groups, int sms) {
   const int64_t tiles =
