@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 #include "cuda/conv_implicit_gemm.cuh"
@@ -138,10 +139,16 @@ void run(int N, int C, int O, int sms) {
 
 }  // namespace conv_tilings
 
-int main() {
+// With arguments N C O, only that problem (for a profiler: its passes' launched widths are then
+// conv_gemm's launches 1, 106 and 211).
+int main(int argc, char** argv) {
   int sms = 0;
   CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   std::printf("pass,BN,launched,N,C,O,ms,max_diff,ref_max\n");
+  if (argc == 4) {
+    conv_tilings::run(std::atoi(argv[1]), std::atoi(argv[2]), std::atoi(argv[3]), sms);
+    return 0;
+  }
   for (int n : {32, 256}) {
     conv_tilings::run(n, 1, 16, sms);
     conv_tilings::run(n, 16, 32, sms);
