@@ -766,21 +766,16 @@ __device__ __forceinline__ void mma_groups(float (&c)[M][N][4], const uint32_t (
     }
 }
 
-// mma_groups for one group of 16 rows.
-template <class T, int N, int Kc, bool trans>
-__device__ __forceinline__ void mma_a_frags(float (&c)[N][4], const uint32_t (&a)[Kc][4],
-                                            const uint16_t* m, int ld, int n0, int k0, int lane) {
-  mma_groups<T, 1, N, Kc, trans>(reinterpret_cast<float(&)[1][N][4]>(c),
-                                 reinterpret_cast<const uint32_t(&)[1][Kc][4]>(a), m, ld, n0, k0,
-                                 lane);
-}
-
-// The 16 rows r0 ... r0 + 15 of a staged row-major matrix m as A fragments, 16 columns each.
-template <int Kc>
-__device__ __forceinline__ void load_a_frags(uint32_t (&a)[Kc][4], const uint16_t* m, int ld,
-                                             int r0, int lane) {
+// The M groups of 16 rows from r0 on of a staged row-major matrix m as A fragments, 16 columns
+// each: a[mg][kk] holds rows r0 + 16 mg ... + 15, columns 16 kk ... + 15.
+template <int M, int Kc>
+__device__ __forceinline__ void load_a_groups(uint32_t (&a)[M][Kc][4], const uint16_t* m, int ld,
+                                              int r0, int lane) {
 #pragma unroll
-  for (int kk = 0; kk < Kc; ++kk) sm80::ldmatrix_x4(a[kk], sm80::a_rows(m, ld, r0, 16 * kk, lane));
+  for (int mg = 0; mg < M; ++mg)
+#pragma unroll
+    for (int kk = 0; kk < Kc; ++kk)
+      sm80::ldmatrix_x4(a[mg][kk], sm80::a_rows(m, ld, r0 + 16 * mg, 16 * kk, lane));
 }
 
 // Scores in C fragments s (N 8-wide tiles of a group of 16 rows) to base-2 units, s * scale2, with
@@ -842,8 +837,7 @@ __device__ __forceinline__ void v4_forward_body(const T* q, const T* k, const T*
   sm80::cp_async_wait<1>();  // q has landed (tile 0 may still be on its way)
   __syncthreads();
   uint32_t qa[G][D / 16][4];  // this warp's q rows as A fragments, 16 rows a group
-#pragma unroll
-  for (int gr = 0; gr < G; ++gr) load_a_frags(qa[gr], qs, ld, r0 + 16 * gr, lane);
+  load_a_groups(qa, qs, ld, r0, lane);
   float o[G][ND][4] = {};  // O: rows g and g + 8 of each group, of every 8-column tile
   float m[G][2], l[G][2];  // rows g, g + 8 of each group: running max (base-2 units) and this
 #pragma unroll             // thread's share of the running sum
@@ -918,9 +912,9 @@ __device__ __forceinline__ void v4_forward_body(const T* q, const T* k, const T*
         for (int nt = 0; nt < ND; ++nt)
 #pragma unroll
           for (int c = 0; c < 4; ++c) o[gr][nt][c] *= alpha[c >> 1];
-            // P's C fragments become A fragments in registers.
 #pragma unroll
-        for (int kk = 0; kk < kV4Keys / 16; ++kk) c_to_a<T>(pa[gr][kk], sg, kk);
+        for (int kk = 0; kk < kV4Keys / 16; ++kk)  // P's C fragments to A fragments, in registers
+          c_to_a<T>(pa[gr][kk], sg, kk);
       }
       // O += P V, V's B fragments by ldmatrix.trans (v's rows are the product's k), each serving
       // all G groups.
@@ -1489,11 +1483,9 @@ __device__ __forceinline__ void b4_backward_body(const T* dout, const T* q, cons
       float st[G][NR][4] = {}, dpt[G][NR][4] = {};
       {
         uint32_t a[G][D / 16][4];  // K_w, then V_w; each B fragment of Q, dO serves all G groups
-#pragma unroll
-        for (int gr = 0; gr < G; ++gr) load_a_frags(a[gr], ks, ld, kw + 16 * gr, lane);
+        load_a_groups(a, ks, ld, kw, lane);
         mma_groups<T, G, NR, D / 16, false>(st, a, qt, ld, 0, 0, lane);
-#pragma unroll
-        for (int gr = 0; gr < G; ++gr) load_a_frags(a[gr], vs, ld, kw + 16 * gr, lane);
+        load_a_groups(a, vs, ld, kw, lane);
         mma_groups<T, G, NR, D / 16, false>(dpt, a, dot, ld, 0, 0, lane);
       }
       const bool biased = mask.kind != AttentionMaskKind::None || kw + 16 * G > keys ||
