@@ -1,23 +1,25 @@
 // conv_tilings.cu — times conv2d's implicit-GEMM passes (core-runtime/src/cuda/
-// conv_implicit_gemm.cuh) at each tile width the kernel takes, on one GPU, beside the width the op
-// launches, and checks each width's results against the launched one's.
+// conv_implicit_gemm.cuh) at each tiling the kernel takes, on one GPU, beside the tiling the op
+// launches, and checks each tiling's results against the launched one's.
 //
 // As benchmarks/tools/attention_tilings.cu does, it includes the kernels' source (a header here)
 // and calls them on raw device buffers, with none of the library's host code. Problems: the
 // digits CNN's convolutions as the conv_pool family runs them (3 x 3, no padding, float32, with
 // bias): 1 -> 16 and 16 -> 32 channels on 28 x 28 images at batch 32 and 256. Each pass launches
-// as the op does (launch_conv_gemm at tile_cols or split_tile_cols, weight_k_split), or on BN-wide
-// tiles (launch_conv_gemm_on; backward-weight's split then follows that BN's tile count). Output,
-// CSV on stdout:
-//   pass,BN,launched,N,C,O,ms,max_diff,ref_max
-// ms: the mean of 20 calls after one (backward-weight's includes adding its splits' partial
-// sums); max_diff: the largest |difference| from the launched width's result; ref_max: the
-// largest |value| of that result.
+// as the op does (launch_conv_gemm at gemm_tiling or weight_tiling, weight_k_split), or on BN-wide
+// tiles computed by WM warps along m (launch_conv_gemm_on; backward-weight's split then follows
+// that BN's tile count). Output, CSV on stdout:
+//   pass,BN,WM,TM,TN,launched,N,C,O,ms,max_diff,ref_max
+// BN, WM, TM, TN: 0 for the op's launch; TM x TN, the values a thread owns. ms: the mean of 20
+// calls after one (backward-weight's includes adding its splits' partial sums); max_diff: the
+// largest |difference| from the launched tiling's result; ref_max: the largest |value| of that
+// result.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <type_traits>
 #include <vector>
 
 #include "cuda/conv_implicit_gemm.cuh"
@@ -50,6 +52,12 @@ cv::ConvShape conv_shape(int N, int C, int H, int W, int O) {
   return s;
 }
 
+// A tile of BN columns (0: the op's own choice) computed by WM warps along m, each thread owning
+// TM x TN values of it.
+struct Tiling {
+  int bn = 0, wm = 0, tm = 0, tn = 0;
+};
+
 struct Problem {
   cv::ConvShape s;
   int sms;
@@ -57,65 +65,84 @@ struct Problem {
   std::vector<float> ref;  // the launched width's result of the pass being timed
 };
 
-// Times one width of one pass (launch(bn_or_0) runs it, 0: as the op launches) and prints its row.
+// Times one tiling of one pass (launch() runs it; t.bn == 0: as the op launches) and prints its
+// row.
 template <class Launch>
-void row(Problem& P, const char* pass, int bn, const float* result, size_t n, Launch launch) {
-  const float ms = tool::mean_ms([&] { launch(bn); });
+void row(Problem& P, const char* pass, Tiling t, const float* result, size_t n, Launch launch) {
+  const float ms = tool::mean_ms(launch);
   const std::vector<float> got = tool::to_host(result, n);
-  if (bn == 0) P.ref = got;
-  std::printf("%s,%d,%d,%d,%d,%d,%.4f,%.3g,%.3g\n", pass, bn, int(bn == 0), P.s.N, P.s.C, P.s.O, ms,
-              tool::max_diff(got, P.ref), tool::max_abs({&P.ref}));
+  if (t.bn == 0) P.ref = got;
+  std::printf("%s,%d,%d,%d,%d,%d,%d,%d,%d,%.4f,%.3g,%.3g\n", pass, t.bn, t.wm, t.tm, t.tn,
+              int(t.bn == 0), P.s.N, P.s.C, P.s.O, ms, tool::max_diff(got, P.ref),
+              tool::max_abs({&P.ref}));
 }
 
-// Every width BN of 32, 64, 128 and 256 on BM-row tiles, or for bn == 0 the op's own launch at
-// its width `chosen` (cv::tile_cols, cv::split_tile_cols).
-template <class Pass, int BM>
-void launch_width(const Pass& pass, int bn, int chosen, int M, int N, int K, int splits,
-                  int chunk) {
-  switch (bn) {
-    case 0:
-      return cv::launch_conv_gemm(pass, M, N, K, 1, splits, chunk, chosen, nullptr);
-    case 32:
-      return cv::launch_conv_gemm_on<Pass, BM, 32>(pass, M, N, K, 1, splits, chunk, nullptr);
-    case 64:
-      return cv::launch_conv_gemm_on<Pass, BM, 64>(pass, M, N, K, 1, splits, chunk, nullptr);
-    case 128:
-      return cv::launch_conv_gemm_on<Pass, BM, 128>(pass, M, N, K, 1, splits, chunk, nullptr);
-    default:
-      return cv::launch_conv_gemm_on<Pass, BM, 256>(pass, M, N, K, 1, splits, chunk, nullptr);
-  }
+// Calls f(Tiling, launch) for every tiling of BM rows whose thread tile is at most 8 columns wide
+// and 64 values: BN of 32 to 256 columns (256 x 32 floats: most of the 48 KiB of static shared
+// memory), TM of BM / 8 to BM rows a thread. launch(pass, M, N, K, splits, chunk) runs it.
+template <int BM, class F> void each_tiling(F f) {
+  auto with = [&](auto bn, auto wm) {
+    constexpr int BN = decltype(bn)::value, WM = decltype(wm)::value;
+    constexpr int WN = cv::kWarps / WM, TM = BM / WM, TN = BN / (32 * WN);
+    if constexpr (TM * WM == BM && TN >= 1 && TN * 32 * WN == BN && TN <= 8 && TM * TN <= 64)
+      f(Tiling{BN, WM, TM, TN}, [](const auto& pass, int M, int N, int K, int splits, int chunk) {
+        cv::launch_conv_gemm_on<std::decay_t<decltype(pass)>, BM, BN, TM>(pass, M, N, K, 1, splits,
+                                                                          chunk, nullptr);
+      });
+  };
+  auto with_wm = [&](auto bn) {
+    with(bn, std::integral_constant<int, 8>{}), with(bn, std::integral_constant<int, 4>{});
+    with(bn, std::integral_constant<int, 2>{}), with(bn, std::integral_constant<int, 1>{});
+  };
+  with_wm(std::integral_constant<int, 32>{}), with_wm(std::integral_constant<int, 64>{});
+  with_wm(std::integral_constant<int, 128>{}), with_wm(std::integral_constant<int, 256>{});
 }
 
 // BM: the forward's and backward-weight's tile rows (tile_rows(O)); BMI: backward-input's (of C).
 template <int BM, int BMI> void run_passes(Problem& P) {
   const cv::ConvShape& s = P.s;
-  const int widths[] = {0, 32, 64, 128, 256};
   const cv::Forward<float> fwd{s, {P.w}, {P.x, s.H, s.W, 1, 1}, P.bias, P.out};
-  const int nf = s.N * s.P, chosen_f = cv::tile_cols(s.O, nf, 1, P.sms);
-  for (int bn : widths)
-    row(P, "forward", bn, P.out, size_t(s.N) * s.O * s.P, [&](int b) {
-      launch_width<cv::Forward<float>, BM>(fwd, b, chosen_f, s.O, nf, s.R, 1, s.R);
-    });
+  const int nf = s.N * s.P;
+  const size_t nout = size_t(s.N) * s.O * s.P;
+  row(P, "forward", {}, P.out, nout, [&] {
+    cv::launch_conv_gemm(fwd, s.O, nf, s.R, 1, 1, s.R, cv::gemm_tiling(s.O, nf, 1, P.sms), nullptr);
+  });
+  each_tiling<BM>([&](Tiling t, auto launch) {
+    row(P, "forward", t, P.out, nout, [&] { launch(fwd, s.O, nf, s.R, 1, s.R); });
+  });
   const cv::BackwardInput<float> bwi{s, {P.w}, {P.grad_out, s.Ho, s.Wo, 1, 1}, P.grad_x};
-  const int ki = s.O * s.khw, ni = s.N * s.HW, chosen_i = cv::tile_cols(s.C, ni, 1, P.sms);
-  for (int bn : widths)
-    row(P, "backward_input", bn, P.grad_x, size_t(s.N) * s.C * s.HW, [&](int b) {
-      launch_width<cv::BackwardInput<float>, BMI>(bwi, b, chosen_i, s.C, ni, ki, 1, ki);
-    });
+  const int ki = s.O * s.khw, ni = s.N * s.HW;
+  const size_t nx = size_t(s.N) * s.C * s.HW;
+  row(P, "backward_input", {}, P.grad_x, nx, [&] {
+    cv::launch_conv_gemm(bwi, s.C, ni, ki, 1, 1, ki, cv::gemm_tiling(s.C, ni, 1, P.sms), nullptr);
+  });
+  each_tiling<BMI>([&](Tiling t, auto launch) {
+    row(P, "backward_input", t, P.grad_x, nx, [&] { launch(bwi, s.C, ni, ki, 1, ki); });
+  });
   const cv::BackwardWeight<float> bww{s, {P.grad_out}, {P.x, s.H, s.W, 1, 1}, P.partial};
   const int kw = s.N * s.P;
   const int64_t count = int64_t(s.O) * s.R;
-  const int chosen_w = cv::split_tile_cols(s.R);
-  for (int bn : widths)
-    row(P, "backward_weight", bn, P.grad_w, size_t(count), [&](int b) {
-      const int width = b ? b : chosen_w;
-      const int64_t tiles = int64_t((s.O + BM - 1) / BM) * ((s.R + width - 1) / width);
-      const cv::KSplit split = cv::weight_k_split<float>(kw, tiles, P.sms);
-      launch_width<cv::BackwardWeight<float>, BM>(bww, b, chosen_w, s.O, s.R, kw, split.splits,
-                                                  split.chunk);
-      cv::sum_splits<float, float>
-          <<<unsigned((count + 255) / 256), 256>>>(P.partial, split.splits, count, P.grad_w);
+  // Backward-weight's split follows the tile count of its width; its time includes adding up
+  // the splits.
+  auto weight_pass = [&](int width, auto launch) {
+    const int64_t tiles = int64_t((s.O + BM - 1) / BM) * ((s.R + width - 1) / width);
+    const cv::KSplit split = cv::weight_k_split<float>(kw, tiles, P.sms);
+    launch(split);
+    cv::sum_splits<float, float>
+        <<<unsigned((count + 255) / 256), 256>>>(P.partial, split.splits, count, P.grad_w);
+  };
+  row(P, "backward_weight", {}, P.grad_w, size_t(count), [&] {
+    const cv::Tiling t = cv::weight_tiling(s.R);
+    weight_pass(t.cols, [&](cv::KSplit split) {
+      cv::launch_conv_gemm(bww, s.O, s.R, kw, 1, split.splits, split.chunk, t, nullptr);
     });
+  });
+  each_tiling<BM>([&](Tiling t, auto launch) {
+    row(P, "backward_weight", t, P.grad_w, size_t(count), [&] {
+      weight_pass(t.bn,
+                  [&](cv::KSplit split) { launch(bww, s.O, s.R, kw, split.splits, split.chunk); });
+    });
+  });
 }
 
 void run(int N, int C, int O, int sms) {
@@ -144,7 +171,7 @@ void run(int N, int C, int O, int sms) {
 int main(int argc, char** argv) {
   int sms = 0;
   CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  std::printf("pass,BN,launched,N,C,O,ms,max_diff,ref_max\n");
+  std::printf("pass,BN,WM,TM,TN,launched,N,C,O,ms,max_diff,ref_max\n");
   if (argc == 4) {
     conv_tilings::run(std::atoi(argv[1]), std::atoi(argv[2]), std::atoi(argv[3]), sms);
     return 0;

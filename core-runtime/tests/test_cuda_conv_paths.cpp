@@ -322,13 +322,14 @@ TEST_F(ConvPaths, BothPathsMatchBruteForceInFloat64) {
   check_case(kRealisticCases[1], DType::Float64, {0.0, 1e-12});
 }
 
-// Every tile width the implicit GEMM launches (EMBER_CONV_TILE_WIDTH), whatever the rule would
-// pick on this GPU: tiles with padding columns (the small shapes' N are no multiple of 32) and
-// backward-weight's K split at each width.
-TEST_F(ConvPaths, ImplicitGemmAtEveryTileWidth) {
-  for (const char* width : {"32", "64", "128"}) {
-    SCOPED_TRACE(std::string("EMBER_CONV_TILE_WIDTH=") + width);
-    const test::ScopedEnv force("EMBER_CONV_TILE_WIDTH", width);
+// Every tiling the implicit GEMM launches (EMBER_CONV_TILING), whatever the rule would pick on
+// this GPU: tiles with padding columns (the small shapes' N are no multiple of 32) and
+// backward-weight's K split at each width, with the 8 warps stacked along m and deep (8 rows a
+// thread, warps side by side along n).
+TEST_F(ConvPaths, ImplicitGemmAtEveryTiling) {
+  for (const char* tiling : {"32", "64", "128", "128x8", "256x8"}) {
+    SCOPED_TRACE(std::string("EMBER_CONV_TILING=") + tiling);
+    const test::ScopedEnv force("EMBER_CONV_TILING", tiling);
     for (const Case& c : kSmallCases) check_case(c, DType::Float64, {0.0, 1e-12});
     check_case(kRealisticCases[1], DType::Float32, {0.0, 3e-5});
     check_case(kSmallCases[1], DType::BFloat16, {test::unit_roundoff(DType::BFloat16), 3e-5});
@@ -356,13 +357,13 @@ TEST_F(ConvPaths, UnknownAlgoIsAValueError) {
   test::expect_error<ValueError>([&] { conv2d(x, w); }, {"EMBER_CONV_ALGO", "winograd"});
 }
 
-TEST_F(ConvPaths, UnknownTileWidthIsAValueError) {
+TEST_F(ConvPaths, UnknownTilingIsAValueError) {
   const Tensor x = random_tensor({1, 1, 4, 4}, 5, DType::Float32, kCuda);
   const Tensor w = random_tensor({1, 1, 3, 3}, 6, DType::Float32, kCuda);
   ConvAlgo implicit("implicit");
-  const test::ScopedEnv force("EMBER_CONV_TILE_WIDTH", "48");
-  test::expect_error<ValueError>([&] { conv2d(x, w); },
-                                 {"conv2d", "EMBER_CONV_TILE_WIDTH", "'48'", "32, 64 or 128"});
+  const test::ScopedEnv force("EMBER_CONV_TILING", "64x8");
+  test::expect_error<ValueError>([&] { conv2d(x, w); }, {"conv2d", "EMBER_CONV_TILING", "'64x8'",
+                                                         "32, 64, 128, 128x8 or 256x8"});
 }
 
 }  // namespace

@@ -24,16 +24,17 @@
 // multiply-high (FastDiv) rather than an integer division, which GPUs run as a software routine.
 //
 // Kernel: 256 threads compute a BM x BN tile of C (BM = 16, 32 or 64, the smallest that covers
-// M, since conv GEMMs often have M = 16 or 32 channels; BN = 32, 64 or 128 by tile_cols and
-// split_tile_cols below), K walked BK at a time (32 in float32, 16 in float64: the same shared
-// memory); thread (tm, tn) owns rows tm*BM/8.. and columns tn*BN/32... Tiles are staged in
-// registers and then in shared memory; the global loads of tile t + 1 are issued before the math
-// of tile t. A small conv's GEMM has few tiles (the digits CNN's 16 -> 32 backward-input at batch
-// 32: 43 tiles 128 wide for 132 SMs), so one block's walk over K is the whole kernel's time: a deep
-// BK makes that walk 4x shorter than BK = 8 did, and narrow tiles give it a quarter of the work per
-// step on four times the SMs. Float16/bfloat16 compute in float32, float64 in float64.
-// Backward-weight reduces over K = N * Ho * Wo (large) with few output tiles, so K is split over
-// blockIdx.z into partial sums that a second kernel adds up (deterministic, no atomics).
+// M, since conv GEMMs often have M = 16 or 32 channels; BN = 32 to 256 by gemm_tiling and
+// weight_tiling below), K walked BK at a time (32 in float32, 16 in float64: the same shared
+// memory); each thread computes BM / 8 or 8 of the tile's rows over BM BN / 256 of those (the
+// Tiling). Tiles are staged in registers and then in shared memory; the global loads of tile t + 1
+// are issued before the math of tile t. A small conv's GEMM has few tiles (the digits CNN's 16 ->
+// 32 backward-input at batch 32: 43 tiles 128 wide for 132 SMs), so one block's walk over K is the
+// whole kernel's time: a deep BK makes that walk 4x shorter than BK = 8 did, and narrow tiles give
+// it a quarter of the work per step on four times the SMs. Float16/bfloat16 compute in float32,
+// float64 in float64. Backward-weight reduces over K = N * Ho * Wo (large) with few output tiles,
+// so K is split over blockIdx.z into partial sums that a second kernel adds up (deterministic, no
+// atomics).
 #pragma once
 #include <cuda_runtime.h>
 
@@ -217,25 +218,32 @@ template <class T> struct BackwardWeight {
 // ---- the kernel ---------------------------------------------------------------------------------
 // kBN: the widest tile, on which conv_pool.cu judges whether a GEMM fills the implicit kernel's
 // tiles enough (its rule 6).
-constexpr int kThreads = 256, kBN = 128;
+constexpr int kThreads = 256, kWarps = kThreads / 32, kBN = 128;
 
 // BK, the depth of a K tile, for accumulators of type Acc.
 template <class Acc> constexpr int tile_depth() { return sizeof(Acc) == 4 ? 32 : 16; }
 
 // One BM x BN tile of C for group blockIdx.y over k in [blockIdx.z * k_chunk, + k_chunk).
 //   M, N, K: the per-group GEMM sizes.
+// Math mapping: each thread computes TM rows of the tile; the 8 warps form WM = BM / TM rows of
+// WN = 8 / WM, warp (wm, wn) computes rows wm*TM.. and its lane l columns (wn*32 + l)*TN..
+// (TN = BN / (32 WN)). Per k a warp reads TM values of A that all its lanes share (a broadcast)
+// and 32 TN consecutive values of B, for TM TN multiply-adds a lane: a larger thread tile does
+// more math per shared-memory read.
 // Load mapping (per tile): thread tid loads A elements (m = tid / BK + (256 / BK) v, k = tid % BK)
 // and B elements (k = tid / 32 + 8 u, n = tid % 32 + 32 v): one k-tap of A and BK / 8 of B per
 // thread per tile, and a warp's 32 B loads are 32 consecutive n (consecutive output pixels:
 // coalesced).
-template <class Pass, int BM, int BN>
+template <class Pass, int BM, int BN, int TM>
 __global__ void __launch_bounds__(kThreads) conv_gemm(Pass pass, int M, int N, int K, int k_chunk) {
   using Acc = typename Pass::Acc;
-  constexpr int BK = tile_depth<Acc>(), TM = BM / 8, TN = BN / 32;
+  constexpr int BK = tile_depth<Acc>(), WM = BM / TM, WN = kWarps / WM, TN = BN / (32 * WN);
+  static_assert(WM * TM == BM && WN * WM == kWarps && TN * 32 * WN == BN,
+                "tile and warps disagree");
   constexpr int kALoads = BM * BK >= kThreads ? BM * BK / kThreads : 1;  // A elements per thread
   constexpr int kBRows = BK / 8, kBCols = BN / 32;  // B: k-taps and n-taps per thread
   // as[kk][m] and bs[kk][n]. Rows are 16-byte aligned, so a thread's TM (TN) consecutive values
-  // come in one vector load; as's rows are padded so that its transposing stores (a warp writes
+  // come in vector loads; as's rows are padded so that its transposing stores (a warp writes
   // 8 values of k for 4 of m) fall in distinct banks.
   __shared__ __align__(16) Acc as[BK][BM + 4];
   __shared__ __align__(16) Acc bs[BK][BN];
@@ -277,7 +285,7 @@ __global__ void __launch_bounds__(kThreads) conv_gemm(Pass pass, int M, int N, i
     }
   };
 
-  const int tm = tid / 32, tn = tid % 32;
+  const int row0 = tid / 32 / WN * TM, col0 = (tid / 32 % WN * 32 + tid % 32) * TN;
   Acc acc[TM][TN] = {};
   if (k_begin < k_end) load(k_begin);
   for (int k0 = k_begin; k0 < k_end; k0 += BK) {
@@ -297,9 +305,9 @@ __global__ void __launch_bounds__(kThreads) conv_gemm(Pass pass, int M, int N, i
     for (int kk = 0; kk < BK; ++kk) {
       Acc a[TM], b[TN];
 #pragma unroll
-      for (int i = 0; i < TM; ++i) a[i] = as[kk][tm * TM + i];  // a broadcast within the warp
+      for (int i = 0; i < TM; ++i) a[i] = as[kk][row0 + i];  // a broadcast within the warp
 #pragma unroll
-      for (int j = 0; j < TN; ++j) b[j] = bs[kk][tn * TN + j];
+      for (int j = 0; j < TN; ++j) b[j] = bs[kk][col0 + j];
 #pragma unroll
       for (int i = 0; i < TM; ++i)
 #pragma unroll
@@ -309,12 +317,12 @@ __global__ void __launch_bounds__(kThreads) conv_gemm(Pass pass, int M, int N, i
 
 #pragma unroll
   for (int j = 0; j < TN; ++j) {
-    const int n = n0 + tn * TN + j;
+    const int n = n0 + col0 + j;
     if (n >= N) continue;
     const int64_t cn = pass.c_n(n);
 #pragma unroll
     for (int i = 0; i < TM; ++i) {
-      const int m = m0 + tm * TM + i;
+      const int m = m0 + row0 + i;
       if (m < M) pass.store(g, m, cn, acc[i][j], int(blockIdx.z));
     }
   }
@@ -349,47 +357,66 @@ template <class Acc> KSplit weight_k_split(int k, int64_t tiles, int sms) {
   return {(k + chunk - 1) / chunk, chunk};
 }
 
-// The tile width (BN) of a forward or backward-input GEMM of M x N, `groups` of them, on a GPU of
-// `sms` SMs: 128 where 128-wide tiles give every SM four blocks, else 64 where they give every SM
-// one, else 32. A small GEMM's blocks are few and each walks all of K, so narrower tiles spread
+// A tiling of the implicit GEMM: BN = cols columns; each thread computes BM / 8 rows (the 8 warps
+// stacked along m) or, deep, 8 rows (fewer warps along m, more math per shared-memory read).
+struct Tiling {
+  int cols;
+  bool deep;
+};
+
+// The tilings launch_conv_gemm takes, by name: "32", "64", "128" (stacked) and "128x8", "256x8"
+// (deep: 8 rows a thread).
+constexpr Tiling kTilings[] = {{32, false}, {64, false}, {128, false}, {128, true}, {256, true}};
+
+// The tiling of a forward or backward-input GEMM of M x N, `groups` of them, on a GPU of `sms`
+// SMs: 128 columns where 128-wide tiles give every SM four blocks, else 64 where they give every
+// SM one, else 32. A small GEMM's blocks are few and each walks all of K, so narrower tiles spread
 // that walk over more SMs. Backward-weight splits its K until every SM has blocks whatever the
-// width, and takes split_tile_cols(N). Measured on an H100 by benchmarks/tools/conv_tilings.cu
+// width, and takes weight_tiling(N). Measured on an H100 by benchmarks/tools/conv_tilings.cu
 // (results/2026-12-06_nvidia-h100_conv-tilings-ninth-run-before.csv): at the digits CNN's shapes,
 // batch 32 and 256, every pass at these widths was the fastest or within 4 % of it; at batch 32 the
 // forward and backward-input took 10-20 % less time on 64-wide tiles than on 128-wide ones.
-inline int tile_cols(int m, int n, int groups, int sms) {
+inline Tiling gemm_tiling(int m, int n, int groups, int sms) {
   const int64_t tiles =
       int64_t((m + tile_rows(m) - 1) / tile_rows(m)) * ((int64_t(n) + 127) / 128) * groups;
-  return tiles >= 4 * int64_t(sms) ? 128 : tiles >= sms ? 64 : 32;
+  return {tiles >= 4 * int64_t(sms) ? 128 : tiles >= sms ? 64 : 32, false};
 }
 
-// Backward-weight's tile width for N = Cg kh kw columns: 32 where they fit in 32, else 64 (at
+// Backward-weight's tiling for N = Cg kh kw columns: 32 where they fit in 32, else 64 (at
 // N = 144, 0.131 ms against 0.156 on 128-wide tiles, which compute 256 columns, and 0.157 on
 // 32-wide ones, which read each A tile five times).
-inline int split_tile_cols(int n) { return n <= 32 ? 32 : 64; }
+inline Tiling weight_tiling(int n) { return {n <= 32 ? 32 : 64, false}; }
 
-// conv_gemm for `pass` on BM x BN tiles. Grid: tiles x groups x splits; k_chunk a multiple of
-// tile_depth<Pass::Acc>(). The caller checks the launch.
-template <class Pass, int BM, int BN>
+// conv_gemm for `pass` on BM x BN tiles, TM rows a thread. Grid: tiles x groups x splits; k_chunk
+// a multiple of tile_depth<Pass::Acc>(). The caller checks the launch.
+template <class Pass, int BM, int BN, int TM = BM / kWarps>
 void launch_conv_gemm_on(const Pass& pass, int M, int N, int K, int groups, int splits, int k_chunk,
                          cudaStream_t stream) {
   const int64_t tiles = int64_t((M + BM - 1) / BM) * ((N + BN - 1) / BN);
-  conv_gemm<Pass, BM, BN>
+  conv_gemm<Pass, BM, BN, TM>
       <<<dim3(unsigned(tiles), unsigned(groups), unsigned(splits)), kThreads, 0, stream>>>(pass, M,
                                                                                            N, K,
                                                                                            k_chunk);
 }
 
-// Launches conv_gemm for `pass` with BM = tile_rows(M) and BN = bn (32, 64 or 128).
+// Launches conv_gemm for `pass` with BM = tile_rows(M) and tiling t (one of kTilings).
 template <class Pass>
 void launch_conv_gemm(const Pass& pass, int M, int N, int K, int groups, int splits, int k_chunk,
-                      int bn, cudaStream_t stream) {
+                      Tiling t, cudaStream_t stream) {
   auto with_bm = [&](auto bm) {
-    constexpr int BM = decltype(bm)::value;
-    if (bn == 32) launch_conv_gemm_on<Pass, BM, 32>(pass, M, N, K, groups, splits, k_chunk, stream);
-    else if (bn == 64)
-      launch_conv_gemm_on<Pass, BM, 64>(pass, M, N, K, groups, splits, k_chunk, stream);
-    else launch_conv_gemm_on<Pass, BM, 128>(pass, M, N, K, groups, splits, k_chunk, stream);
+    constexpr int BM = decltype(bm)::value, kDeep = 8;
+    auto on = [&](auto bn, auto tm) {
+      launch_conv_gemm_on<Pass, BM, decltype(bn)::value, decltype(tm)::value>(pass, M, N, K, groups,
+                                                                              splits, k_chunk,
+                                                                              stream);
+    };
+    using Stacked = std::integral_constant<int, BM / kWarps>;
+    using Deep = std::integral_constant<int, kDeep>;
+    if (t.deep && t.cols == 256) on(std::integral_constant<int, 256>{}, Deep{});
+    else if (t.deep) on(std::integral_constant<int, 128>{}, Deep{});
+    else if (t.cols == 32) on(std::integral_constant<int, 32>{}, Stacked{});
+    else if (t.cols == 64) on(std::integral_constant<int, 64>{}, Stacked{});
+    else on(std::integral_constant<int, 128>{}, Stacked{});
   };
   switch (tile_rows(M)) {
     case 16:

@@ -20,9 +20,9 @@
 //      backward-weight, N = 9 taps, 9 columns of 128);
 //   7. backward-input with stride > 1 -> im2col (the implicit GEMM would spend
 //      (s_h*s_w - 1)/(s_h*s_w) of its K loop multiplying zeros; col2im gathers only real taps);
-//   8. otherwise implicit, on tiles of conv::tile_cols (forward, backward-input) or
-//      conv::split_tile_cols (backward-weight) columns; EMBER_CONV_TILE_WIDTH=32, 64 or 128 forces
-//      one (tests).
+//   8. otherwise implicit, tiled by conv::gemm_tiling (forward, backward-input) or
+//      conv::weight_tiling (backward-weight); EMBER_CONV_TILING (one of conv::kTilings' names:
+//      32, 64, 128, 128x8, 256x8) forces one (tests, benchmarks).
 // The bias is added in the implicit kernel's epilogue, or written first for cuBLAS to add onto.
 //
 // Pooling: one thread per output (forward) or per input (backward, a gather: each input sums
@@ -104,15 +104,16 @@ bool use_implicit(const ConvShape& s, Pass pass) {
   return true;
 }
 
-// The implicit GEMM's tile width: EMBER_CONV_TILE_WIDTH (32, 64 or 128; tests run every width
-// through it), or, unset, `chosen` (conv::tile_cols, conv::split_tile_cols).
-int tile_width(int chosen) {
-  const char* v = std::getenv("EMBER_CONV_TILE_WIDTH");
+// The implicit GEMM's tiling: EMBER_CONV_TILING (tests run every tiling through it), or, unset,
+// `chosen` (conv::gemm_tiling, conv::weight_tiling).
+conv::Tiling tiling(conv::Tiling chosen) {
+  const char* v = std::getenv("EMBER_CONV_TILING");
   if (!v || !*v) return chosen;
-  for (int width : {32, 64, 128})
-    if (std::to_string(width) == v) return width;
-  throw ValueError("conv2d", std::string("EMBER_CONV_TILE_WIDTH='") + v +
-                                 "'; expected 32, 64 or 128, or unset for automatic");
+  for (conv::Tiling t : conv::kTilings)
+    if (std::to_string(t.cols) + (t.deep ? "x8" : "") == v) return t;
+  throw ValueError("conv2d", std::string("EMBER_CONV_TILING='") + v +
+                                 "'; expected 32, 64, 128, 128x8 or 256x8 (columns a tile, x8: 8 "
+                                 "rows a thread), or unset for automatic");
 }
 
 template <class T>
@@ -126,8 +127,8 @@ void forward_implicit(const Tensor& x, const Tensor& w, const Tensor& bias, Tens
   const int dev = x.device().index;
   const int n = s.N * s.P;
   conv::launch_conv_gemm(pass, s.Og, n, s.R, s.G, 1, s.R,
-                         tile_width(
-                             conv::tile_cols(s.Og, n, s.G, properties(dev).multiProcessorCount)),
+                         tiling(
+                             conv::gemm_tiling(s.Og, n, s.G, properties(dev).multiProcessorCount)),
                          stream(dev));
   check_launch("conv2d", {&x, &w, &out});
 }
@@ -143,8 +144,8 @@ void backward_input_implicit(const Tensor& go, const Tensor& w, Tensor& grad_x,
   const int dev = go.device().index;
   const int n = s.N * s.HW;
   conv::launch_conv_gemm(pass, s.Cg, n, k, s.G, 1, k,
-                         tile_width(
-                             conv::tile_cols(s.Cg, n, s.G, properties(dev).multiProcessorCount)),
+                         tiling(
+                             conv::gemm_tiling(s.Cg, n, s.G, properties(dev).multiProcessorCount)),
                          stream(dev));
   check_launch("conv2d_backward_input", {&go, &w, &grad_x});
 }
@@ -158,8 +159,9 @@ void backward_weight_implicit(const Tensor& go, const Tensor& x, Tensor& grad_w,
   const char* op = "conv2d_backward_weight";
   const int dev = x.device().index;
   const int k = s.N * s.P;
-  const int bm = conv::tile_rows(s.Og), bn = tile_width(conv::split_tile_cols(s.R));
-  const int64_t tiles = int64_t((s.Og + bm - 1) / bm) * ((s.R + bn - 1) / bn) * s.G;
+  const int bm = conv::tile_rows(s.Og);
+  const conv::Tiling t = tiling(conv::weight_tiling(s.R));
+  const int64_t tiles = int64_t((s.Og + bm - 1) / bm) * ((s.R + t.cols - 1) / t.cols) * s.G;
   const int sms = properties(dev).multiProcessorCount;
   const conv::KSplit split = conv::weight_k_split<Acc>(k, tiles, sms);
   const int64_t count = int64_t(s.O) * s.R;
@@ -168,7 +170,7 @@ void backward_weight_implicit(const Tensor& go, const Tensor& x, Tensor& grad_w,
                                {go.data<T>()},
                                {x.data<T>(), s.H, s.W, 1, 1},
                                partial.data<Acc>()};
-  conv::launch_conv_gemm(pass, s.Og, s.R, k, s.G, split.splits, split.chunk, bn, stream(dev));
+  conv::launch_conv_gemm(pass, s.Og, s.R, k, s.G, split.splits, split.chunk, t, stream(dev));
   check_launch(op, {&go, &x, &grad_w});
   conv::sum_splits<T, Acc><<<grid_size(count, 256, dev), 256, 0, stream(dev)>>>(partial.data<Acc>(),
                                                                                 split.splits, count,
