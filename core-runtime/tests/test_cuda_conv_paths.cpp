@@ -240,10 +240,10 @@ Tensor other_layout(const Tensor& t, bool stepped) {
 }
 
 // Small shapes every path's edges show on (also what racecheck runs: ci/gpu-check.sh), and
-// realistic ones, where tiling, split-K and chunking matter. The implicit GEMM's tile width follows
-// the GPU's SM count (conv::tile_cols): on an H100, 32-wide tiles on the small shapes, 64-wide on
-// the padded [32, 16, 28, 28]'s forward and backward-input; ImplicitGemmAtEveryTileWidth forces
-// each width.
+// realistic ones, where tiling, split-K and chunking matter. The implicit GEMM's tiling follows
+// the GPU's SM count (conv::gemm_tiling): on an H100, 32-wide tiles on the small shapes, 64-wide on
+// the padded [32, 16, 28, 28]'s forward and backward-input; ImplicitGemmAtEveryTiling forces each
+// tiling.
 const std::vector<Case> kSmallCases = {
     {"16 channels, 3x3, padded", {4, 16, 9, 11}, {8, 16, 3, 3}, 1, 1, 1, 1},
     {"strided dilated grouped", {8, 8, 17, 19}, {12, 4, 3, 3}, 2, 1, 2, 2},
