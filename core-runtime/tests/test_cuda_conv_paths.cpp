@@ -324,10 +324,9 @@ TEST_F(ConvPaths, BothPathsMatchBruteForceInFloat64) {
 
 // Every tiling the implicit GEMM launches (EMBER_CONV_TILING), whatever the rule would pick on
 // this GPU: tiles with padding columns (the small shapes' N are no multiple of 32) and
-// backward-weight's K split at each width, with the 8 warps stacked along m and deep (8 rows a
-// thread, warps side by side along n).
+// backward-weight's K split at each width, with the 8 warps in one column along m and in two.
 TEST_F(ConvPaths, ImplicitGemmAtEveryTiling) {
-  for (const char* tiling : {"32", "64", "128", "128x8", "256x8"}) {
+  for (const char* tiling : {"32", "64", "128", "128/4"}) {
     SCOPED_TRACE(std::string("EMBER_CONV_TILING=") + tiling);
     const test::ScopedEnv force("EMBER_CONV_TILING", tiling);
     for (const Case& c : kSmallCases) check_case(c, DType::Float64, {0.0, 1e-12});
@@ -361,9 +360,9 @@ TEST_F(ConvPaths, UnknownTilingIsAValueError) {
   const Tensor x = random_tensor({1, 1, 4, 4}, 5, DType::Float32, kCuda);
   const Tensor w = random_tensor({1, 1, 3, 3}, 6, DType::Float32, kCuda);
   ConvAlgo implicit("implicit");
-  const test::ScopedEnv force("EMBER_CONV_TILING", "64x8");
-  test::expect_error<ValueError>([&] { conv2d(x, w); }, {"conv2d", "EMBER_CONV_TILING", "'64x8'",
-                                                         "32, 64, 128, 128x8 or 256x8"});
+  const test::ScopedEnv force("EMBER_CONV_TILING", "64/4");
+  test::expect_error<ValueError>([&] { conv2d(x, w); },
+                                 {"conv2d", "EMBER_CONV_TILING", "'64/4'", "32, 64, 128 or 128/4"});
 }
 
 }  // namespace

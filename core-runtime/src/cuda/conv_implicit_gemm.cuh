@@ -26,8 +26,8 @@
 // Kernel: 256 threads compute a BM x BN tile of C (BM = 16, 32 or 64, the smallest that covers
 // M, since conv GEMMs often have M = 16 or 32 channels; BN = 32 to 256 by gemm_tiling and
 // weight_tiling below), K walked BK at a time (32 in float32, 16 in float64: the same shared
-// memory); each thread computes BM / 8 or 8 of the tile's rows over BM BN / 256 of those (the
-// Tiling). Tiles are staged in registers and then in shared memory; the global loads of tile t + 1
+// memory); the Tiling arranges the 8 warps over the tile, each thread computing a TM x TN block
+// of it. Tiles are staged in registers and then in shared memory; the global loads of tile t + 1
 // are issued before the math of tile t. A small conv's GEMM has few tiles (the digits CNN's 16 ->
 // 32 backward-input at batch 32: 43 tiles 128 wide for 132 SMs), so one block's walk over K is the
 // whole kernel's time: a deep BK makes that walk 4x shorter than BK = 8 did, and narrow tiles give
@@ -357,16 +357,19 @@ template <class Acc> KSplit weight_k_split(int k, int64_t tiles, int sms) {
   return {(k + chunk - 1) / chunk, chunk};
 }
 
-// A tiling of the implicit GEMM: BN = cols columns; each thread computes BM / 8 rows (the 8 warps
-// stacked along m) or, deep, 8 rows (fewer warps along m, more math per shared-memory read).
+// A tiling of the implicit GEMM: BN = cols columns, its 8 warps in warp_rows rows along m (8: one
+// column of warps, each thread BM / 8 rows; 4: two columns, each thread twice the rows and half
+// the columns).
 struct Tiling {
-  int cols;
-  bool deep;
+  int cols, warp_rows;
 };
 
-// The tilings launch_conv_gemm takes, by name: "32", "64", "128" (stacked) and "128x8", "256x8"
-// (deep: 8 rows a thread).
-constexpr Tiling kTilings[] = {{32, false}, {64, false}, {128, false}, {128, true}, {256, true}};
+// The tilings launch_conv_gemm takes, by name: "32", "64", "128" (8 warp rows) and "128/4" (4).
+// benchmarks/tools/conv_tilings.cu times these and others (2 or 1 warp rows, 256 columns): on an
+// H200 at the digits CNN's shapes, batch 256, 128/4 took 3-9 % less time than 128 in the forward
+// and backward-input passes (16 -> 32: 0.097 against 0.103 ms, 0.134 against 0.138), and no other
+// tiling beat both (results/2026-12-06_nvidia-h200_conv-tilings-tenth-run.csv).
+constexpr Tiling kTilings[] = {{32, 8}, {64, 8}, {128, 8}, {128, 4}};
 
 // The tiling of a forward or backward-input GEMM of M x N, `groups` of them, on a GPU of `sms`
 // SMs: 128 columns where 128-wide tiles give every SM four blocks, else 64 where they give every
@@ -379,13 +382,13 @@ constexpr Tiling kTilings[] = {{32, false}, {64, false}, {128, false}, {128, tru
 inline Tiling gemm_tiling(int m, int n, int groups, int sms) {
   const int64_t tiles =
       int64_t((m + tile_rows(m) - 1) / tile_rows(m)) * ((int64_t(n) + 127) / 128) * groups;
-  return {tiles >= 4 * int64_t(sms) ? 128 : tiles >= sms ? 64 : 32, false};
+  return {tiles >= 4 * int64_t(sms) ? 128 : tiles >= sms ? 64 : 32, kWarps};
 }
 
 // Backward-weight's tiling for N = Cg kh kw columns: 32 where they fit in 32, else 64 (at
 // N = 144, 0.131 ms against 0.156 on 128-wide tiles, which compute 256 columns, and 0.157 on
 // 32-wide ones, which read each A tile five times).
-inline Tiling weight_tiling(int n) { return {n <= 32 ? 32 : 64, false}; }
+inline Tiling weight_tiling(int n) { return {n <= 32 ? 32 : 64, kWarps}; }
 
 // conv_gemm for `pass` on BM x BN tiles, TM rows a thread. Grid: tiles x groups x splits; k_chunk
 // a multiple of tile_depth<Pass::Acc>(). The caller checks the launch.
@@ -404,19 +407,16 @@ template <class Pass>
 void launch_conv_gemm(const Pass& pass, int M, int N, int K, int groups, int splits, int k_chunk,
                       Tiling t, cudaStream_t stream) {
   auto with_bm = [&](auto bm) {
-    constexpr int BM = decltype(bm)::value, kDeep = 8;
-    auto on = [&](auto bn, auto tm) {
-      launch_conv_gemm_on<Pass, BM, decltype(bn)::value, decltype(tm)::value>(pass, M, N, K, groups,
-                                                                              splits, k_chunk,
-                                                                              stream);
+    constexpr int BM = decltype(bm)::value;
+    auto on = [&](auto bn, auto warp_rows) {
+      constexpr int BN = decltype(bn)::value, TM = BM / decltype(warp_rows)::value;
+      launch_conv_gemm_on<Pass, BM, BN, TM>(pass, M, N, K, groups, splits, k_chunk, stream);
     };
-    using Stacked = std::integral_constant<int, BM / kWarps>;
-    using Deep = std::integral_constant<int, kDeep>;
-    if (t.deep && t.cols == 256) on(std::integral_constant<int, 256>{}, Deep{});
-    else if (t.deep) on(std::integral_constant<int, 128>{}, Deep{});
-    else if (t.cols == 32) on(std::integral_constant<int, 32>{}, Stacked{});
-    else if (t.cols == 64) on(std::integral_constant<int, 64>{}, Stacked{});
-    else on(std::integral_constant<int, 128>{}, Stacked{});
+    using Rows8 = std::integral_constant<int, 8>;
+    if (t.cols == 32) on(std::integral_constant<int, 32>{}, Rows8{});
+    else if (t.cols == 64) on(std::integral_constant<int, 64>{}, Rows8{});
+    else if (t.warp_rows == 8) on(std::integral_constant<int, 128>{}, Rows8{});
+    else on(std::integral_constant<int, 128>{}, std::integral_constant<int, 4>{});
   };
   switch (tile_rows(M)) {
     case 16:

@@ -22,7 +22,7 @@
 //      (s_h*s_w - 1)/(s_h*s_w) of its K loop multiplying zeros; col2im gathers only real taps);
 //   8. otherwise implicit, tiled by conv::gemm_tiling (forward, backward-input) or
 //      conv::weight_tiling (backward-weight); EMBER_CONV_TILING (one of conv::kTilings' names:
-//      32, 64, 128, 128x8, 256x8) forces one (tests, benchmarks).
+//      32, 64, 128, 128/4) forces one (tests, benchmarks).
 // The bias is added in the implicit kernel's epilogue, or written first for cuBLAS to add onto.
 //
 // Pooling: one thread per output (forward) or per input (backward, a gather: each input sums
@@ -110,10 +110,13 @@ conv::Tiling tiling(conv::Tiling chosen) {
   const char* v = std::getenv("EMBER_CONV_TILING");
   if (!v || !*v) return chosen;
   for (conv::Tiling t : conv::kTilings)
-    if (std::to_string(t.cols) + (t.deep ? "x8" : "") == v) return t;
+    if (std::to_string(t.cols) +
+            (t.warp_rows == conv::kWarps ? "" : "/" + std::to_string(t.warp_rows)) ==
+        v)
+      return t;
   throw ValueError("conv2d", std::string("EMBER_CONV_TILING='") + v +
-                                 "'; expected 32, 64, 128, 128x8 or 256x8 (columns a tile, x8: 8 "
-                                 "rows a thread), or unset for automatic");
+                                 "'; expected 32, 64, 128 or 128/4 (columns a tile, /4: its "
+                                 "warps in 4 rows), or unset for automatic");
 }
 
 template <class T>
