@@ -24,7 +24,7 @@
 // multiply-high (FastDiv) rather than an integer division, which GPUs run as a software routine.
 //
 // Kernel: 256 threads compute a BM x BN tile of C (BM = 16, 32 or 64, the smallest that covers
-// M, since conv GEMMs often have M = 16 or 32 channels; BN = 32 to 256 by gemm_tiling and
+// M, since conv GEMMs often have M = 16 or 32 channels; BN = 32, 64 or 128 by gemm_tiling and
 // weight_tiling below), K walked BK at a time (32 in float32, 16 in float64: the same shared
 // memory); the Tiling arranges the 8 warps over the tile, each thread computing a TM x TN block
 // of it. Tiles are staged in registers and then in shared memory; the global loads of tile t + 1
@@ -412,10 +412,10 @@ void launch_conv_gemm(const Pass& pass, int M, int N, int K, int groups, int spl
       constexpr int BN = decltype(bn)::value, TM = BM / decltype(warp_rows)::value;
       launch_conv_gemm_on<Pass, BM, BN, TM>(pass, M, N, K, groups, splits, k_chunk, stream);
     };
-    using Rows8 = std::integral_constant<int, 8>;
-    if (t.cols == 32) on(std::integral_constant<int, 32>{}, Rows8{});
-    else if (t.cols == 64) on(std::integral_constant<int, 64>{}, Rows8{});
-    else if (t.warp_rows == 8) on(std::integral_constant<int, 128>{}, Rows8{});
+    using AllRows = std::integral_constant<int, kWarps>;
+    if (t.cols == 32) on(std::integral_constant<int, 32>{}, AllRows{});
+    else if (t.cols == 64) on(std::integral_constant<int, 64>{}, AllRows{});
+    else if (t.warp_rows == kWarps) on(std::integral_constant<int, 128>{}, AllRows{});
     else on(std::integral_constant<int, 128>{}, std::integral_constant<int, 4>{});
   };
   switch (tile_rows(M)) {

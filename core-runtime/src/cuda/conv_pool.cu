@@ -104,19 +104,26 @@ bool use_implicit(const ConvShape& s, Pass pass) {
   return true;
 }
 
+// A tiling's name in EMBER_CONV_TILING: its columns, then "/" and its warp rows where fewer than 8.
+std::string tiling_name(conv::Tiling t) {
+  const std::string cols = std::to_string(t.cols);
+  return t.warp_rows == conv::kWarps ? cols : cols + "/" + std::to_string(t.warp_rows);
+}
+
 // The implicit GEMM's tiling: EMBER_CONV_TILING (tests run every tiling through it), or, unset,
 // `chosen` (conv::gemm_tiling, conv::weight_tiling).
 conv::Tiling tiling(conv::Tiling chosen) {
   const char* v = std::getenv("EMBER_CONV_TILING");
   if (!v || !*v) return chosen;
-  for (conv::Tiling t : conv::kTilings)
-    if (std::to_string(t.cols) +
-            (t.warp_rows == conv::kWarps ? "" : "/" + std::to_string(t.warp_rows)) ==
-        v)
-      return t;
-  throw ValueError("conv2d", std::string("EMBER_CONV_TILING='") + v +
-                                 "'; expected 32, 64, 128 or 128/4 (columns a tile, /4: its "
-                                 "warps in 4 rows), or unset for automatic");
+  std::string names;
+  for (conv::Tiling t : conv::kTilings) {
+    if (tiling_name(t) == v) return t;
+    names += (names.empty() ? "" : ", ") + tiling_name(t);
+  }
+  throw ValueError("conv2d", std::string("EMBER_CONV_TILING='") + v + "'; expected one of " +
+                                 names +
+                                 " (columns a tile, then /R: its 8 warps in R rows), or unset "
+                                 "for automatic");
 }
 
 template <class T>
