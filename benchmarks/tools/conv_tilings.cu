@@ -7,8 +7,8 @@
 // digits CNN's convolutions as the conv_pool family runs them (3 x 3, no padding, float32, with
 // bias): 1 -> 16 and 16 -> 32 channels on 28 x 28 images at batch 32 and 256. Each pass launches
 // as the op does (launch_conv_gemm at gemm_tiling or weight_tiling, weight_k_split), or on BN-wide
-// tiles computed by WM warps along m (launch_conv_gemm_on; backward-weight's split then follows
-// that BN's tile count). Output, CSV on stdout:
+// tiles computed by WM rows of warps along m (launch_conv_gemm_on; backward-weight's split then
+// follows that BN's tile count). Output, CSV on stdout:
 //   pass,BN,WM,TM,TN,launched,N,C,O,ms,max_diff,ref_max
 // BN, WM, TM, TN: 0 for the op's launch; TM x TN, the values a thread owns. ms: the mean of 20
 // calls after one (backward-weight's includes adding its splits' partial sums); max_diff: the
@@ -52,9 +52,9 @@ cv::ConvShape conv_shape(int N, int C, int H, int W, int O) {
   return s;
 }
 
-// A tile of BN columns (0: the op's own choice) computed by WM warps along m, each thread owning
-// TM x TN values of it.
-struct Tiling {
+// A row's arrangement of the kernel (all 0: the op's own tiling, cv::Tiling): BN columns computed
+// by WM rows of warps along m, each thread owning TM x TN values of the tile.
+struct Arrangement {
   int bn = 0, wm = 0, tm = 0, tn = 0;
 };
 
@@ -62,13 +62,14 @@ struct Problem {
   cv::ConvShape s;
   int sms;
   float *x, *w, *bias, *grad_out, *out, *grad_x, *grad_w, *partial;
-  std::vector<float> ref;  // the launched width's result of the pass being timed
+  std::vector<float> ref;  // the launched tiling's result of the pass being timed
 };
 
 // Times one tiling of one pass (launch() runs it; t.bn == 0: as the op launches) and prints its
 // row.
 template <class Launch>
-void row(Problem& P, const char* pass, Tiling t, const float* result, size_t n, Launch launch) {
+void row(Problem& P, const char* pass, Arrangement t, const float* result, size_t n,
+         Launch launch) {
   const float ms = tool::mean_ms(launch);
   const std::vector<float> got = tool::to_host(result, n);
   if (t.bn == 0) P.ref = got;
@@ -77,18 +78,20 @@ void row(Problem& P, const char* pass, Tiling t, const float* result, size_t n, 
               tool::max_abs({&P.ref}));
 }
 
-// Calls f(Tiling, launch) for every tiling of BM rows whose thread tile is at most 8 columns wide
-// and 64 values: BN of 32 to 256 columns (256 x 32 floats: most of the 48 KiB of static shared
-// memory), TM of BM / 8 to BM rows a thread. launch(pass, M, N, K, splits, chunk) runs it.
+// Calls f(Arrangement, launch) for every arrangement of BM rows whose thread tile is at most 8
+// columns wide and 64 values: BN of 32 to 256 columns (256 x 32 floats: most of the 48 KiB of
+// static shared memory), TM of BM / 8 to BM rows a thread. launch(pass, M, N, K, splits, chunk)
+// runs it.
 template <int BM, class F> void each_tiling(F f) {
   auto with = [&](auto bn, auto wm) {
     constexpr int BN = decltype(bn)::value, WM = decltype(wm)::value;
     constexpr int WN = cv::kWarps / WM, TM = BM / WM, TN = BN / (32 * WN);
     if constexpr (TM * WM == BM && TN >= 1 && TN * 32 * WN == BN && TN <= 8 && TM * TN <= 64)
-      f(Tiling{BN, WM, TM, TN}, [](const auto& pass, int M, int N, int K, int splits, int chunk) {
-        cv::launch_conv_gemm_on<std::decay_t<decltype(pass)>, BM, BN, TM>(pass, M, N, K, 1, splits,
-                                                                          chunk, nullptr);
-      });
+      f(Arrangement{BN, WM, TM, TN},
+        [](const auto& pass, int M, int N, int K, int splits, int chunk) {
+          cv::launch_conv_gemm_on<std::decay_t<decltype(pass)>, BM, BN, TM>(pass, M, N, K, 1,
+                                                                            splits, chunk, nullptr);
+        });
   };
   auto with_wm = [&](auto bn) {
     with(bn, std::integral_constant<int, 8>{}), with(bn, std::integral_constant<int, 4>{});
@@ -107,7 +110,7 @@ template <int BM, int BMI> void run_passes(Problem& P) {
   row(P, "forward", {}, P.out, nout, [&] {
     cv::launch_conv_gemm(fwd, s.O, nf, s.R, 1, 1, s.R, cv::gemm_tiling(s.O, nf, 1, P.sms), nullptr);
   });
-  each_tiling<BM>([&](Tiling t, auto launch) {
+  each_tiling<BM>([&](Arrangement t, auto launch) {
     row(P, "forward", t, P.out, nout, [&] { launch(fwd, s.O, nf, s.R, 1, s.R); });
   });
   const cv::BackwardInput<float> bwi{s, {P.w}, {P.grad_out, s.Ho, s.Wo, 1, 1}, P.grad_x};
@@ -116,7 +119,7 @@ template <int BM, int BMI> void run_passes(Problem& P) {
   row(P, "backward_input", {}, P.grad_x, nx, [&] {
     cv::launch_conv_gemm(bwi, s.C, ni, ki, 1, 1, ki, cv::gemm_tiling(s.C, ni, 1, P.sms), nullptr);
   });
-  each_tiling<BMI>([&](Tiling t, auto launch) {
+  each_tiling<BMI>([&](Arrangement t, auto launch) {
     row(P, "backward_input", t, P.grad_x, nx, [&] { launch(bwi, s.C, ni, ki, 1, ki); });
   });
   const cv::BackwardWeight<float> bww{s, {P.grad_out}, {P.x, s.H, s.W, 1, 1}, P.partial};
@@ -137,7 +140,7 @@ template <int BM, int BMI> void run_passes(Problem& P) {
       cv::launch_conv_gemm(bww, s.O, s.R, kw, 1, split.splits, split.chunk, t, nullptr);
     });
   });
-  each_tiling<BM>([&](Tiling t, auto launch) {
+  each_tiling<BM>([&](Arrangement t, auto launch) {
     row(P, "backward_weight", t, P.grad_w, size_t(count), [&] {
       weight_pass(t.bn,
                   [&](cv::KSplit split) { launch(bww, s.O, s.R, kw, split.splits, split.chunk); });
@@ -166,8 +169,8 @@ void run(int N, int C, int O, int sms) {
 
 }  // namespace conv_tilings
 
-// With arguments N C O, only that problem (for a profiler: its passes' launched widths are then
-// conv_gemm's launches 1, 106 and 211).
+// With arguments N C O, only that problem (for a profiler: every CSV row launches conv_gemm 21
+// times, one to warm up and 20 timed, so row r's first timed launch is launch 21 r + 1).
 int main(int argc, char** argv) {
   int sms = 0;
   CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));

@@ -392,7 +392,7 @@ inline Tiling weight_tiling(int n) { return {n <= 32 ? 32 : 64, kWarps}; }
 
 // conv_gemm for `pass` on BM x BN tiles, TM rows a thread. Grid: tiles x groups x splits; k_chunk
 // a multiple of tile_depth<Pass::Acc>(). The caller checks the launch.
-template <class Pass, int BM, int BN, int TM = BM / kWarps>
+template <class Pass, int BM, int BN, int TM>
 void launch_conv_gemm_on(const Pass& pass, int M, int N, int K, int groups, int splits, int k_chunk,
                          cudaStream_t stream) {
   const int64_t tiles = int64_t((M + BM - 1) / BM) * ((N + BN - 1) / BN);

@@ -115,11 +115,10 @@ std::string tiling_name(conv::Tiling t) {
 conv::Tiling tiling(conv::Tiling chosen) {
   const char* v = std::getenv("EMBER_CONV_TILING");
   if (!v || !*v) return chosen;
-  std::string names;
-  for (conv::Tiling t : conv::kTilings) {
+  for (conv::Tiling t : conv::kTilings)
     if (tiling_name(t) == v) return t;
-    names += (names.empty() ? "" : ", ") + tiling_name(t);
-  }
+  std::string names;
+  for (conv::Tiling t : conv::kTilings) names += (names.empty() ? "" : ", ") + tiling_name(t);
   throw ValueError("conv2d", std::string("EMBER_CONV_TILING='") + v + "'; expected one of " +
                                  names +
                                  " (columns a tile, then /R: its 8 warps in R rows), or unset "
