@@ -103,8 +103,10 @@ template <int BM, class F> void each_tiling(F f) {
 
 // BM: the forward's and backward-weight's tile rows (tile_rows(O)); BMI: backward-input's (of C).
 template <int BM, int BMI> void run_passes(Problem& P) {
+  using Image = cv::PlaneGather<float, false>;   // x, as the op gathers it unpadded
+  using GradOut = cv::PlaneGather<float, true>;  // at unit stride
   const cv::ConvShape& s = P.s;
-  const cv::Forward<float> fwd{s, {P.w}, {P.x, s.H, s.W, 1, 1}, P.bias, P.out};
+  const cv::Forward<float, Image> fwd{s, {P.w}, {P.x, s.H, s.W}, P.bias, P.out};
   const int nf = s.N * s.P;
   const size_t nout = size_t(s.N) * s.O * s.P;
   row(P, "forward", {}, P.out, nout, [&] {
@@ -113,7 +115,7 @@ template <int BM, int BMI> void run_passes(Problem& P) {
   each_tiling<BM>([&](Arrangement t, auto launch) {
     row(P, "forward", t, P.out, nout, [&] { launch(fwd, s.O, nf, s.R, 1, s.R); });
   });
-  const cv::BackwardInput<float> bwi{s, {P.w}, {P.grad_out, s.Ho, s.Wo, 1, 1}, P.grad_x};
+  const cv::BackwardInput<float, GradOut> bwi{s, {P.w}, {P.grad_out, s.Ho, s.Wo}, P.grad_x};
   const int ki = s.O * s.khw, ni = s.N * s.HW;
   const size_t nx = size_t(s.N) * s.C * s.HW;
   row(P, "backward_input", {}, P.grad_x, nx, [&] {
@@ -122,7 +124,7 @@ template <int BM, int BMI> void run_passes(Problem& P) {
   each_tiling<BMI>([&](Arrangement t, auto launch) {
     row(P, "backward_input", t, P.grad_x, nx, [&] { launch(bwi, s.C, ni, ki, 1, ki); });
   });
-  const cv::BackwardWeight<float> bww{s, {P.grad_out}, {P.x, s.H, s.W, 1, 1}, P.partial};
+  const cv::BackwardWeight<float, Image> bww{s, {P.grad_out}, {P.x, s.H, s.W}, P.partial};
   const int kw = s.N * s.P;
   const int64_t count = int64_t(s.O) * s.R;
   // Backward-weight's split follows the tile count of its width; its time includes adding up

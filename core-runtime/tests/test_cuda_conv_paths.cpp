@@ -249,6 +249,8 @@ const std::vector<Case> kSmallCases = {
     {"strided dilated grouped", {8, 8, 17, 19}, {12, 4, 3, 3}, 2, 1, 2, 2},
     {"5x3, stride 3, padding 2, dilation 2, 3 groups", {4, 9, 23, 20}, {6, 3, 5, 3}, 3, 2, 2, 3},
     {"depthwise strided", {8, 32, 14, 14}, {32, 1, 3, 3}, 2, 1, 1, 32},
+    {"dilated, padding 3 (wider than the reach)", {3, 5, 12, 10}, {7, 5, 3, 3}, 1, 3, 2, 1},
+    {"strided dilated unpadded", {4, 6, 15, 14}, {5, 6, 3, 3}, 2, 0, 2, 1},
     {"1x1", {8, 24, 9, 9}, {80, 24, 1, 1}, 1, 0, 1, 1},
 };
 const std::vector<Case> kRealisticCases = {

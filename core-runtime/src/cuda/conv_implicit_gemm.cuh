@@ -19,9 +19,10 @@
 // for a thread over the whole K loop, so computed once) and a part that depends only on k
 // (computed once per tile). A part is a Tap {memory offset, row, column}; adding the two taps of
 // an element gives its address, and for image operands its (row, column), which is checked
-// against the image (zero outside). All the integer divisions that split an index into (img, oh,
-// ow) or (c, i, j) thus happen once per thread per tile, not once per element, and each is a
-// multiply-high (FastDiv) rather than an integer division, which GPUs run as a software routine.
+// against the image (zero outside) where the conv is padded. All the integer divisions that split
+// an index into (img, oh, ow) or (c, i, j) thus happen once per thread per tile, not once per
+// element, and each is a multiply-high (FastDiv) rather than an integer division, which GPUs run as
+// a software routine.
 //
 // Kernel: 256 threads compute a BM x BN tile of C (BM = 16, 32 or 64, the smallest that covers
 // M, since conv GEMMs often have M = 16 or 32 channels; BN = 32, 64 or 128 by gemm_tiling and
@@ -101,24 +102,40 @@ template <class T> struct DenseGather {
   }
 };
 
-// Image elements: plane row h = a.h + b.h, column w = a.w + b.w, zero outside [rows) x [cols).
-// With sh/sw > 1 (backward-input of a strided conv) (h, w) is first divided by the stride and is
-// zero unless it divides exactly: that output position never read this input.
-template <class T> struct PlaneGather {
+// Image elements at unit stride: plane row h = a.h + b.h, column w = a.w + b.w, zero outside
+// [rows) x [cols). The row and column are folded into each tap's offset when the tap is made
+// (tap), so an element's address is a.off + b.off, with no multiply per element. kPadded: taps
+// may leave the plane (a padded conv), so each element is tested against its edges; an unpadded
+// conv's taps of a valid output position all lie inside the image, and skip the four
+// instructions of that test (a fifth of the forward's time at the digits CNN's shapes).
+template <class T, bool kPadded> struct PlaneGather {
+  const T* data;
+  int rows, cols;
+  __device__ Tap tap(int64_t off, int h, int w) const {
+    return {off + int64_t(h) * cols + w, h, w, true};
+  }
+  template <class Acc> __device__ __forceinline__ Acc at(const Tap& a, const Tap& b) const {
+    bool inside = a.ok && b.ok;
+    if (kPadded) {
+      const int h = a.h + b.h, w = a.w + b.w;
+      inside = inside && unsigned(h) < unsigned(rows) && unsigned(w) < unsigned(cols);
+    }
+    return inside ? Acc(data[a.off + b.off]) : Acc(0);
+  }
+};
+
+// Backward-input's gather from grad_out when the conv is strided (sh or sw > 1): (h, w) is first
+// divided by the stride and is zero unless it divides exactly (that output position never read
+// this input), so the row and column cannot be folded into the taps' offsets.
+template <class T> struct StridedPlaneGather {
   const T* data;
   int rows, cols, sh, sw;
+  __device__ Tap tap(int64_t off, int h, int w) const { return {off, h, w, true}; }
   template <class Acc> __device__ __forceinline__ Acc at(const Tap& a, const Tap& b) const {
     int h = a.h + b.h, w = a.w + b.w;
-    if (!(a.ok && b.ok)) return Acc(0);
-    if (sh != 1) {
-      if (h < 0 || h % sh != 0) return Acc(0);
-      h /= sh;
-    }
-    if (sw != 1) {
-      if (w < 0 || w % sw != 0) return Acc(0);
-      w /= sw;
-    }
-    if (unsigned(h) >= unsigned(rows) || unsigned(w) >= unsigned(cols)) return Acc(0);
+    if (!(a.ok && b.ok) || h < 0 || w < 0 || h % sh != 0 || w % sw != 0) return Acc(0);
+    h /= sh, w /= sw;
+    if (h >= rows || w >= cols) return Acc(0);
     return Acc(data[a.off + b.off + int64_t(h) * cols + w]);
   }
 };
@@ -129,11 +146,12 @@ template <class T> struct PlaneGather {
 // kernel's business; these only compute offsets.
 
 // out[img][g*Og + m][p] = sum_k weight[g*Og + m][k] * x-tap(k, n) + bias[g*Og + m]
-template <class T> struct Forward {
+// Gather: PlaneGather<T, kPadded> over x.
+template <class T, class Gather> struct Forward {
   using Acc = compute_t<T>;
   ConvShape s;
   DenseGather<T> a;  // weight [O, R]
-  PlaneGather<T> b;  // x
+  Gather b;          // x
   const T* bias;     // [O] or nullptr
   T* out;
 
@@ -141,11 +159,11 @@ template <class T> struct Forward {
   __device__ Tap a_k(int, int k) const { return {k, 0, 0, true}; }
   __device__ Tap b_k(int, int k) const {  // k = (c, i, j)
     const int c = s.by_khw(k), t = k - c * s.khw, i = s.by_kw(t), j = t - i * s.kw;
-    return {int64_t(c) * s.HW, i * s.dh, j * s.dw, true};
+    return b.tap(int64_t(c) * s.HW, i * s.dh, j * s.dw);
   }
   __device__ Tap b_n(int g, int n) const {  // n = (img, oh, ow)
     const int img = s.by_P(n), p = n - img * s.P, oh = s.by_Wo(p), ow = p - oh * s.Wo;
-    return {(int64_t(img) * s.C + g * s.Cg) * s.HW, oh * s.sh - s.ph, ow * s.sw - s.pw, true};
+    return b.tap((int64_t(img) * s.C + g * s.Cg) * s.HW, oh * s.sh - s.ph, ow * s.sw - s.pw);
   }
   __device__ int64_t c_n(int n) const {
     const int img = s.by_P(n);
@@ -159,11 +177,13 @@ template <class T> struct Forward {
 };
 
 // grad_x[img][g*Cg + m][ih][iw] = sum_{o,i,j} weight[g*Og + o][m][i][j] * grad_out-tap
-template <class T> struct BackwardInput {
+// Gather: PlaneGather<T, true> at unit stride (a tap reaches outside grad_out at its borders
+// whatever the padding), else StridedPlaneGather<T>.
+template <class T, class Gather> struct BackwardInput {
   using Acc = compute_t<T>;
   ConvShape s;
   DenseGather<T> a;  // weight, read as [Cg, Og * kh * kw] per group
-  PlaneGather<T> b;  // grad_out, with the stride check
+  Gather b;          // grad_out
   T* grad_x;
 
   __device__ Tap a_m(int, int m) const { return {int64_t(m) * s.khw, 0, 0, true}; }
@@ -173,11 +193,11 @@ template <class T> struct BackwardInput {
   }
   __device__ Tap b_k(int, int k) const {
     const int o = s.by_khw(k), t = k - o * s.khw, i = s.by_kw(t), j = t - i * s.kw;
-    return {int64_t(o) * s.P, -i * s.dh, -j * s.dw, true};
+    return b.tap(int64_t(o) * s.P, -i * s.dh, -j * s.dw);
   }
   __device__ Tap b_n(int g, int n) const {  // n = (img, ih, iw)
     const int img = s.by_HW(n), q = n - img * s.HW, ih = s.by_W(q), iw = q - ih * s.W;
-    return {(int64_t(img) * s.O + g * s.Og) * s.P, ih + s.ph, iw + s.pw, true};
+    return b.tap((int64_t(img) * s.O + g * s.Og) * s.P, ih + s.ph, iw + s.pw);
   }
   __device__ int64_t c_n(int n) const {
     const int img = s.by_HW(n);
@@ -189,11 +209,12 @@ template <class T> struct BackwardInput {
 };
 
 // partial[split][g*Og + m][n] = sum over this split's k of grad_out-tap * x-tap
-template <class T> struct BackwardWeight {
+// Gather: PlaneGather<T, kPadded> over x.
+template <class T, class Gather> struct BackwardWeight {
   using Acc = compute_t<T>;
   ConvShape s;
   DenseGather<T> a;  // grad_out, read as [Og, N * Ho * Wo] per group
-  PlaneGather<T> b;  // x
+  Gather b;          // x
   Acc* partial;      // [splits, O, R]
 
   __device__ Tap a_m(int g, int m) const { return {int64_t(g * s.Og + m) * s.P, 0, 0, true}; }
@@ -203,11 +224,11 @@ template <class T> struct BackwardWeight {
   }
   __device__ Tap b_k(int, int k) const {  // k = (img, oh, ow)
     const int img = s.by_P(k), p = k - img * s.P, oh = s.by_Wo(p), ow = p - oh * s.Wo;
-    return {int64_t(img) * s.C * s.HW, oh * s.sh - s.ph, ow * s.sw - s.pw, true};
+    return b.tap(int64_t(img) * s.C * s.HW, oh * s.sh - s.ph, ow * s.sw - s.pw);
   }
   __device__ Tap b_n(int g, int n) const {  // n = (c, i, j)
     const int c = s.by_khw(n), t = n - c * s.khw, i = s.by_kw(t), j = t - i * s.kw;
-    return {int64_t(g * s.Cg + c) * s.HW, i * s.dh, j * s.dw, true};
+    return b.tap(int64_t(g * s.Cg + c) * s.HW, i * s.dh, j * s.dw);
   }
   __device__ int64_t c_n(int n) const { return n; }
   __device__ void store(int g, int m, int64_t cn, Acc v, int split) const {
@@ -366,23 +387,27 @@ struct Tiling {
 
 // The tilings launch_conv_gemm takes, by name: "32", "64", "128" (8 warp rows) and "128/4" (4).
 // benchmarks/tools/conv_tilings.cu times these and others (2 or 1 warp rows, 256 columns): on an
-// H200 at the digits CNN's shapes, batch 256, 128/4 took 3-9 % less time than 128 in the forward
-// and backward-input passes (16 -> 32: 0.097 against 0.103 ms, 0.134 against 0.138), and no other
-// tiling beat both (results/2026-12-06_nvidia-h200_conv-tilings-tenth-run.csv).
+// H100 at the digits CNN's shapes, batch 256, 128/4 took 4-13 % less time than 128 in the forward
+// and backward-input passes (16 -> 32: 0.080 against 0.083 ms, 0.112 against 0.122), and no other
+// tiling beat both (results/2026-12-06_nvidia-h100_conv-tilings-eleventh-run.csv; an H200 gave
+// 3-9 % in the tenth run).
 constexpr Tiling kTilings[] = {{32, 8}, {64, 8}, {128, 8}, {128, 4}};
 
 // The tiling of a forward or backward-input GEMM of M x N, `groups` of them, on a GPU of `sms`
 // SMs: 128 columns where 128-wide tiles give every SM four blocks, else 64 where they give every
 // SM one, else 32. A small GEMM's blocks are few and each walks all of K, so narrower tiles spread
-// that walk over more SMs. Backward-weight splits its K until every SM has blocks whatever the
-// width, and takes weight_tiling(N). Measured on an H100 by benchmarks/tools/conv_tilings.cu
-// (results/2026-12-06_nvidia-h100_conv-tilings-ninth-run-before.csv): at the digits CNN's shapes,
-// batch 32 and 256, every pass at these widths was the fastest or within 4 % of it; at batch 32 the
-// forward and backward-input took 10-20 % less time on 64-wide tiles than on 128-wide ones.
+// that walk over more SMs. 128 columns go to 4 warp rows (each thread twice the rows and half the
+// columns of 8): a warp reads its rows' values from shared memory as broadcasts, so it moves fewer
+// bytes a multiply-add. Backward-weight splits its K until every SM has blocks whatever the width,
+// and takes weight_tiling(N). Measured on an H100 by benchmarks/tools/conv_tilings.cu (results/
+// 2026-12-06_nvidia-h100_conv-tilings-ninth-run-before.csv): at the digits CNN's shapes, batch 32
+// and 256, every pass at these widths was the fastest or within 4 % of it; at batch 32 the forward
+// and backward-input took 10-20 % less time on 64-wide tiles than on 128-wide ones.
 inline Tiling gemm_tiling(int m, int n, int groups, int sms) {
   const int64_t tiles =
       int64_t((m + tile_rows(m) - 1) / tile_rows(m)) * ((int64_t(n) + 127) / 128) * groups;
-  return {tiles >= 4 * int64_t(sms) ? 128 : tiles >= sms ? 64 : 32, kWarps};
+  if (tiles >= 4 * int64_t(sms)) return {128, kWarps / 2};
+  return {tiles >= sms ? 64 : 32, kWarps};
 }
 
 // Backward-weight's tiling for N = Cg kh kw columns: 32 where they fit in 32, else 64 (at

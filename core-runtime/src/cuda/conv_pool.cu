@@ -125,37 +125,52 @@ conv::Tiling tiling(conv::Tiling chosen) {
                                  "for automatic");
 }
 
-template <class T>
-void forward_implicit(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& out,
-                      const ConvShape& s) {
-  conv::Forward<T> pass{s,
-                        {w.data<T>()},
-                        {x.data<T>(), s.H, s.W, 1, 1},
-                        bias.defined() ? bias.data<T>() : nullptr,
-                        out.data<T>()};
-  const int dev = x.device().index;
-  const int n = s.N * s.P;
-  conv::launch_conv_gemm(pass, s.Og, n, s.R, s.G, 1, s.R,
-                         tiling(
-                             conv::gemm_tiling(s.Og, n, s.G, properties(dev).multiProcessorCount)),
-                         stream(dev));
-  check_launch("conv2d", {&x, &w, &out});
+// Calls f with the gather of image x for the forward and backward-weight: one that skips the
+// edge tests where the conv has no padding (its taps never leave the image).
+template <class T, class F> void with_image_gather(const ConvShape& s, const T* x, F f) {
+  if (s.ph == 0 && s.pw == 0) f(conv::PlaneGather<T, false>{x, s.H, s.W});
+  else f(conv::PlaneGather<T, true>{x, s.H, s.W});
 }
 
 template <class T>
+void forward_implicit(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& out,
+                      const ConvShape& s) {
+  const int dev = x.device().index;
+  const int n = s.N * s.P;
+  const conv::Tiling t =
+      tiling(conv::gemm_tiling(s.Og, n, s.G, properties(dev).multiProcessorCount));
+  with_image_gather<T>(s, x.data<T>(), [&](auto image) {
+    conv::Forward<T, decltype(image)> pass{
+        s, {w.data<T>()}, image, bias.defined() ? bias.data<T>() : nullptr, out.data<T>()};
+    conv::launch_conv_gemm(pass, s.Og, n, s.R, s.G, 1, s.R, t, stream(dev));
+  });
+  check_launch("conv2d", {&x, &w, &out});
+}
+
+// A unit-stride conv's grad_out is gathered as an image (PlaneGather); a strided one's tests each
+// position against the stride (StridedPlaneGather), which costs instructions per element.
+template <class T>
 void backward_input_implicit(const Tensor& go, const Tensor& w, Tensor& grad_x,
                              const ConvShape& s) {
-  conv::BackwardInput<T> pass{s,
-                              {w.data<T>()},
-                              {go.data<T>(), s.Ho, s.Wo, s.sh, s.sw},
-                              grad_x.data<T>()};
   const int k = s.Og * s.khw;
   const int dev = go.device().index;
   const int n = s.N * s.HW;
-  conv::launch_conv_gemm(pass, s.Cg, n, k, s.G, 1, k,
-                         tiling(
-                             conv::gemm_tiling(s.Cg, n, s.G, properties(dev).multiProcessorCount)),
-                         stream(dev));
+  const conv::Tiling t =
+      tiling(conv::gemm_tiling(s.Cg, n, s.G, properties(dev).multiProcessorCount));
+  const conv::DenseGather<T> weight{w.data<T>()};
+  if (s.sh == 1 && s.sw == 1) {
+    conv::BackwardInput<T, conv::PlaneGather<T, true>> pass{s,
+                                                            weight,
+                                                            {go.data<T>(), s.Ho, s.Wo},
+                                                            grad_x.data<T>()};
+    conv::launch_conv_gemm(pass, s.Cg, n, k, s.G, 1, k, t, stream(dev));
+  } else {
+    conv::BackwardInput<T, conv::StridedPlaneGather<T>> pass{s,
+                                                             weight,
+                                                             {go.data<T>(), s.Ho, s.Wo, s.sh, s.sw},
+                                                             grad_x.data<T>()};
+    conv::launch_conv_gemm(pass, s.Cg, n, k, s.G, 1, k, t, stream(dev));
+  }
   check_launch("conv2d_backward_input", {&go, &w, &grad_x});
 }
 
@@ -175,11 +190,10 @@ void backward_weight_implicit(const Tensor& go, const Tensor& x, Tensor& grad_w,
   const conv::KSplit split = conv::weight_k_split<Acc>(k, tiles, sms);
   const int64_t count = int64_t(s.O) * s.R;
   Tensor partial = Tensor::empty({split.splits * count}, dtype_of_v<Acc>, x.device(), op);
-  conv::BackwardWeight<T> pass{s,
-                               {go.data<T>()},
-                               {x.data<T>(), s.H, s.W, 1, 1},
-                               partial.data<Acc>()};
-  conv::launch_conv_gemm(pass, s.Og, s.R, k, s.G, split.splits, split.chunk, t, stream(dev));
+  with_image_gather<T>(s, x.data<T>(), [&](auto image) {
+    conv::BackwardWeight<T, decltype(image)> pass{s, {go.data<T>()}, image, partial.data<Acc>()};
+    conv::launch_conv_gemm(pass, s.Og, s.R, k, s.G, split.splits, split.chunk, t, stream(dev));
+  });
   check_launch(op, {&go, &x, &grad_w});
   conv::sum_splits<T, Acc><<<grid_size(count, 256, dev), 256, 0, stream(dev)>>>(partial.data<Acc>(),
                                                                                 split.splits, count,
