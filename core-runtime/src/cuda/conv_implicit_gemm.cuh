@@ -415,6 +415,9 @@ inline Tiling gemm_tiling(int m, int n, int groups, int sms) {
 // 32-wide ones, which read each A tile five times).
 inline Tiling weight_tiling(int n) { return {n <= 32 ? 32 : 64, kWarps}; }
 
+// The launches need nvcc; tests/on_host/test_conv_gemm_on_host.cpp compiles the rest of this
+// header with the host compiler and runs the kernel on the CPU.
+#ifdef __CUDACC__
 // conv_gemm for `pass` on BM x BN tiles, TM rows a thread. Grid: tiles x groups x splits; k_chunk
 // a multiple of tile_depth<Pass::Acc>(). The caller checks the launch.
 template <class Pass, int BM, int BN, int TM>
@@ -452,5 +455,7 @@ void launch_conv_gemm(const Pass& pass, int M, int N, int K, int groups, int spl
       return with_bm(std::integral_constant<int, 64>{});
   }
 }
+
+#endif  // __CUDACC__
 
 }  // namespace ember::cuda::conv
