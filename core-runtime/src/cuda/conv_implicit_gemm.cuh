@@ -41,6 +41,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 #include <type_traits>
 
 #include "ember/dtype.h"
@@ -393,6 +394,12 @@ struct Tiling {
 // 3-9 % in the tenth run).
 constexpr Tiling kTilings[] = {{32, 8}, {64, 8}, {128, 8}, {128, 4}};
 
+// A tiling's name in EMBER_CONV_TILING: its columns, then "/" and its warp rows where fewer than 8.
+inline std::string tiling_name(Tiling t) {
+  const std::string cols = std::to_string(t.cols);
+  return t.warp_rows == kWarps ? cols : cols + "/" + std::to_string(t.warp_rows);
+}
+
 // The tiling of a forward or backward-input GEMM of M x N, `groups` of them, on a GPU of `sms`
 // SMs: 128 columns where 128-wide tiles give every SM four blocks, else 64 where they give every
 // SM one, else 32. A small GEMM's blocks are few and each walks all of K, so narrower tiles spread
@@ -415,8 +422,32 @@ inline Tiling gemm_tiling(int m, int n, int groups, int sms) {
 // 32-wide ones, which read each A tile five times).
 inline Tiling weight_tiling(int n) { return {n <= 32 ? 32 : 64, kWarps}; }
 
+// Calls f(BM, BN, TM), each a std::integral_constant, with conv_gemm's template arguments for a
+// GEMM of M rows at tiling t (one of kTilings): BM = tile_rows(M), TM = BM / t.warp_rows.
+template <class F> void with_tile_shape(int M, Tiling t, F f) {
+  auto with_bm = [&](auto bm) {
+    constexpr int BM = decltype(bm)::value;
+    auto on = [&](auto bn, auto warp_rows) {
+      f(bm, bn, std::integral_constant<int, BM / decltype(warp_rows)::value>{});
+    };
+    using AllRows = std::integral_constant<int, kWarps>;
+    if (t.cols == 32) on(std::integral_constant<int, 32>{}, AllRows{});
+    else if (t.cols == 64) on(std::integral_constant<int, 64>{}, AllRows{});
+    else if (t.warp_rows == kWarps) on(std::integral_constant<int, 128>{}, AllRows{});
+    else on(std::integral_constant<int, 128>{}, std::integral_constant<int, 4>{});
+  };
+  switch (tile_rows(M)) {
+    case 16:
+      return with_bm(std::integral_constant<int, 16>{});
+    case 32:
+      return with_bm(std::integral_constant<int, 32>{});
+    default:
+      return with_bm(std::integral_constant<int, 64>{});
+  }
+}
+
 // The launches need nvcc; tests/on_host/test_conv_gemm_on_host.cpp compiles the rest of this
-// header with the host compiler and runs the kernel on the CPU.
+// header with the host compiler and runs the kernel on the CPU, at with_tile_shape's arguments.
 #ifdef __CUDACC__
 // conv_gemm for `pass` on BM x BN tiles, TM rows a thread. Grid: tiles x groups x splits; k_chunk
 // a multiple of tile_depth<Pass::Acc>(). The caller checks the launch.
@@ -434,26 +465,10 @@ void launch_conv_gemm_on(const Pass& pass, int M, int N, int K, int groups, int 
 template <class Pass>
 void launch_conv_gemm(const Pass& pass, int M, int N, int K, int groups, int splits, int k_chunk,
                       Tiling t, cudaStream_t stream) {
-  auto with_bm = [&](auto bm) {
-    constexpr int BM = decltype(bm)::value;
-    auto on = [&](auto bn, auto warp_rows) {
-      constexpr int BN = decltype(bn)::value, TM = BM / decltype(warp_rows)::value;
-      launch_conv_gemm_on<Pass, BM, BN, TM>(pass, M, N, K, groups, splits, k_chunk, stream);
-    };
-    using AllRows = std::integral_constant<int, kWarps>;
-    if (t.cols == 32) on(std::integral_constant<int, 32>{}, AllRows{});
-    else if (t.cols == 64) on(std::integral_constant<int, 64>{}, AllRows{});
-    else if (t.warp_rows == kWarps) on(std::integral_constant<int, 128>{}, AllRows{});
-    else on(std::integral_constant<int, 128>{}, std::integral_constant<int, 4>{});
-  };
-  switch (tile_rows(M)) {
-    case 16:
-      return with_bm(std::integral_constant<int, 16>{});
-    case 32:
-      return with_bm(std::integral_constant<int, 32>{});
-    default:
-      return with_bm(std::integral_constant<int, 64>{});
-  }
+  with_tile_shape(M, t, [&](auto bm, auto bn, auto tm) {
+    launch_conv_gemm_on<Pass, decltype(bm)::value, decltype(bn)::value, decltype(tm)::value>(
+        pass, M, N, K, groups, splits, k_chunk, stream);
+  });
 }
 
 #endif  // __CUDACC__

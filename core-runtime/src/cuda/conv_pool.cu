@@ -104,21 +104,15 @@ bool use_implicit(const ConvShape& s, Pass pass) {
   return true;
 }
 
-// A tiling's name in EMBER_CONV_TILING: its columns, then "/" and its warp rows where fewer than 8.
-std::string tiling_name(conv::Tiling t) {
-  const std::string cols = std::to_string(t.cols);
-  return t.warp_rows == conv::kWarps ? cols : cols + "/" + std::to_string(t.warp_rows);
-}
-
 // The implicit GEMM's tiling: EMBER_CONV_TILING (tests run every tiling through it), or, unset,
 // `chosen` (conv::gemm_tiling, conv::weight_tiling).
 conv::Tiling tiling(conv::Tiling chosen) {
   const char* v = std::getenv("EMBER_CONV_TILING");
   if (!v || !*v) return chosen;
   for (conv::Tiling t : conv::kTilings)
-    if (tiling_name(t) == v) return t;
+    if (conv::tiling_name(t) == v) return t;
   std::string names;
-  for (conv::Tiling t : conv::kTilings) names += (names.empty() ? "" : ", ") + tiling_name(t);
+  for (conv::Tiling t : conv::kTilings) names += (names.empty() ? "" : ", ") + conv::tiling_name(t);
   throw ValueError("conv2d", std::string("EMBER_CONV_TILING='") + v + "'; expected one of " +
                                  names +
                                  " (columns a tile, then /R: its 8 warps in R rows), or unset "
@@ -147,8 +141,13 @@ void forward_implicit(const Tensor& x, const Tensor& w, const Tensor& bias, Tens
   check_launch("conv2d", {&x, &w, &out});
 }
 
-// A unit-stride conv's grad_out is gathered as an image (PlaneGather); a strided one's tests each
-// position against the stride (StridedPlaneGather), which costs instructions per element.
+// Calls f with the gather of grad_out for backward-input: as an image at unit stride; a strided
+// conv's tests each position against the stride, which costs instructions per element.
+template <class T, class F> void with_grad_out_gather(const ConvShape& s, const T* go, F f) {
+  if (s.sh == 1 && s.sw == 1) f(conv::PlaneGather<T, true>{go, s.Ho, s.Wo});
+  else f(conv::StridedPlaneGather<T>{go, s.Ho, s.Wo, s.sh, s.sw});
+}
+
 template <class T>
 void backward_input_implicit(const Tensor& go, const Tensor& w, Tensor& grad_x,
                              const ConvShape& s) {
@@ -157,20 +156,10 @@ void backward_input_implicit(const Tensor& go, const Tensor& w, Tensor& grad_x,
   const int n = s.N * s.HW;
   const conv::Tiling t =
       tiling(conv::gemm_tiling(s.Cg, n, s.G, properties(dev).multiProcessorCount));
-  const conv::DenseGather<T> weight{w.data<T>()};
-  if (s.sh == 1 && s.sw == 1) {
-    conv::BackwardInput<T, conv::PlaneGather<T, true>> pass{s,
-                                                            weight,
-                                                            {go.data<T>(), s.Ho, s.Wo},
-                                                            grad_x.data<T>()};
+  with_grad_out_gather<T>(s, go.data<T>(), [&](auto grad_out) {
+    conv::BackwardInput<T, decltype(grad_out)> pass{s, {w.data<T>()}, grad_out, grad_x.data<T>()};
     conv::launch_conv_gemm(pass, s.Cg, n, k, s.G, 1, k, t, stream(dev));
-  } else {
-    conv::BackwardInput<T, conv::StridedPlaneGather<T>> pass{s,
-                                                             weight,
-                                                             {go.data<T>(), s.Ho, s.Wo, s.sh, s.sw},
-                                                             grad_x.data<T>()};
-    conv::launch_conv_gemm(pass, s.Cg, n, k, s.G, 1, k, t, stream(dev));
-  }
+  });
   check_launch("conv2d_backward_input", {&go, &w, &grad_x});
 }
 

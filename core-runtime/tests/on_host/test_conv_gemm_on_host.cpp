@@ -3,12 +3,12 @@
 // is (CI): each block's 256 threads are std::threads meeting at its __syncthreads (the stand-ins
 // in cuda_runtime.h beside this file). Every pass, with each gather conv_pool.cu launches it with
 // (the unpadded image gather only where the conv has no padding, the unit-stride grad_out gather
-// only at stride 1), at every tile width and warp arrangement, in float64 and float32, against a
-// brute-force reference in double over small shapes: padded, strided, dilated, grouped, depthwise,
-// 1x1, rectangular strides and kernels, padding wider than the kernel. Backward-weight's K split
-// runs as it would on a 6-SM GPU, so most of its shapes split. What this cannot check: anything of
-// the GPU's own (memory model, vector loads, occupancy); test_cuda_conv_paths.cpp runs the op on
-// a GPU.
+// only at stride 1), at every tiling launch_conv_gemm takes (kTilings), in float64 and float32,
+// against a brute-force reference in double over small shapes: padded, strided, dilated, grouped,
+// depthwise, 1x1, rectangular strides and kernels, padding wider than the kernel. Backward-weight's
+// K split runs as it would on a 6-SM GPU, so most of its shapes split. What this cannot check:
+// anything of the GPU's own (memory model, vector loads, occupancy); test_cuda_conv_paths.cpp runs
+// the op on a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,7 +16,6 @@
 #include <random>
 #include <string>
 #include <thread>
-#include <type_traits>
 #include <vector>
 
 #include "cuda/conv_implicit_gemm.cuh"
@@ -44,26 +43,15 @@ void run_grid(const Pass& pass, int M, int N, int K, int groups, int splits, int
   pthread_barrier_destroy(&block_barrier);
 }
 
-template <int V> using Int = std::integral_constant<int, V>;
-
-// Calls f(BM) with the tile rows launch_conv_gemm takes for M rows (tile_rows).
-template <class F> void with_tile_rows(int m, F f) {
-  const int bm = tile_rows(m);
-  if (bm == 16) f(Int<16>{});
-  else if (bm == 32) f(Int<32>{});
-  else f(Int<64>{});
-}
-
-// Calls f(BN, TM, name) for each tile width and warp arrangement of BM-row tiles: 32, 64 and 128
-// columns with the 8 warps in 8 rows or 4 (where the columns hold two warps' lanes).
-template <int BM, class F> void each_tiling(F f) {
-  auto with = [&](auto bn, auto warp_rows) {
-    constexpr int BN = decltype(bn)::value, WM = decltype(warp_rows)::value;
-    if constexpr (BN >= 32 * (kWarps / WM))
-      f(bn, Int<BM / WM>{}, std::to_string(BN) + "/" + std::to_string(WM));
-  };
-  auto both_arrangements = [&](auto bn) { with(bn, Int<8>{}), with(bn, Int<4>{}); };
-  both_arrangements(Int<32>{}), both_arrangements(Int<64>{}), both_arrangements(Int<128>{});
+// Runs pass over its grid at tiling t, with the template arguments launch_conv_gemm launches it
+// with on a GPU (with_tile_shape).
+template <class Pass>
+void run_at(Tiling t, const Pass& pass, int M, int N, int K, int groups, int splits, int k_chunk) {
+  with_tile_shape(M, t, [&](auto bm, auto bn, auto tm) {
+    run_grid<Pass, decltype(bm)::value, decltype(bn)::value, decltype(tm)::value>(pass, M, N, K,
+                                                                                  groups, splits,
+                                                                                  k_chunk);
+  });
 }
 
 // A conv: x [N, C, H, W] * weight [O, C / G, kh, kw], stride, padding, dilation per spatial dim.
@@ -144,61 +132,45 @@ void expect_matches(const std::vector<T>& got, const std::vector<double>& ref,
 template <class T, class Gather>
 void check_forward(const Problem<T>& p, Gather image, const std::string& gather) {
   const ConvShape& s = p.s;
-  with_tile_rows(s.Og, [&](auto bm) {
-    constexpr int BM = decltype(bm)::value;
-    each_tiling<BM>([&](auto bn, auto tm, const std::string& tiling) {
-      std::vector<T> out(p.go.size(), T(-7));  // -7: an entry never written shows
-      const Forward<T, Gather> pass{s, {p.w.data()}, image, nullptr, out.data()};
-      run_grid<Forward<T, Gather>, BM, decltype(bn)::value, decltype(tm)::value>(pass, s.Og,
-                                                                                 s.N * s.P, s.R,
-                                                                                 s.G, 1, s.R);
-      expect_matches(out, p.out, "forward, " + gather + ", tiling " + tiling);
-    });
-  });
+  for (Tiling t : kTilings) {
+    std::vector<T> out(p.go.size(), T(-7));  // -7: an entry never written shows
+    const Forward<T, Gather> pass{s, {p.w.data()}, image, nullptr, out.data()};
+    run_at(t, pass, s.Og, s.N * s.P, s.R, s.G, 1, s.R);
+    expect_matches(out, p.out, "forward, " + gather + ", tiling " + tiling_name(t));
+  }
 }
 
 template <class T, class Gather>
 void check_backward_input(const Problem<T>& p, Gather grad_out, const std::string& gather) {
   const ConvShape& s = p.s;
   const int k = s.Og * s.khw;
-  with_tile_rows(s.Cg, [&](auto bm) {
-    constexpr int BM = decltype(bm)::value;
-    each_tiling<BM>([&](auto bn, auto tm, const std::string& tiling) {
-      std::vector<T> gx(p.x.size(), T(-7));
-      const BackwardInput<T, Gather> pass{s, {p.w.data()}, grad_out, gx.data()};
-      run_grid<BackwardInput<T, Gather>, BM, decltype(bn)::value, decltype(tm)::value>(pass, s.Cg,
-                                                                                       s.N * s.HW,
-                                                                                       k, s.G, 1,
-                                                                                       k);
-      expect_matches(gx, p.gx, "backward-input, " + gather + ", tiling " + tiling);
-    });
-  });
+  for (Tiling t : kTilings) {
+    std::vector<T> gx(p.x.size(), T(-7));
+    const BackwardInput<T, Gather> pass{s, {p.w.data()}, grad_out, gx.data()};
+    run_at(t, pass, s.Cg, s.N * s.HW, k, s.G, 1, k);
+    expect_matches(gx, p.gx, "backward-input, " + gather + ", tiling " + tiling_name(t));
+  }
 }
 
 template <class T, class Gather>
 void check_backward_weight(const Problem<T>& p, Gather image, const std::string& gather) {
   using Acc = compute_t<T>;
   const ConvShape& s = p.s;
-  const int k = s.N * s.P;
-  with_tile_rows(s.Og, [&](auto bm) {
-    constexpr int BM = decltype(bm)::value;
-    each_tiling<BM>([&](auto bn, auto tm, const std::string& tiling) {
-      constexpr int BN = decltype(bn)::value;
-      const int64_t tiles = int64_t((s.Og + BM - 1) / BM) * ((s.R + BN - 1) / BN) * s.G;
-      const KSplit split = weight_k_split<Acc>(k, tiles, /*sms=*/6);
-      const size_t count = size_t(s.O) * s.R;
-      std::vector<Acc> partial(split.splits * count, Acc(-7));
-      const BackwardWeight<T, Gather> pass{s, {p.go.data()}, image, partial.data()};
-      run_grid<BackwardWeight<T, Gather>, BM, BN, decltype(tm)::value>(pass, s.Og, s.R, k, s.G,
-                                                                       split.splits, split.chunk);
-      std::vector<T> gw(count, T(0));  // sum_splits, in split order
-      for (int part = 0; part < split.splits; ++part)
-        for (size_t i = 0; i < count; ++i) gw[i] += T(partial[part * count + i]);
-      expect_matches(gw, p.gw,
-                     "backward-weight, " + gather + ", tiling " + tiling + ", " +
-                         std::to_string(split.splits) + " K splits");
-    });
-  });
+  const int k = s.N * s.P, bm = tile_rows(s.Og);
+  for (Tiling t : kTilings) {
+    const int64_t tiles = int64_t((s.Og + bm - 1) / bm) * ((s.R + t.cols - 1) / t.cols) * s.G;
+    const KSplit split = weight_k_split<Acc>(k, tiles, /*sms=*/6);
+    const size_t count = size_t(s.O) * s.R;
+    std::vector<Acc> partial(split.splits * count, Acc(-7));
+    const BackwardWeight<T, Gather> pass{s, {p.go.data()}, image, partial.data()};
+    run_at(t, pass, s.Og, s.R, k, s.G, split.splits, split.chunk);
+    std::vector<T> gw(count, T(0));  // sum_splits, in split order
+    for (int part = 0; part < split.splits; ++part)
+      for (size_t i = 0; i < count; ++i) gw[i] += T(partial[part * count + i]);
+    expect_matches(gw, p.gw,
+                   "backward-weight, " + gather + ", tiling " + tiling_name(t) + ", " +
+                       std::to_string(split.splits) + " K splits");
+  }
 }
 
 // Every pass of every case with each gather that applies to it.
