@@ -1,5 +1,5 @@
 // elementwise_math.h — the per-element formula of every elementwise op, written once and used by
-// both the CPU kernels (cpu/elementwise.cpp) and the CUDA kernels (cuda/elementwise.cu).
+// both the CPU kernels (cpu/elementwise.cpp) and the CUDA kernels (cuda/elementwise*.cu).
 //
 // Each formula is a small functor over the compute type C (float for float16/bfloat16, the type
 // itself otherwise; see compute_t). The visit_* functions map an op enum to its functor and hand
