@@ -10,6 +10,9 @@
 #   to 10 minutes, so the three sanitizers may need two calls).
 #   EMBER_SANITIZER_TIMEOUT: seconds each sanitizer run may take (default 1800); a run cut off
 #   says so in the summary.
+#   EMBER_SANITIZER_SHARD=K/N: each sanitizer runs only shard K (0 to N-1) of its tests, by
+#   googletest's own sharding, so that memcheck over the whole suite (longer than one device
+#   call) is N calls: `EMBER_SANITIZER_SHARD=0/4 ci/gpu-check.sh OUT --only memcheck`, then 1/4...
 set -uo pipefail
 out=${1:?usage: ci/gpu-check.sh OUT_DIR [--no-sanitizers | --only TOOL...]}
 shift
@@ -27,6 +30,14 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${EMBER_GPU_BUILD_DIR:-$root/.devbuild/core}
 jobs=$(nproc)
 limit=${EMBER_SANITIZER_TIMEOUT:-1800}
+shard=${EMBER_SANITIZER_SHARD:-}
+if [[ -n "$shard" ]]; then
+  [[ "$shard" =~ ^([0-9]+)/([0-9]+)$ ]] && ((BASH_REMATCH[1] < BASH_REMATCH[2])) ||
+    { echo "EMBER_SANITIZER_SHARD=$shard: expected K/N with 0 <= K < N, e.g. 0/4"; exit 2; }
+  shard_env=(GTEST_SHARD_INDEX="${BASH_REMATCH[1]}" GTEST_TOTAL_SHARDS="${BASH_REMATCH[2]}")
+else
+  shard_env=()
+fi
 
 # The distribution's compiler (see gpu-stack.sh for why the image's default g++ is avoided).
 [[ -x /usr/bin/g++ ]] && export CXX=/usr/bin/g++ CC=/usr/bin/gcc CUDAHOSTCXX=/usr/bin/g++
@@ -71,8 +82,8 @@ sanitize() {
   local tool=$1 log=$2
   shift 2
   local t0=$(date +%s)
-  timeout "$limit" compute-sanitizer --tool "$tool" --target-processes application-only \
-    --error-exitcode 9 "$tests" "$@" >"$log" 2>&1
+  env "${shard_env[@]}" timeout "$limit" compute-sanitizer --tool "$tool" \
+    --target-processes application-only --error-exitcode 9 "$tests" "$@" >"$log" 2>&1
   local code=$? took=$(( $(date +%s) - t0 ))
   local summary
   summary=$(grep -E "ERROR SUMMARY" "$log" | tail -1 | sed 's/^=* *//')
@@ -80,7 +91,7 @@ sanitize() {
   ((code == 124)) && summary+=" (cut off after $limit s)"
   local passed
   passed=$(grep -E "^\[  PASSED  \]" "$log" | tail -1)
-  echo "$tool: $summary; exit $code; $took s; ${passed:-no PASSED line}"
+  echo "$tool${shard:+ (shard $shard)}: $summary; exit $code; $took s; ${passed:-no PASSED line}"
   # The device functions the reports name, counted: Ember's (ember::...) or a library's (cuBLAS's
   # nvjet_*, ...), so that a hazard inside cuBLAS is told apart from one in Ember's kernels.
   grep -E "^=+ +at |Race reported between .* at " "$log" |
