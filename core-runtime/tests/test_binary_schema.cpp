@@ -61,8 +61,8 @@ struct Reference {
 double floor_div(double a, double b) { return std::floor(a / b); }
 bool truth(double x) { return x != 0; }  // NaN is true
 
-// The reference of each op, in double. The divisors of floor_divide and remainder stay away from
-// 0 (integer division by zero is a convention, tested in test_elementwise.cpp).
+// The reference of each op, in double. The divisors of floor_divide, remainder and fmod stay away
+// from 0 (integer division by zero is a convention, tested in test_elementwise.cpp).
 const std::map<std::string, Reference>& references() {
   static const std::map<std::string, Reference> refs = {
       {"add", {[](double a, double b) { return a + b; }, -3, 3, -3, 3, 0}},
@@ -75,6 +75,9 @@ const std::map<std::string, Reference>& references() {
       {"floor_divide", {floor_div, -7, 7, 1, 4, 0.25}},
       {"remainder",
        {[](double a, double b) { return a - b * floor_div(a, b); }, -7, 7, 1, 4, 0.25}},
+      {"fmod", {[](double a, double b) { return std::fmod(a, b); }, -7, 7, 1, 4, 0.25}},
+      {"atan2", {[](double a, double b) { return std::atan2(a, b); }, -3, 3, -3, 3, 0}},
+      {"hypot", {[](double a, double b) { return std::hypot(a, b); }, -3, 3, -3, 3, 0}},
       {"bitwise_and",
        {[](double a, double b) { return double(int64_t(a) & int64_t(b)); }, -9, 9, -9, 9, 1}},
       {"bitwise_or",

@@ -77,12 +77,13 @@ def test_binary_broadcasts_like_numpy(name):
 BINARY_REFERENCE = {
     "sub": np.subtract, "mul": np.multiply, "div": np.divide, "pow": np.power,
     "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
-    "ge": np.greater_equal,
+    "ge": np.greater_equal, "atan2": np.arctan2,
 }
 GRID = (np.round(A * 2) / 2, np.round(B * 2) / 2)
 INTS = (RNG.integers(-9, 10, (3, 4)), RNG.integers(-9, 10, (4,)))
 BINARY_INPUT = {"div": (A, POS[0]), "pow": (POS, B), "floor_divide": (A * 4, POS[0]),
-                "remainder": (A * 4, POS[0]), "bitwise_and": INTS, "bitwise_or": INTS,
+                "remainder": (A * 4, POS[0]), "fmod": (A * 4, POS[0]),
+                "atan2": (A, POS[0]), "hypot": (A, POS[0]), "bitwise_and": INTS, "bitwise_or": INTS,
                 "bitwise_xor": INTS}
 BINARY_SCHEMA = {name: (BINARY_REFERENCE.get(name) or getattr(np, name),
                         BINARY_INPUT.get(name, GRID)) for name in _core._binary_ops}

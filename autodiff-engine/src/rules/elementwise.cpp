@@ -246,6 +246,27 @@ Grads remainder_grad(const GradContext& c) {
   return {c.needs_grad[0] ? grad_for(c.dy(), a) : Val(),
           c.needs_grad[1] ? grad_for(neg(c.dy() * floor_divide(a, b)), b) : Val()};
 }
+// y = fmod(a, b) = a - b trunc(a / b), C's % (the dividend's sign);  da = dy,
+// db = -dy trunc(a / b) (trunc, piecewise constant, enters as a constant, as in remainder_grad)
+Grads fmod_grad(const GradContext& c) {
+  Val a = c.x(0), b = c.x(1);
+  return {c.needs_grad[0] ? grad_for(c.dy(), a) : Val(),
+          c.needs_grad[1] ? grad_for(neg(c.dy() * trunc(a / b)), b) : Val()};
+}
+// y = atan2(a, b);  da = dy b / (a^2 + b^2), db = -dy a / (a^2 + b^2) (NaN at the origin, as
+// PyTorch's)
+Grads atan2_grad(const GradContext& c) {
+  Val a = c.x(0), b = c.x(1);
+  Val r2 = a * a + b * b;
+  return {c.needs_grad[0] ? grad_for(c.dy() * b / r2, a) : Val(),
+          c.needs_grad[1] ? grad_for(neg(c.dy() * a / r2), b) : Val()};
+}
+// y = hypot(a, b);  da = dy a / y, db = dy b / y (NaN at the origin, as PyTorch's)
+Grads hypot_grad(const GradContext& c) {
+  Val a = c.x(0), b = c.x(1);
+  return {c.needs_grad[0] ? grad_for(c.dy() * a / c.y(), a) : Val(),
+          c.needs_grad[1] ? grad_for(c.dy() * b / c.y(), b) : Val()};
+}
 
 // The bitwise ops (on integers), the comparisons and the logical ops (-> bool): no gradient.
 constexpr GradRule bitwise_and_grad = nullptr;

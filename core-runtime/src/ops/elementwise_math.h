@@ -311,6 +311,26 @@ template <class C> struct Remainder {
     }
   }
 };
+// C's fmod (torch.fmod): the remainder of a / b truncated toward 0, with the dividend's sign.
+template <class C> struct Fmod {
+  EMBER_HOST_DEVICE C operator()(C a, C b) const {
+    if constexpr (std::is_floating_point_v<C>) {
+      return std::fmod(a, b);  // NaN for b == 0
+    } else {
+      if (b == C(0)) return C(0);  // NumPy's result: a kernel cannot raise
+      if constexpr (std::is_signed_v<C>) {
+        if (b == C(-1)) return C(0);  // lowest % -1 would overflow
+      }
+      return C(a % b);  // C++'s % truncates toward 0: the dividend's sign
+    }
+  }
+};
+template <class C> struct Atan2 {  // floating only: the front function promotes integers
+  EMBER_HOST_DEVICE C operator()(C a, C b) const { return std::atan2(a, b); }
+};
+template <class C> struct Hypot {  // floating only: the front function promotes integers
+  EMBER_HOST_DEVICE C operator()(C a, C b) const { return std::hypot(a, b); }
+};
 // Integers and bool only.
 template <class C> struct BitwiseAnd {
   EMBER_HOST_DEVICE C operator()(C a, C b) const { return C(a & b); }

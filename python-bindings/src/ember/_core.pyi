@@ -909,6 +909,10 @@ class Tensor(metaclass=_pybind11_type):
         """
         a + b, with NumPy broadcasting.
         """
+    def atan2(self, other: typing.Any) -> Tensor:
+        """
+        The angle of the point (b, a) in radians, in [-pi, pi] (integers give float32).
+        """
     def bitwise_and(self, other: typing.Any) -> Tensor:
         """
         a & b on integers and bools.
@@ -933,6 +937,10 @@ class Tensor(metaclass=_pybind11_type):
         """
         Python's a // b, rounded toward -inf (no gradient).
         """
+    def fmod(self, other: typing.Any) -> Tensor:
+        """
+        C's fmod(a, b): a - b trunc(a / b), with the dividend's sign.
+        """
     def ge(self, other: typing.Any) -> Tensor:
         """
         a >= b, as bool.
@@ -940,6 +948,10 @@ class Tensor(metaclass=_pybind11_type):
     def gt(self, other: typing.Any) -> Tensor:
         """
         a > b, as bool.
+        """
+    def hypot(self, other: typing.Any) -> Tensor:
+        """
+        sqrt(a^2 + b^2) without overflow or underflow (integers give float32).
         """
     def le(self, other: typing.Any) -> Tensor:
         """
@@ -1930,6 +1942,10 @@ def add(input: typing.Any, other: typing.Any) -> Tensor:
     """
     a + b, with NumPy broadcasting.
     """
+def atan2(input: typing.Any, other: typing.Any) -> Tensor:
+    """
+    The angle of the point (b, a) in radians, in [-pi, pi] (integers give float32).
+    """
 def bitwise_and(input: typing.Any, other: typing.Any) -> Tensor:
     """
     a & b on integers and bools.
@@ -1954,6 +1970,10 @@ def floor_divide(input: typing.Any, other: typing.Any) -> Tensor:
     """
     Python's a // b, rounded toward -inf (no gradient).
     """
+def fmod(input: typing.Any, other: typing.Any) -> Tensor:
+    """
+    C's fmod(a, b): a - b trunc(a / b), with the dividend's sign.
+    """
 def ge(input: typing.Any, other: typing.Any) -> Tensor:
     """
     a >= b, as bool.
@@ -1961,6 +1981,10 @@ def ge(input: typing.Any, other: typing.Any) -> Tensor:
 def gt(input: typing.Any, other: typing.Any) -> Tensor:
     """
     a > b, as bool.
+    """
+def hypot(input: typing.Any, other: typing.Any) -> Tensor:
+    """
+    sqrt(a^2 + b^2) without overflow or underflow (integers give float32).
     """
 def le(input: typing.Any, other: typing.Any) -> Tensor:
     """
