@@ -257,15 +257,16 @@ Grads fmod_grad(const GradContext& c) {
 // PyTorch's)
 Grads atan2_grad(const GradContext& c) {
   Val a = c.x(0), b = c.x(1);
-  Val r2 = a * a + b * b;
-  return {c.needs_grad[0] ? grad_for(c.dy() * b / r2, a) : Val(),
-          c.needs_grad[1] ? grad_for(neg(c.dy() * a / r2), b) : Val()};
+  Val rate = c.dy() / (a * a + b * b);  // shared by both sides
+  return {c.needs_grad[0] ? grad_for(rate * b, a) : Val(),
+          c.needs_grad[1] ? grad_for(neg(rate * a), b) : Val()};
 }
 // y = hypot(a, b);  da = dy a / y, db = dy b / y (NaN at the origin, as PyTorch's)
 Grads hypot_grad(const GradContext& c) {
   Val a = c.x(0), b = c.x(1);
-  return {c.needs_grad[0] ? grad_for(c.dy() * a / c.y(), a) : Val(),
-          c.needs_grad[1] ? grad_for(c.dy() * b / c.y(), b) : Val()};
+  Val rate = c.dy() / c.y();  // shared by both sides
+  return {c.needs_grad[0] ? grad_for(rate * a, a) : Val(),
+          c.needs_grad[1] ? grad_for(rate * b, b) : Val()};
 }
 
 // The bitwise ops (on integers), the comparisons and the logical ops (-> bool): no gradient.
