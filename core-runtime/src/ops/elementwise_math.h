@@ -293,24 +293,6 @@ template <class C> struct FloorDivide {
     }
   }
 };
-template <class C> struct Remainder {
-  EMBER_HOST_DEVICE C operator()(C a, C b) const {
-    if constexpr (std::is_floating_point_v<C>) {
-      C mod = std::fmod(a, b);  // NaN for b == 0
-      if (mod == C(0)) return std::copysign(C(0), b);
-      return negative(b) != negative(mod) ? mod + b : mod;
-    } else {
-      if (b == C(0)) return C(0);  // NumPy's result: a kernel cannot raise
-      if constexpr (std::is_signed_v<C>) {
-        if (b == C(-1)) return C(0);  // lowest % -1 would overflow
-        C r = C(a % b);               // the dividend's sign
-        return r != C(0) && negative(r) != negative(b) ? C(r + b) : r;
-      } else {
-        return C(a % b);
-      }
-    }
-  }
-};
 // C's fmod (torch.fmod): the remainder of a / b truncated toward 0, with the dividend's sign.
 template <class C> struct Fmod {
   EMBER_HOST_DEVICE C operator()(C a, C b) const {
@@ -323,6 +305,16 @@ template <class C> struct Fmod {
       }
       return C(a % b);  // C++'s % truncates toward 0: the dividend's sign
     }
+  }
+};
+// Python's %: fmod's remainder moved onto the divisor's sign.
+template <class C> struct Remainder {
+  EMBER_HOST_DEVICE C operator()(C a, C b) const {
+    const C mod = Fmod<C>{}(a, b);
+    if constexpr (std::is_floating_point_v<C>) {
+      if (mod == C(0)) return std::copysign(C(0), b);
+    }
+    return mod != C(0) && negative(mod) != negative(b) ? C(mod + b) : mod;
   }
 };
 template <class C> struct Atan2 {  // floating only: the front function promotes integers
